@@ -1,0 +1,91 @@
+//! The primitives of spec §1, each a thin call into a well-kept crate.
+
+use chacha20::ChaCha20Legacy;
+use chacha20::cipher::{KeyIvInit, StreamCipher};
+use curve25519_dalek::edwards::CompressedEdwardsY;
+use hkdf::Hkdf;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use zeroize::Zeroizing;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// A 32-byte secret (key material) that is wiped when dropped.
+pub(crate) type Secret32 = Zeroizing<[u8; 32]>;
+
+/// HKDF-SHA256 with 64 bytes of output, split into (first 32, last 32) (spec §1.4).
+pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
+    let mut okm = Zeroizing::new([0u8; 64]);
+    let hk = Hkdf::<Sha256>::new(Some(salt), ikm);
+    // 64 bytes is far below HKDF's limit of 255 * 32, so expand cannot fail.
+    let _ = hk.expand(info, okm.as_mut_slice());
+    let (a, b) = okm.split_at(32);
+    (Zeroizing::new(to32(a)), Zeroizing::new(to32(b)))
+}
+
+fn to32(s: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    out.copy_from_slice(s);
+    out
+}
+
+fn mac_with(key: &[u8; 32]) -> HmacSha256 {
+    // HMAC keys are padded to the block size; `new_from_slice` accepts any length.
+    match <HmacSha256 as KeyInit>::new_from_slice(key) {
+        Ok(m) => m,
+        Err(_) => unreachable_hmac_key(),
+    }
+}
+
+#[cold]
+#[allow(clippy::panic)]
+fn unreachable_hmac_key() -> ! {
+    panic!("HMAC-SHA256 accepts 32-byte keys")
+}
+
+/// HMAC-SHA256 (spec §1.5).
+pub(crate) fn hmac(key: &[u8; 32], data: &[u8]) -> Secret32 {
+    let mut m = mac_with(key);
+    m.update(data);
+    Zeroizing::new(m.finalize().into_bytes().into())
+}
+
+/// Verifies an HMAC-SHA256 tag in constant time.
+pub(crate) fn hmac_verify(key: &[u8; 32], data: &[u8], tag: &[u8; 32]) -> bool {
+    let mut m = mac_with(key);
+    m.update(data);
+    m.verify_slice(tag).is_ok()
+}
+
+/// The 8-byte nonce of spec §1.6: the counter big-endian, then four zero bytes.
+fn nonce(counter: u32) -> [u8; 8] {
+    let mut n = [0u8; 8];
+    n[..4].copy_from_slice(&counter.to_be_bytes());
+    n
+}
+
+/// Original (djb) ChaCha20 with a 64-bit nonce, applied in place (spec §1.6).
+pub(crate) fn chacha20(key: &[u8; 32], counter: u32, data: &mut [u8]) {
+    let mut c = ChaCha20Legacy::new(key.into(), (&nonce(counter)).into());
+    c.apply_keystream(data);
+}
+
+/// Converts an Ed25519 public key to its X25519 (Montgomery) form, rejecting what libsodium
+/// rejects: encodings that do not decompress, small-order points and points outside the
+/// prime-order subgroup (spec §1.2).
+pub(crate) fn ed25519_to_x25519(public: &[u8; 32]) -> Option<[u8; 32]> {
+    let point = CompressedEdwardsY(*public).decompress()?;
+    if point.is_small_order() || !point.is_torsion_free() {
+        return None;
+    }
+    Some(point.to_montgomery().to_bytes())
+}
+
+/// X25519, rejecting a non-contributory (all-zero) result (spec §1.3).
+pub(crate) fn dh(secret: &x25519_dalek::StaticSecret, their_x25519: &[u8; 32]) -> Option<Secret32> {
+    let shared = secret.diffie_hellman(&x25519_dalek::PublicKey::from(*their_x25519));
+    if !shared.was_contributory() {
+        return None;
+    }
+    Some(Zeroizing::new(shared.to_bytes()))
+}

@@ -1,0 +1,216 @@
+//! Errors, one enum per operation family, each variant with a stable numeric code.
+//!
+//! Codes follow the numbering plan of Wire's Proteus (spec §11): 1xx engine, 2xx decrypt,
+//! 3xx decode, 4xx input, 5xx system. Where Wire's two implementations disagree we use the
+//! JavaScript codes, which keep distinct conditions apart (e.g. the three MAC failures 206, 207
+//! and 210 that Rust 2.x folds into 406). Codes are part of the API: bindings expose the same
+//! numbers in every language, so a code once given is never reused for another condition.
+
+use crate::keys::PreKeyId;
+
+/// Where a message's counter stood relative to the receive chain when its MAC failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterPosition {
+    /// The counter was the chain's next one.
+    InSync,
+    /// The counter was ahead of the chain (messages were skipped).
+    Ahead,
+    /// The counter was behind the chain and matched a staged key.
+    Behind,
+}
+
+/// A value could not be decoded. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The input ended in the middle of a value.
+    #[error("input ended early")]
+    Truncated,
+    /// Bytes were left over after the value.
+    #[error("unexpected bytes after the value")]
+    TrailingBytes,
+    /// A value had another CBOR type than the format requires.
+    #[error("unexpected CBOR type")]
+    UnexpectedType,
+    /// Indefinite lengths, tags, floats and other CBOR features Proteus never uses.
+    #[error("unsupported CBOR encoding")]
+    UnsupportedCbor,
+    /// An integer did not fit its field (u8, u16 or u32).
+    #[error("integer out of range")]
+    IntegerOutOfRange,
+    /// A required field was absent.
+    #[error("missing field: {0}")]
+    MissingField(&'static str),
+    /// A map repeated a key.
+    #[error("duplicate map key {0}")]
+    DuplicateField(u8),
+    /// A fixed-size byte string had the wrong length.
+    #[error("{field}: expected {expected} bytes, got {actual}")]
+    InvalidLength {
+        /// The field.
+        field: &'static str,
+        /// Its required length.
+        expected: usize,
+        /// The length found.
+        actual: usize,
+    },
+    /// A length or count exceeded a decoder limit (see [`crate::limits`]).
+    #[error("{0} exceeds the decoder limit")]
+    LimitExceeded(&'static str),
+    /// Nesting deeper than [`crate::limits::MAX_NESTING_DEPTH`].
+    #[error("nesting too deep")]
+    TooDeep,
+    /// The message type byte was neither 1 (cipher) nor 2 (prekey).
+    #[error("unknown message type {0}")]
+    UnknownMessageType(u64),
+    /// A public key is not a valid, prime-order curve point (all-zero, low-order, mixed-order
+    /// or not on the curve), or a secret key does not match its public half.
+    #[error("invalid key: {0}")]
+    InvalidKey(&'static str),
+    /// A stored session belongs to another local identity than the one given.
+    #[error("the session belongs to another local identity")]
+    LocalIdentityChanged,
+}
+
+impl DecodeError {
+    /// The stable numeric code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::LocalIdentityChanged => 300,
+            Self::Truncated
+            | Self::TrailingBytes
+            | Self::UnexpectedType
+            | Self::UnsupportedCbor
+            | Self::IntegerOutOfRange
+            | Self::MissingField(_) => 301,
+            Self::UnknownMessageType(_) => 302,
+            Self::InvalidLength { .. } => 303,
+            Self::LimitExceeded(_) | Self::TooDeep => 304,
+            Self::DuplicateField(_) => 305,
+            Self::InvalidKey(_) => 409,
+        }
+    }
+}
+
+/// A session could not be created from a prekey bundle. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionCreationError {
+    /// A key of the bundle is degenerate, or a Diffie-Hellman result was all zero.
+    #[error("degenerate key")]
+    DegeneratedKey,
+}
+
+impl SessionCreationError {
+    /// The stable numeric code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::DegeneratedKey => 100,
+        }
+    }
+}
+
+/// A message could not be encrypted. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncryptError {
+    /// The session has no state for its current tag (a corrupt session).
+    #[error("no session state for the current session tag")]
+    NoSessionForTag,
+    /// The sending chain has used all 2^32 message counters; the peer must reply first.
+    #[error("the sending chain is exhausted")]
+    ChainExhausted,
+    /// The plaintext is longer than [`crate::limits::MAX_PLAINTEXT_LEN`].
+    #[error("plaintext of {0} bytes is too long")]
+    PlaintextTooLong(usize),
+}
+
+impl EncryptError {
+    /// The stable numeric code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::NoSessionForTag => 102,
+            Self::ChainExhausted => 103,
+            Self::PlaintextTooLong(_) => 410,
+        }
+    }
+}
+
+/// A message was rejected. The session and the prekey store are exactly as they were.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecryptError {
+    /// A key in the message is degenerate, or a Diffie-Hellman result was all zero.
+    #[error("degenerate key")]
+    DegeneratedKey,
+    /// The PreKeyMessage names a prekey that is not in the store (already used, or never ours).
+    #[error("prekey {0} not found")]
+    PreKeyNotFound(PreKeyId),
+    /// A session can only be created from a PreKeyMessage.
+    #[error("a CipherMessage cannot create a session")]
+    NotAPreKeyMessage,
+    /// The PreKeyMessage carries another identity than the session's remote identity.
+    #[error("the remote identity changed")]
+    RemoteIdentityChanged,
+    /// The session has no state for the message's session tag.
+    #[error("no session state for the message's session tag")]
+    UnknownSessionTag,
+    /// The envelope MAC did not verify.
+    #[error("invalid message authentication code")]
+    InvalidSignature(CounterPosition),
+    /// The message is older than the oldest staged key of its chain.
+    #[error("outdated message")]
+    OutdatedMessage,
+    /// The message was already decrypted.
+    #[error("duplicate message")]
+    DuplicateMessage,
+    /// The message skips more messages than the counter-gap limit allows.
+    #[error("message counter too far ahead (gap {gap})")]
+    TooDistantFuture {
+        /// How many messages the counter skips.
+        gap: u64,
+        /// Whether the receive chain was still at its start (code 211) or in use (212).
+        chain_start: bool,
+    },
+    /// The envelope could not be decoded.
+    #[error("malformed message: {0}")]
+    Decode(#[from] DecodeError),
+    /// The caller's identity is not the session's local identity.
+    #[error("the session belongs to another local identity")]
+    LocalIdentityMismatch,
+    /// The prekey store failed.
+    #[error("prekey store: {0}")]
+    PreKeyStore(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl DecryptError {
+    /// The stable numeric code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::DegeneratedKey => 100,
+            Self::PreKeyNotFound(_) => 101,
+            Self::NotAPreKeyMessage => 201,
+            Self::RemoteIdentityChanged => 204,
+            Self::UnknownSessionTag => 205,
+            Self::InvalidSignature(CounterPosition::InSync) => 206,
+            Self::InvalidSignature(CounterPosition::Ahead) => 207,
+            Self::InvalidSignature(CounterPosition::Behind) => 210,
+            Self::OutdatedMessage => 208,
+            Self::DuplicateMessage => 209,
+            Self::TooDistantFuture {
+                chain_start: true, ..
+            } => 211,
+            Self::TooDistantFuture {
+                chain_start: false, ..
+            } => 212,
+            Self::Decode(e) => e.code(),
+            Self::LocalIdentityMismatch => 300,
+            Self::PreKeyStore(_) => 501,
+        }
+    }
+
+    /// Whether the message was already seen (duplicate or outdated): apps drop these silently.
+    pub fn is_already_seen(&self) -> bool {
+        matches!(self, Self::DuplicateMessage | Self::OutdatedMessage)
+    }
+}

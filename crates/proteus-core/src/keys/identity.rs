@@ -1,0 +1,179 @@
+use std::fmt;
+
+use ed25519_dalek::{Signer, SigningKey};
+use rand_core::CryptoRng;
+use zeroize::Zeroizing;
+
+use super::PublicKey;
+use super::key_pair::x25519_secret;
+use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::crypto::{Secret32, dh};
+use crate::error::DecodeError;
+
+/// A party's public identity: an Ed25519 public key, `{0: PublicKey}` on the wire (spec §3.4).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct IdentityKey(PublicKey);
+
+impl IdentityKey {
+    /// Wraps a public key.
+    pub fn new(key: PublicKey) -> Self {
+        Self(key)
+    }
+
+    /// The Ed25519 public key.
+    pub fn public_key(&self) -> &PublicKey {
+        &self.0
+    }
+
+    /// Lowercase hex of the public key, as Wire's clients show it (spec §12).
+    pub fn fingerprint(&self) -> String {
+        self.0.fingerprint()
+    }
+
+    /// The CBOR encoding.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut e = Encoder::with_capacity(40);
+        self.encode(&mut e);
+        e.into_bytes()
+    }
+
+    /// Decodes and validates an identity key.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut d = Decoder::new(bytes);
+        let key = Self::decode(&mut d)?;
+        d.finish()?;
+        key.0.validate()?;
+        Ok(key)
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.map(1).key(0);
+        self.0.encode(e);
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let mut key = None;
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => key = Some(PublicKey::decode(d)?),
+                _ => d.skip()?,
+            }
+        }
+        required(key, "identity key").map(Self)
+    }
+}
+
+impl fmt::Debug for IdentityKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdentityKey({})", self.fingerprint())
+    }
+}
+
+/// A party's long-term identity key pair (spec §3.5). The secret is wiped on drop and never
+/// shown by `Debug`.
+#[derive(Clone)]
+pub struct IdentityKeyPair {
+    signing: SigningKey,
+    public: IdentityKey,
+    dh_secret: x25519_dalek::StaticSecret,
+}
+
+impl IdentityKeyPair {
+    /// The record format version this engine writes.
+    pub const VERSION: u8 = 1;
+
+    /// Generates a new identity from 32 bytes of `rng`.
+    pub fn generate<R: CryptoRng + ?Sized>(rng: &mut R) -> Self {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(seed.as_mut_slice());
+        Self::from_seed(&seed)
+    }
+
+    /// The identity whose Ed25519 seed is `seed`.
+    pub fn from_seed(seed: &[u8; 32]) -> Self {
+        let signing = SigningKey::from_bytes(seed);
+        let public = IdentityKey(PublicKey::from_bytes(signing.verifying_key().to_bytes()));
+        let dh_secret = x25519_secret(seed);
+        Self {
+            signing,
+            public,
+            dh_secret,
+        }
+    }
+
+    /// The public identity.
+    pub fn public_key(&self) -> &IdentityKey {
+        &self.public
+    }
+
+    /// The fingerprint of the public identity.
+    pub fn fingerprint(&self) -> String {
+        self.public.fingerprint()
+    }
+
+    pub(crate) fn sign(&self, message: &[u8]) -> [u8; 64] {
+        self.signing.sign(message).to_bytes()
+    }
+
+    pub(crate) fn dh(&self, their: &PublicKey) -> Option<Secret32> {
+        let their_x = their.to_x25519().ok()?;
+        dh(&self.dh_secret, &their_x)
+    }
+
+    /// `{0: 1, 1: SecretKey {0: seed ‖ pk}, 2: IdentityKey}`. The result holds the secret key:
+    /// keep it in protected storage and wipe it after use.
+    pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+        let mut secret = Zeroizing::new([0u8; 64]);
+        secret[..32].copy_from_slice(self.signing.as_bytes());
+        secret[32..].copy_from_slice(self.public.0.as_bytes());
+        let mut e = Encoder::with_capacity(120);
+        e.map(3)
+            .key(0)
+            .u64(u64::from(Self::VERSION))
+            .key(1)
+            .wrapped_bytes(secret.as_slice())
+            .key(2);
+        self.public.encode(&mut e);
+        Zeroizing::new(e.into_bytes())
+    }
+
+    /// Decodes an identity key pair, checking that its secret and public halves agree.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut d = Decoder::new(bytes);
+        let (mut secret, mut public) = (None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(&mut d)? {
+                // Version: written as 1, checked by no implementation (spec §3.5).
+                0 => {
+                    d.u8()?;
+                }
+                1 => secret = Some(Zeroizing::new(d.wrapped::<64>("identity secret key")?)),
+                2 => public = Some(IdentityKey::decode(&mut d)?),
+                _ => d.skip()?,
+            }
+        }
+        d.finish()?;
+        let secret = required(secret, "identity secret key")?;
+        let public = required(public, "identity public key")?;
+        let mut seed = Zeroizing::new([0u8; 32]);
+        seed.copy_from_slice(&secret[..32]);
+        let pair = Self::from_seed(&seed);
+        if pair.public != public || &secret[32..] != public.0.as_bytes().as_slice() {
+            return Err(DecodeError::InvalidKey(
+                "identity secret key does not match its public key",
+            ));
+        }
+        Ok(pair)
+    }
+}
+
+impl fmt::Debug for IdentityKeyPair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { public, .. } = self;
+        f.debug_struct("IdentityKeyPair")
+            .field("public", public)
+            .finish_non_exhaustive()
+    }
+}

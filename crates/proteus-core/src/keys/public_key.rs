@@ -1,0 +1,66 @@
+use std::fmt;
+
+use crate::cbor::{Decoder, Encoder};
+use crate::crypto::ed25519_to_x25519;
+use crate::error::DecodeError;
+
+/// An Ed25519 public key as it travels on the wire: 32 bytes.
+///
+/// Keys from messages are kept as bytes and compared as bytes; they are converted to X25519
+/// (and validated) only when a Diffie-Hellman step needs them, which is what makes in-chain
+/// decryption cheap. Use [`PublicKey::validate`] to check one up front.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PublicKey([u8; 32]);
+
+impl PublicKey {
+    /// Wraps 32 bytes without validating them.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The 32 bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Lowercase hex of the 32 bytes (spec §12).
+    pub fn fingerprint(&self) -> String {
+        hex(&self.0)
+    }
+
+    /// Checks that the key is a valid, prime-order point: not all-zero, not of small order, not
+    /// mixed-order, and on the curve.
+    pub fn validate(&self) -> Result<(), DecodeError> {
+        self.to_x25519().map(|_| ())
+    }
+
+    pub(crate) fn to_x25519(&self) -> Result<[u8; 32], DecodeError> {
+        ed25519_to_x25519(&self.0).ok_or(DecodeError::InvalidKey(
+            "public key is not a prime-order point",
+        ))
+    }
+
+    /// `{0: bstr(32)}`
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.wrapped_bytes(&self.0);
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        d.wrapped::<32>("public key").map(Self)
+    }
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PublicKey({})", self.fingerprint())
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}

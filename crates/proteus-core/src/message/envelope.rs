@@ -1,0 +1,87 @@
+use super::Message;
+use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::error::DecodeError;
+
+/// The unit that is transmitted: a message and its MAC (spec §4.1).
+///
+/// ```text
+/// a3                      map(3)
+///    00 01                version = 1
+///    01 a1 00 58 20 <32>  Mac {0: bstr(32)}
+///    02 <bstr>            message_enc = uint(type) ‖ message map
+/// ```
+///
+/// The MAC is HMAC-SHA256 over `message_enc`. A decoded envelope keeps `message_enc` exactly as
+/// received, so the MAC is verified over those bytes and not over a re-encoding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    mac: [u8; 32],
+    message_bytes: Vec<u8>,
+    message: Message,
+}
+
+impl Envelope {
+    /// The version this engine writes. Receivers do not check it (spec §4.1).
+    pub const VERSION: u8 = 1;
+
+    pub(crate) fn new(mac: [u8; 32], message_bytes: Vec<u8>, message: Message) -> Self {
+        Self {
+            mac,
+            message_bytes,
+            message,
+        }
+    }
+
+    /// The decoded message.
+    pub fn message(&self) -> &Message {
+        &self.message
+    }
+
+    /// The MAC.
+    pub fn mac(&self) -> &[u8; 32] {
+        &self.mac
+    }
+
+    /// The message bytes the MAC covers, exactly as received.
+    pub fn message_bytes(&self) -> &[u8] {
+        &self.message_bytes
+    }
+
+    /// The wire form.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut e = Encoder::with_capacity(self.message_bytes.len() + 48);
+        e.map(3)
+            .key(0)
+            .u64(u64::from(Self::VERSION))
+            .key(1)
+            .wrapped_bytes(&self.mac)
+            .key(2)
+            .bytes(&self.message_bytes);
+        e.into_bytes()
+    }
+
+    /// Decodes an envelope and the message inside it.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut d = Decoder::new(bytes);
+        let (mut mac, mut message_bytes) = (None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(&mut d)? {
+                0 => {
+                    d.u8()?;
+                }
+                1 => mac = Some(d.wrapped::<32>("mac")?),
+                2 => message_bytes = Some(d.bytes()?),
+                _ => d.skip()?,
+            }
+        }
+        d.finish()?;
+        let message_bytes = required(message_bytes, "message")?;
+        let message = Message::decode(message_bytes)?;
+        Ok(Self {
+            mac: required(mac, "mac")?,
+            message_bytes: message_bytes.to_vec(),
+            message,
+        })
+    }
+}

@@ -1,0 +1,158 @@
+//! Wire messages (spec §4).
+
+mod envelope;
+mod session_tag;
+
+pub use envelope::Envelope;
+pub use session_tag::SessionTag;
+
+use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::error::DecodeError;
+use crate::keys::{IdentityKey, PreKeyId, PublicKey};
+
+const TYPE_CIPHER: u64 = 1;
+const TYPE_PREKEY: u64 = 2;
+
+/// A message of an established session state (type 1 on the wire).
+///
+/// `{0: session tag, 1: counter, 2: previous counter, 3: ratchet key, 4: ciphertext}`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CipherMessage {
+    /// Picks the session state on receipt.
+    pub session_tag: SessionTag,
+    /// Index of the message in the sender's current sending chain.
+    pub counter: u32,
+    /// Length of the sender's previous sending chain; carried but not used by receivers.
+    pub prev_counter: u32,
+    /// The sender's current ratchet public key.
+    pub ratchet_key: PublicKey,
+    /// ChaCha20 ciphertext, as long as the plaintext.
+    pub cipher_text: Vec<u8>,
+}
+
+/// A message that can create a session: the sender's handshake keys around a [`CipherMessage`]
+/// (type 2 on the wire). `{0: prekey id, 1: base key, 2: identity key, 3: CipherMessage}`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreKeyMessage {
+    /// The recipient's prekey the sender used.
+    pub prekey_id: PreKeyId,
+    /// The sender's base public key.
+    pub base_key: PublicKey,
+    /// The sender's identity.
+    pub identity_key: IdentityKey,
+    /// The embedded message.
+    pub message: CipherMessage,
+}
+
+/// A decoded Proteus message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// Type 1.
+    Cipher(CipherMessage),
+    /// Type 2.
+    PreKey(PreKeyMessage),
+}
+
+impl Message {
+    /// The embedded cipher message.
+    pub fn cipher_message(&self) -> &CipherMessage {
+        match self {
+            Self::Cipher(m) => m,
+            Self::PreKey(m) => &m.message,
+        }
+    }
+
+    /// `uint(type) ‖ map` (spec §4.2): the bytes the envelope MAC covers.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let cm = self.cipher_message();
+        let mut e = Encoder::with_capacity(cm.cipher_text.len() + 200);
+        match self {
+            Self::Cipher(m) => {
+                e.u64(TYPE_CIPHER);
+                m.encode(&mut e);
+            }
+            Self::PreKey(m) => {
+                e.u64(TYPE_PREKEY)
+                    .map(4)
+                    .key(0)
+                    .u64(u64::from(m.prekey_id.value()))
+                    .key(1);
+                m.base_key.encode(&mut e);
+                e.key(2);
+                m.identity_key.encode(&mut e);
+                e.key(3);
+                m.message.encode(&mut e);
+            }
+        }
+        e.into_bytes()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut d = Decoder::new(bytes);
+        let message = match d.u64()? {
+            TYPE_CIPHER => Self::Cipher(CipherMessage::decode(&mut d)?),
+            TYPE_PREKEY => Self::PreKey(PreKeyMessage::decode(&mut d)?),
+            other => return Err(DecodeError::UnknownMessageType(other)),
+        };
+        d.finish()?;
+        Ok(message)
+    }
+}
+
+impl CipherMessage {
+    fn encode(&self, e: &mut Encoder) {
+        e.map(5).key(0).bytes(self.session_tag.as_bytes());
+        e.key(1)
+            .u64(u64::from(self.counter))
+            .key(2)
+            .u64(u64::from(self.prev_counter))
+            .key(3);
+        self.ratchet_key.encode(e);
+        e.key(4).bytes(&self.cipher_text);
+    }
+
+    fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let (mut tag, mut counter, mut prev, mut ratchet, mut text) =
+            (None, None, None, None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => tag = Some(SessionTag::from_bytes(d.fixed::<16>("session tag")?)),
+                1 => counter = Some(d.u32()?),
+                2 => prev = Some(d.u32()?),
+                3 => ratchet = Some(PublicKey::decode(d)?),
+                4 => text = Some(d.bytes()?),
+                _ => d.skip()?,
+            }
+        }
+        Ok(Self {
+            session_tag: required(tag, "session tag")?,
+            counter: required(counter, "counter")?,
+            prev_counter: required(prev, "previous counter")?,
+            ratchet_key: required(ratchet, "ratchet key")?,
+            cipher_text: required(text, "cipher text")?.to_vec(),
+        })
+    }
+}
+
+impl PreKeyMessage {
+    fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let (mut id, mut base, mut identity, mut message) = (None, None, None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => id = Some(PreKeyId::new(d.u16()?)),
+                1 => base = Some(PublicKey::decode(d)?),
+                2 => identity = Some(IdentityKey::decode(d)?),
+                3 => message = Some(CipherMessage::decode(d)?),
+                _ => d.skip()?,
+            }
+        }
+        Ok(Self {
+            prekey_id: required(id, "prekey id")?,
+            base_key: required(base, "base key")?,
+            identity_key: required(identity, "identity key")?,
+            message: required(message, "cipher message")?,
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! Sending and receiving chains (spec §6, §7.3, §9.3, §9.4).
+
+use std::collections::VecDeque;
+
+use super::derived::{ChainKey, MessageKeys};
+use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::error::{CounterPosition, DecodeError, DecryptError};
+use crate::keys::{KeyPair, PublicKey};
+use crate::message::CipherMessage;
+
+/// A chain we send on: its chain key and our ratchet key pair.
+#[derive(Clone)]
+pub(crate) struct SendChain {
+    pub(crate) chain_key: ChainKey,
+    pub(crate) ratchet_key: KeyPair,
+}
+
+impl SendChain {
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.map(2).key(0);
+        self.chain_key.encode(e);
+        e.key(1);
+        self.ratchet_key.encode(e);
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let (mut chain_key, mut ratchet_key) = (None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => chain_key = Some(ChainKey::decode(d)?),
+                1 => ratchet_key = Some(KeyPair::decode(d)?),
+                _ => d.skip()?,
+            }
+        }
+        Ok(Self {
+            chain_key: required(chain_key, "send chain key")?,
+            ratchet_key: required(ratchet_key, "send ratchet key")?,
+        })
+    }
+}
+
+/// A chain we receive on: its chain key, the peer's ratchet key, and the keys of messages that
+/// were skipped on it (ascending counter), staged so late messages still decrypt.
+#[derive(Clone)]
+pub(crate) struct RecvChain {
+    pub(crate) chain_key: ChainKey,
+    pub(crate) ratchet_key: PublicKey,
+    pub(crate) staged: VecDeque<MessageKeys>,
+}
+
+/// What a successful decryption changes in a receive chain, applied only after the MAC checked.
+pub(crate) enum ChainUpdate {
+    /// The message used the staged key at this position.
+    UseStaged(usize),
+    /// The chain moved past the message; the keys it skipped are staged.
+    Advance {
+        chain_key: ChainKey,
+        skipped: Vec<MessageKeys>,
+    },
+}
+
+impl RecvChain {
+    pub(crate) fn new(chain_key: ChainKey, ratchet_key: PublicKey) -> Self {
+        Self {
+            chain_key,
+            ratchet_key,
+            staged: VecDeque::new(),
+        }
+    }
+
+    /// Decrypts without changing the chain (spec §7.3); the caller applies the update.
+    pub(crate) fn decrypt(
+        &self,
+        message_bytes: &[u8],
+        mac: &[u8; 32],
+        msg: &CipherMessage,
+        max_gap: u32,
+    ) -> Result<(Vec<u8>, ChainUpdate), DecryptError> {
+        let (c, k) = (msg.counter, self.chain_key.idx);
+        if c < k {
+            if self.staged.front().is_some_and(|oldest| oldest.counter > c) {
+                return Err(DecryptError::OutdatedMessage);
+            }
+            let Some(pos) = self.staged.iter().position(|mk| mk.counter == c) else {
+                return Err(DecryptError::DuplicateMessage);
+            };
+            let mk = self.staged.get(pos).ok_or(DecryptError::DuplicateMessage)?;
+            let plaintext = open(mk, message_bytes, mac, msg, CounterPosition::Behind)?;
+            return Ok((plaintext, ChainUpdate::UseStaged(pos)));
+        }
+        let gap = c - k;
+        if gap > max_gap {
+            return Err(DecryptError::TooDistantFuture {
+                gap: u64::from(gap),
+                chain_start: k == 0,
+            });
+        }
+        // Step the chain key to the message's counter; message keys of the skipped indices are
+        // derived only once the MAC has verified, so a forged counter costs one HMAC per step.
+        let mut skipped_chain_keys = Vec::with_capacity(gap as usize);
+        let mut ck = self.chain_key.clone();
+        while ck.idx < c {
+            let next = ck.next().ok_or(DecryptError::TooDistantFuture {
+                gap: u64::from(gap),
+                chain_start: k == 0,
+            })?;
+            skipped_chain_keys.push(ck);
+            ck = next;
+        }
+        let position = if gap == 0 {
+            CounterPosition::InSync
+        } else {
+            CounterPosition::Ahead
+        };
+        let plaintext = open(&ck.message_keys(), message_bytes, mac, msg, position)?;
+        let chain_key = ck.next().ok_or(DecryptError::TooDistantFuture {
+            gap: u64::from(gap),
+            chain_start: k == 0,
+        })?;
+        let skipped = skipped_chain_keys
+            .iter()
+            .map(ChainKey::message_keys)
+            .collect();
+        Ok((plaintext, ChainUpdate::Advance { chain_key, skipped }))
+    }
+
+    /// Applies an update; at most `max_staged` keys stay staged, the oldest dropped first.
+    pub(crate) fn apply(&mut self, update: ChainUpdate, max_staged: usize) {
+        match update {
+            ChainUpdate::UseStaged(pos) => {
+                self.staged.remove(pos);
+            }
+            ChainUpdate::Advance { chain_key, skipped } => {
+                self.chain_key = chain_key;
+                self.staged.extend(skipped);
+                while self.staged.len() > max_staged {
+                    self.staged.pop_front();
+                }
+            }
+        }
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.map(3).key(0);
+        self.chain_key.encode(e);
+        e.key(1);
+        self.ratchet_key.encode(e);
+        e.key(2).array(self.staged.len());
+        for mk in &self.staged {
+            mk.encode(e);
+        }
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let (mut chain_key, mut ratchet_key, mut staged) = (None, None, VecDeque::new());
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => chain_key = Some(ChainKey::decode(d)?),
+                1 => ratchet_key = Some(PublicKey::decode(d)?),
+                // Wire's Rust treats a missing list as empty (spec §9.3).
+                2 => {
+                    let n = d.array()?;
+                    staged = VecDeque::with_capacity(n);
+                    for _ in 0..n {
+                        staged.push_back(MessageKeys::decode(d)?);
+                    }
+                }
+                _ => d.skip()?,
+            }
+        }
+        Ok(Self {
+            chain_key: required(chain_key, "receive chain key")?,
+            ratchet_key: required(ratchet_key, "receive ratchet key")?,
+            staged,
+        })
+    }
+}
+
+/// Verifies the MAC over the received message bytes, then decrypts.
+fn open(
+    mk: &MessageKeys,
+    message_bytes: &[u8],
+    mac: &[u8; 32],
+    msg: &CipherMessage,
+    position: CounterPosition,
+) -> Result<Vec<u8>, DecryptError> {
+    if !mk.verify(message_bytes, mac) {
+        return Err(DecryptError::InvalidSignature(position));
+    }
+    let mut plaintext = msg.cipher_text.clone();
+    mk.apply_cipher(&mut plaintext);
+    Ok(plaintext)
+}

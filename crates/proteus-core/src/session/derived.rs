@@ -1,0 +1,144 @@
+//! Keys derived by the ratchets (spec §5.2, §6, §7.2, §9.5).
+
+use zeroize::Zeroizing;
+
+use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::crypto::{Secret32, chacha20, hmac, hmac_verify, kdf};
+use crate::error::DecodeError;
+
+/// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
+#[derive(Clone)]
+pub(crate) struct ChainKey {
+    key: Secret32,
+    pub(crate) idx: u32,
+}
+
+impl ChainKey {
+    pub(crate) fn new(key: Secret32, idx: u32) -> Self {
+        Self { key, idx }
+    }
+
+    /// `CK_{i+1} = HMAC(CK_i, "1")`; `None` once the 32-bit index is used up.
+    pub(crate) fn next(&self) -> Option<Self> {
+        Some(Self {
+            key: hmac(&self.key, b"1"),
+            idx: self.idx.checked_add(1)?,
+        })
+    }
+
+    /// The message keys for this index: `KDF(HMAC(CK_i, "0"), "", "hash_ratchet")`.
+    pub(crate) fn message_keys(&self) -> MessageKeys {
+        let base = hmac(&self.key, b"0");
+        let (cipher_key, mac_key) = kdf(base.as_slice(), &[], b"hash_ratchet");
+        MessageKeys {
+            cipher_key,
+            mac_key,
+            counter: self.idx,
+        }
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.map(2)
+            .key(0)
+            .wrapped_bytes(self.key.as_slice())
+            .key(1)
+            .u64(u64::from(self.idx));
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let (mut key, mut idx) = (None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => key = Some(Zeroizing::new(d.wrapped::<32>("chain key")?)),
+                1 => idx = Some(d.u32()?),
+                _ => d.skip()?,
+            }
+        }
+        Ok(Self {
+            key: required(key, "chain key")?,
+            idx: required(idx, "chain key index")?,
+        })
+    }
+}
+
+/// The root key: `{0: CipherKey}` when stored.
+#[derive(Clone)]
+pub(crate) struct RootKey(Secret32);
+
+impl RootKey {
+    pub(crate) fn new(key: Secret32) -> Self {
+        Self(key)
+    }
+
+    /// One DH-ratchet step of the root: `KDF(dh, root, "dh_ratchet")` (spec §7.2).
+    pub(crate) fn dh_ratchet(&self, dh_output: &[u8; 32]) -> (RootKey, ChainKey) {
+        let (root, chain) = kdf(dh_output, self.0.as_slice(), b"dh_ratchet");
+        (RootKey(root), ChainKey::new(chain, 0))
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.map(1).key(0).wrapped_bytes(self.0.as_slice());
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let mut key = None;
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => key = Some(Zeroizing::new(d.wrapped::<32>("root key")?)),
+                _ => d.skip()?,
+            }
+        }
+        required(key, "root key").map(Self)
+    }
+}
+
+/// The keys of one message: `{0: CipherKey, 1: MacKey, 2: counter}` when stored.
+#[derive(Clone)]
+pub(crate) struct MessageKeys {
+    cipher_key: Secret32,
+    mac_key: Secret32,
+    pub(crate) counter: u32,
+}
+
+impl MessageKeys {
+    pub(crate) fn mac(&self, message: &[u8]) -> Secret32 {
+        hmac(&self.mac_key, message)
+    }
+
+    pub(crate) fn verify(&self, message: &[u8], mac: &[u8; 32]) -> bool {
+        hmac_verify(&self.mac_key, message, mac)
+    }
+
+    /// ChaCha20 in place, with this message's counter as nonce.
+    pub(crate) fn apply_cipher(&self, data: &mut [u8]) {
+        chacha20(&self.cipher_key, self.counter, data);
+    }
+
+    pub(crate) fn encode(&self, e: &mut Encoder) {
+        e.map(3).key(0).wrapped_bytes(self.cipher_key.as_slice());
+        e.key(1)
+            .wrapped_bytes(self.mac_key.as_slice())
+            .key(2)
+            .u64(u64::from(self.counter));
+    }
+
+    pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+        let (mut cipher_key, mut mac_key, mut counter) = (None, None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(d)? {
+                0 => cipher_key = Some(Zeroizing::new(d.wrapped::<32>("cipher key")?)),
+                1 => mac_key = Some(Zeroizing::new(d.wrapped::<32>("mac key")?)),
+                2 => counter = Some(d.u32()?),
+                _ => d.skip()?,
+            }
+        }
+        Ok(Self {
+            cipher_key: required(cipher_key, "cipher key")?,
+            mac_key: required(mac_key, "mac key")?,
+            counter: required(counter, "message key counter")?,
+        })
+    }
+}

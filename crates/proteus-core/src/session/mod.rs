@@ -1,0 +1,439 @@
+//! Sessions: several double-ratchet states with one peer, picked by session tag (spec §8, §9).
+
+mod chain;
+mod derived;
+mod state;
+
+use std::fmt;
+
+use rand_core::CryptoRng;
+
+use self::state::{PendingPreKey, SessionState};
+use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::error::{DecodeError, DecryptError, EncryptError, SessionCreationError};
+use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId, PublicKey};
+use crate::limits::{
+    MAX_CONFIGURABLE_COUNTER_GAP, MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN, MAX_SESSION_STATES,
+};
+use crate::message::{Envelope, Message, SessionTag};
+use crate::prekey_store::PreKeyStore;
+
+struct StateEntry {
+    tag: SessionTag,
+    /// Insertion order, for evicting the oldest state. Not serialised (spec §8.1).
+    insertion: u64,
+    state: SessionState,
+}
+
+/// An end-to-end encrypted session with one peer.
+///
+/// Alice creates one with [`Session::init_from_prekey`] from Bob's prekey bundle; Bob creates
+/// his with [`Session::init_from_message`] from Alice's first message. Both then
+/// [`encrypt`](Session::encrypt) and [`decrypt`](Session::decrypt). A failed decryption leaves
+/// the session exactly as it was. Persist the session after every successful call.
+pub struct Session {
+    local_identity: IdentityKey,
+    remote_identity: IdentityKey,
+    session_tag: SessionTag,
+    pending_prekey: Option<PendingPreKey>,
+    /// In insertion order, which is also the order they are serialised in (as Wire's JS does).
+    states: Vec<StateEntry>,
+    next_insertion: u64,
+    max_counter_gap: u32,
+}
+
+/// The result of [`Session::init_from_message`]: the new session and the first plaintext.
+pub struct InboundSession {
+    /// The new session. Persist it together with the removal of the prekey it used.
+    pub session: Session,
+    /// The plaintext of the message that created it.
+    pub plaintext: Vec<u8>,
+}
+
+impl Session {
+    /// The record format version this engine writes.
+    pub const VERSION: u8 = 1;
+
+    /// Starts a session with the owner of `bundle` (Alice's side, spec §5.3).
+    ///
+    /// Draws from `rng`, in this order: the base key seed, the first ratchet key seed and the
+    /// session tag, as Wire's implementations do. Messages carry the prekey header until the
+    /// peer's first reply is decrypted.
+    pub fn init_from_prekey<R: CryptoRng + ?Sized>(
+        rng: &mut R,
+        identity: &IdentityKeyPair,
+        bundle: &PreKeyBundle,
+    ) -> Result<Self, SessionCreationError> {
+        bundle
+            .public_key()
+            .validate()
+            .map_err(|_| SessionCreationError::DegeneratedKey)?;
+        bundle
+            .identity_key()
+            .public_key()
+            .validate()
+            .map_err(|_| SessionCreationError::DegeneratedKey)?;
+        let base_key = KeyPair::generate(rng);
+        let state = SessionState::init_as_alice(rng, identity, &base_key, bundle)
+            .ok_or(SessionCreationError::DegeneratedKey)?;
+        let tag = SessionTag::generate(rng);
+        let mut session = Self::empty(*identity.public_key(), *bundle.identity_key(), tag);
+        session.pending_prekey = Some(PendingPreKey {
+            prekey_id: bundle.prekey_id(),
+            base_key: *base_key.public(),
+        });
+        session.insert_state(tag, state);
+        Ok(session)
+    }
+
+    /// Creates a session from a peer's first message (Bob's side, spec §8.5).
+    ///
+    /// On success the one-time prekey the message used has been removed from `prekeys` (the
+    /// last-resort prekey never is). On failure nothing was removed.
+    pub fn init_from_message<R: CryptoRng + ?Sized, S: PreKeyStore + ?Sized>(
+        rng: &mut R,
+        identity: &IdentityKeyPair,
+        prekeys: &mut S,
+        envelope: &Envelope,
+    ) -> Result<InboundSession, DecryptError> {
+        let Message::PreKey(pkm) = envelope.message() else {
+            return Err(DecryptError::NotAPreKeyMessage);
+        };
+        let tag = pkm.message.session_tag;
+        let mut session = Self::empty(*identity.public_key(), pkm.identity_key, tag);
+        let plaintext = session.decrypt_with_new_state(rng, identity, prekeys, envelope)?;
+        Ok(InboundSession { session, plaintext })
+    }
+
+    fn empty(local_identity: IdentityKey, remote_identity: IdentityKey, tag: SessionTag) -> Self {
+        Self {
+            local_identity,
+            remote_identity,
+            session_tag: tag,
+            pending_prekey: None,
+            states: Vec::new(),
+            next_insertion: 0,
+            max_counter_gap: MAX_COUNTER_GAP,
+        }
+    }
+
+    /// The current session tag: the state the next message is encrypted with.
+    pub fn session_tag(&self) -> SessionTag {
+        self.session_tag
+    }
+
+    /// Our identity.
+    pub fn local_identity(&self) -> &IdentityKey {
+        &self.local_identity
+    }
+
+    /// The peer's identity. Compare its fingerprint out of band to authenticate the peer.
+    pub fn remote_identity(&self) -> &IdentityKey {
+        &self.remote_identity
+    }
+
+    /// Whether messages still carry the prekey header (no reply decrypted yet).
+    pub fn has_pending_prekey(&self) -> bool {
+        self.pending_prekey.is_some()
+    }
+
+    /// The prekey id of the pending prekey header, if any.
+    pub fn pending_prekey_id(&self) -> Option<PreKeyId> {
+        self.pending_prekey.map(|p| p.prekey_id)
+    }
+
+    /// Stops sending the prekey header. Wire's clients never do this; it exists to replay
+    /// recorded conversations whose generator did it.
+    #[doc(hidden)]
+    pub fn clear_pending_prekey(&mut self) {
+        self.pending_prekey = None;
+    }
+
+    /// The number of session states held.
+    pub fn state_count(&self) -> usize {
+        self.states.len()
+    }
+
+    /// The largest counter gap accepted (default [`MAX_COUNTER_GAP`]); it is also how many
+    /// skipped-message keys each receive chain keeps. Not persisted: set it after loading.
+    pub fn max_counter_gap(&self) -> u32 {
+        self.max_counter_gap
+    }
+
+    /// Raises (or lowers) the counter-gap limit, clamped to
+    /// `MAX_COUNTER_GAP..=MAX_CONFIGURABLE_COUNTER_GAP`.
+    pub fn set_max_counter_gap(&mut self, gap: u32) {
+        self.max_counter_gap = gap.clamp(MAX_COUNTER_GAP, MAX_CONFIGURABLE_COUNTER_GAP);
+    }
+
+    /// Encrypts `plaintext` with the current state and advances its sending chain.
+    ///
+    /// Persist the session before sending the envelope: a lost chain advance would make the next
+    /// message reuse this message's keys.
+    pub fn encrypt(&mut self, plaintext: &[u8]) -> Result<Envelope, EncryptError> {
+        if plaintext.len() > MAX_PLAINTEXT_LEN {
+            return Err(EncryptError::PlaintextTooLong(plaintext.len()));
+        }
+        let tag = self.session_tag;
+        let (pending, local) = (self.pending_prekey, self.local_identity);
+        let entry = self
+            .states
+            .iter_mut()
+            .find(|e| e.tag == tag)
+            .ok_or(EncryptError::NoSessionForTag)?;
+        let (message, bytes, mac) = entry.state.encrypt(tag, pending, &local, plaintext)?;
+        Ok(Envelope::new(mac, bytes, message))
+    }
+
+    /// Decrypts a message from the peer (spec §8.3).
+    ///
+    /// A PreKeyMessage that no existing state can decrypt builds a new state from the prekey it
+    /// names in `prekeys`, which is then removed (unless it is the last-resort prekey). On any
+    /// error the session and `prekeys` are unchanged. `rng` is drawn from only for a DH
+    /// ratchet step.
+    pub fn decrypt<R: CryptoRng + ?Sized, S: PreKeyStore + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        identity: &IdentityKeyPair,
+        prekeys: &mut S,
+        envelope: &Envelope,
+    ) -> Result<Vec<u8>, DecryptError> {
+        if identity.public_key() != &self.local_identity {
+            return Err(DecryptError::LocalIdentityMismatch);
+        }
+        match envelope.message() {
+            Message::Cipher(_) => self.decrypt_with_existing_state(rng, envelope),
+            Message::PreKey(pkm) => {
+                if pkm.identity_key != self.remote_identity {
+                    return Err(DecryptError::RemoteIdentityChanged);
+                }
+                match self.decrypt_with_existing_state(rng, envelope) {
+                    Err(DecryptError::InvalidSignature(_) | DecryptError::UnknownSessionTag) => {
+                        self.decrypt_with_new_state(rng, identity, prekeys, envelope)
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    fn decrypt_with_existing_state<R: CryptoRng + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        envelope: &Envelope,
+    ) -> Result<Vec<u8>, DecryptError> {
+        let msg = envelope.message().cipher_message();
+        let max_gap = self.max_counter_gap;
+        let entry = self
+            .states
+            .iter_mut()
+            .find(|e| e.tag == msg.session_tag)
+            .ok_or(DecryptError::UnknownSessionTag)?;
+        let (plaintext, update) =
+            entry
+                .state
+                .decrypt(rng, envelope.message_bytes(), envelope.mac(), msg, max_gap)?;
+        entry.state.apply(update, max_gap as usize);
+        self.pending_prekey = None;
+        self.session_tag = msg.session_tag;
+        Ok(plaintext)
+    }
+
+    fn decrypt_with_new_state<R: CryptoRng + ?Sized, S: PreKeyStore + ?Sized>(
+        &mut self,
+        rng: &mut R,
+        identity: &IdentityKeyPair,
+        prekeys: &mut S,
+        envelope: &Envelope,
+    ) -> Result<Vec<u8>, DecryptError> {
+        let Message::PreKey(pkm) = envelope.message() else {
+            return Err(DecryptError::NotAPreKeyMessage);
+        };
+        let id = pkm.prekey_id;
+        let prekey = prekeys
+            .prekey(id)
+            .map_err(|e| DecryptError::PreKeyStore(Box::new(e)))?
+            .ok_or(DecryptError::PreKeyNotFound(id))?;
+        let mut state = SessionState::init_as_bob(
+            identity,
+            prekey.key_pair(),
+            &pkm.identity_key,
+            &pkm.base_key,
+        )?;
+        let max_gap = self.max_counter_gap;
+        let (plaintext, update) = state.decrypt(
+            rng,
+            envelope.message_bytes(),
+            envelope.mac(),
+            &pkm.message,
+            max_gap,
+        )?;
+        state.apply(update, max_gap as usize);
+        if !id.is_last_resort() {
+            prekeys
+                .remove(id)
+                .map_err(|e| DecryptError::PreKeyStore(Box::new(e)))?;
+        }
+        self.insert_state(pkm.message.session_tag, state);
+        self.pending_prekey = None;
+        Ok(plaintext)
+    }
+
+    /// Inserts or replaces the state under `tag`, makes it current and evicts the oldest other
+    /// state once [`MAX_SESSION_STATES`] are held (spec §8.6).
+    fn insert_state(&mut self, tag: SessionTag, state: SessionState) {
+        if let Some(entry) = self.states.iter_mut().find(|e| e.tag == tag) {
+            entry.state = state;
+        } else {
+            if self.next_insertion == u64::MAX {
+                self.states.clear();
+                self.next_insertion = 0;
+            }
+            self.states.push(StateEntry {
+                tag,
+                insertion: self.next_insertion,
+                state,
+            });
+            self.next_insertion += 1;
+        }
+        self.session_tag = tag;
+        if self.states.len() >= MAX_SESSION_STATES {
+            let oldest = self
+                .states
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.tag != tag)
+                .min_by_key(|(_, e)| e.insertion)
+                .map(|(i, _)| i);
+            if let Some(i) = oldest {
+                self.states.remove(i);
+            }
+        }
+    }
+
+    /// `{0: 1, 1: tag, 2: local IdentityKey, 3: remote IdentityKey, 4: pending or null,
+    /// 5: {tag: SessionState}}` (spec §9.1). The result holds secret keys.
+    pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        let mut e = Encoder::with_capacity(512 * self.states.len() + 256);
+        e.map(6)
+            .key(0)
+            .u64(u64::from(Self::VERSION))
+            .key(1)
+            .bytes(self.session_tag.as_bytes())
+            .key(2);
+        self.local_identity.encode(&mut e);
+        e.key(3);
+        self.remote_identity.encode(&mut e);
+        e.key(4);
+        match &self.pending_prekey {
+            None => {
+                e.null();
+            }
+            Some(p) => {
+                e.map(2).key(0).u64(u64::from(p.prekey_id.value())).key(1);
+                p.base_key.encode(&mut e);
+            }
+        }
+        e.key(5).map(self.states.len());
+        for entry in &self.states {
+            e.bytes(entry.tag.as_bytes());
+            entry.state.encode(&mut e);
+        }
+        zeroize::Zeroizing::new(e.into_bytes())
+    }
+
+    /// Loads a session serialised by this engine or by Wire's Proteus, for the local identity
+    /// `identity`. A session stored for another identity is refused.
+    pub fn from_bytes(identity: &IdentityKey, bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut d = Decoder::new(bytes);
+        let (mut tag, mut local, mut remote, mut pending, mut states) =
+            (None, None, None, None, None);
+        let mut seen = Seen::default();
+        for _ in 0..d.map()? {
+            match seen.key(&mut d)? {
+                0 => {
+                    d.u8()?;
+                }
+                1 => tag = Some(SessionTag::from_bytes(d.fixed::<16>("session tag")?)),
+                2 => local = Some(IdentityKey::decode(&mut d)?),
+                3 => remote = Some(IdentityKey::decode(&mut d)?),
+                4 => pending = Some(decode_pending(&mut d)?),
+                5 => states = Some(decode_states(&mut d)?),
+                _ => d.skip()?,
+            }
+        }
+        d.finish()?;
+        if local.is_some_and(|l| &l != identity) {
+            return Err(DecodeError::LocalIdentityChanged);
+        }
+        let states = required(states, "session states")?;
+        let mut session = Self::empty(
+            *identity,
+            required(remote, "remote identity")?,
+            required(tag, "session tag")?,
+        );
+        session.pending_prekey = pending.flatten();
+        session.next_insertion = states.len() as u64;
+        session.states = states;
+        Ok(session)
+    }
+}
+
+fn decode_pending(d: &mut Decoder<'_>) -> Result<Option<PendingPreKey>, DecodeError> {
+    if d.null()? {
+        return Ok(None);
+    }
+    let (mut id, mut base) = (None, None);
+    let mut seen = Seen::default();
+    for _ in 0..d.map()? {
+        match seen.key(d)? {
+            0 => id = Some(PreKeyId::new(d.u16()?)),
+            1 => base = Some(PublicKey::decode(d)?),
+            _ => d.skip()?,
+        }
+    }
+    Ok(Some(PendingPreKey {
+        prekey_id: required(id, "pending prekey id")?,
+        base_key: required(base, "pending base key")?,
+    }))
+}
+
+fn decode_states(d: &mut Decoder<'_>) -> Result<Vec<StateEntry>, DecodeError> {
+    let n = d.map()?;
+    let mut states: Vec<StateEntry> = Vec::with_capacity(n.min(MAX_SESSION_STATES));
+    for i in 0..n {
+        let tag = SessionTag::from_bytes(d.fixed::<16>("session tag")?);
+        if states.iter().any(|e| e.tag == tag) {
+            return Err(DecodeError::DuplicateField(5));
+        }
+        // Age is rebuilt from the order of appearance (spec §9.1).
+        states.push(StateEntry {
+            tag,
+            insertion: i as u64,
+            state: SessionState::decode(d)?,
+        });
+    }
+    Ok(states)
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            local_identity,
+            remote_identity,
+            session_tag,
+            pending_prekey,
+            states,
+            next_insertion: _,
+            max_counter_gap,
+        } = self;
+        f.debug_struct("Session")
+            .field("local_identity", local_identity)
+            .field("remote_identity", remote_identity)
+            .field("session_tag", session_tag)
+            .field("pending_prekey", &pending_prekey.map(|p| p.prekey_id))
+            .field("states", &states.len())
+            .field("max_counter_gap", max_counter_gap)
+            .finish()
+    }
+}
