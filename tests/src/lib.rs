@@ -1,0 +1,5 @@
+//! Shared code of the cross-implementation tests.
+
+#![forbid(unsafe_code)]
+
+pub mod vectors;
