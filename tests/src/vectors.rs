@@ -334,13 +334,13 @@ impl<'a> Replay<'a> {
                 if rng.diverged() {
                     return Err("init_from_prekey drew other randomness than recorded".into());
                 }
-                if let Ok(tag) = text(event, "session_tag") {
-                    if s.session_tag().to_string() != tag {
-                        return Err(format!(
-                            "session tag {} differs from {tag}",
-                            s.session_tag()
-                        ));
-                    }
+                if let Ok(tag) = text(event, "session_tag")
+                    && s.session_tag().to_string() != tag
+                {
+                    return Err(format!(
+                        "session tag {} differs from {tag}",
+                        s.session_tag()
+                    ));
                 }
                 s
             }
@@ -441,12 +441,12 @@ impl<'a> Replay<'a> {
         match (result, ok_expected) {
             (Ok(plaintext), true) => {
                 expect_eq("plaintext", &plaintext, &bytes(expect, "plaintext")?)?;
-                if let Some(flag) = event.get("session_created").and_then(Value::as_bool) {
-                    if flag != created {
-                        return Err(format!(
-                            "session_created is {flag}, but we created: {created}"
-                        ));
-                    }
+                if let Some(flag) = event.get("session_created").and_then(Value::as_bool)
+                    && flag != created
+                {
+                    return Err(format!(
+                        "session_created is {flag}, but we created: {created}"
+                    ));
                 }
                 if removed != listed_removed {
                     return Err(format!(

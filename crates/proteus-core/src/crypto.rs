@@ -19,14 +19,26 @@ pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) 
     let hk = Hkdf::<Sha256>::new(Some(salt), ikm);
     // 64 bytes is far below HKDF's limit of 255 * 32, so expand cannot fail.
     let _ = hk.expand(info, okm.as_mut_slice());
-    let (a, b) = okm.split_at(32);
-    (Zeroizing::new(to32(a)), Zeroizing::new(to32(b)))
+    let (a, b) = halves(&okm);
+    (Zeroizing::new(a), Zeroizing::new(b))
 }
 
-fn to32(s: &[u8]) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    out.copy_from_slice(s);
+/// `parts[0] ‖ parts[1] ‖ …` into an `N`-byte secret (`N` = 32 × parts).
+pub(crate) fn concat<const N: usize>(parts: &[&[u8; 32]]) -> Zeroizing<[u8; N]> {
+    let mut out = Zeroizing::new([0u8; N]);
+    for (o, i) in out.iter_mut().zip(parts.iter().flat_map(|p| p.iter())) {
+        *o = *i;
+    }
     out
+}
+
+/// The two 32-byte halves of 64 bytes. The caller wipes them if they are secret.
+pub(crate) fn halves(x: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
+    let (mut a, mut b) = ([0u8; 32], [0u8; 32]);
+    for (o, i) in a.iter_mut().chain(b.iter_mut()).zip(x.iter()) {
+        *o = *i;
+    }
+    (a, b)
 }
 
 fn mac_with(key: &[u8; 32]) -> HmacSha256 {
@@ -59,9 +71,8 @@ pub(crate) fn hmac_verify(key: &[u8; 32], data: &[u8], tag: &[u8; 32]) -> bool {
 
 /// The 8-byte nonce of spec §1.6: the counter big-endian, then four zero bytes.
 fn nonce(counter: u32) -> [u8; 8] {
-    let mut n = [0u8; 8];
-    n[..4].copy_from_slice(&counter.to_be_bytes());
-    n
+    let [a, b, c, d] = counter.to_be_bytes();
+    [a, b, c, d, 0, 0, 0, 0]
 }
 
 /// Original (djb) ChaCha20 with a 64-bit nonce, applied in place (spec §1.6).

@@ -7,7 +7,7 @@ use zeroize::Zeroizing;
 use super::PublicKey;
 use super::key_pair::x25519_secret;
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{Secret32, dh};
+use crate::crypto::{Secret32, concat, dh, halves};
 use crate::error::DecodeError;
 
 /// A party's public identity: an Ed25519 public key, `{0: PublicKey}` on the wire (spec §3.4).
@@ -124,9 +124,8 @@ impl IdentityKeyPair {
     /// `{0: 1, 1: SecretKey {0: seed ‖ pk}, 2: IdentityKey}`. The result holds the secret key:
     /// keep it in protected storage and wipe it after use.
     pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
-        let mut secret = Zeroizing::new([0u8; 64]);
-        secret[..32].copy_from_slice(self.signing.as_bytes());
-        secret[32..].copy_from_slice(self.public.0.as_bytes());
+        let secret: Zeroizing<[u8; 64]> =
+            concat(&[self.signing.as_bytes(), self.public.0.as_bytes()]);
         let mut e = Encoder::with_capacity(120);
         e.map(3)
             .key(0)
@@ -157,10 +156,10 @@ impl IdentityKeyPair {
         d.finish()?;
         let secret = required(secret, "identity secret key")?;
         let public = required(public, "identity public key")?;
-        let mut seed = Zeroizing::new([0u8; 32]);
-        seed.copy_from_slice(&secret[..32]);
+        let (seed, public_half) = halves(&secret);
+        let seed = Zeroizing::new(seed);
         let pair = Self::from_seed(&seed);
-        if pair.public != public || &secret[32..] != public.0.as_bytes().as_slice() {
+        if pair.public != public || &public_half != public.0.as_bytes() {
             return Err(DecodeError::InvalidKey(
                 "identity secret key does not match its public key",
             ));

@@ -7,7 +7,7 @@ use zeroize::Zeroizing;
 
 use super::PublicKey;
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{Secret32, dh};
+use crate::crypto::{Secret32, concat, dh, halves};
 use crate::error::DecodeError;
 
 /// An Ed25519 key pair used for Diffie-Hellman: prekeys, base keys and ratchet keys (spec §1.1).
@@ -55,10 +55,7 @@ impl KeyPair {
 
     /// The 64-byte stored form: seed ‖ public key (libsodium's layout).
     pub(crate) fn secret_bytes(&self) -> Zeroizing<[u8; 64]> {
-        let mut out = Zeroizing::new([0u8; 64]);
-        out[..32].copy_from_slice(self.seed.as_slice());
-        out[32..].copy_from_slice(self.public.as_bytes());
-        out
+        concat(&[&self.seed, self.public.as_bytes()])
     }
 
     /// `{0: SecretKey {0: bstr(64)}, 1: PublicKey}` (spec §3.3)
@@ -109,9 +106,9 @@ impl KeyPair {
 pub(crate) fn x25519_secret(seed: &[u8; 32]) -> StaticSecret {
     use sha2::Digest;
     let hash = Zeroizing::new(<[u8; 64]>::from(sha2::Sha512::digest(seed)));
-    let mut scalar = [0u8; 32];
-    scalar.copy_from_slice(&hash[..32]);
-    StaticSecret::from(scalar)
+    let (scalar, prefix) = halves(&hash);
+    let (scalar, _prefix) = (Zeroizing::new(scalar), Zeroizing::new(prefix));
+    StaticSecret::from(*scalar)
 }
 
 impl fmt::Debug for KeyPair {

@@ -34,7 +34,7 @@ impl PublicKey {
         self.to_x25519().map(|_| ())
     }
 
-    pub(crate) fn to_x25519(&self) -> Result<[u8; 32], DecodeError> {
+    pub(crate) fn to_x25519(self) -> Result<[u8; 32], DecodeError> {
         ed25519_to_x25519(&self.0).ok_or(DecodeError::InvalidKey(
             "public key is not a prime-order point",
         ))

@@ -8,6 +8,7 @@ use zeroize::Zeroizing;
 use super::chain::{ChainUpdate, RecvChain, SendChain};
 use super::derived::{ChainKey, RootKey};
 use crate::cbor::{Decoder, Encoder, Seen, required};
+use crate::crypto::concat;
 use crate::error::{DecodeError, DecryptError, EncryptError};
 use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId, PublicKey};
 use crate::limits::MAX_RECV_CHAINS;
@@ -51,10 +52,12 @@ impl SessionState {
         bundle: &PreKeyBundle,
     ) -> Option<Self> {
         let their_identity = bundle.identity_key().public_key();
-        let mut master = Zeroizing::new([0u8; 96]);
-        master[..32].copy_from_slice(identity.dh(bundle.public_key())?.as_slice());
-        master[32..64].copy_from_slice(base_key.dh(their_identity)?.as_slice());
-        master[64..].copy_from_slice(base_key.dh(bundle.public_key())?.as_slice());
+        let (a, b, c) = (
+            identity.dh(bundle.public_key())?,
+            base_key.dh(their_identity)?,
+            base_key.dh(bundle.public_key())?,
+        );
+        let master = concat::<96>(&[&a, &b, &c]);
         let (root_key, chain_key) = handshake(&master);
         let ratchet_key = KeyPair::generate(rng);
         let (root_key, send_chain_key) =
@@ -77,25 +80,11 @@ impl SessionState {
         alice_identity: &IdentityKey,
         alice_base_key: &PublicKey,
     ) -> Result<Self, DecryptError> {
-        let mut master = Zeroizing::new([0u8; 96]);
-        master[..32].copy_from_slice(
-            prekey
-                .dh(alice_identity.public_key())
-                .ok_or(DecryptError::DegeneratedKey)?
-                .as_slice(),
-        );
-        master[32..64].copy_from_slice(
-            identity
-                .dh(alice_base_key)
-                .ok_or(DecryptError::DegeneratedKey)?
-                .as_slice(),
-        );
-        master[64..].copy_from_slice(
-            prekey
-                .dh(alice_base_key)
-                .ok_or(DecryptError::DegeneratedKey)?
-                .as_slice(),
-        );
+        let dh = |ours: Option<crate::crypto::Secret32>| ours.ok_or(DecryptError::DegeneratedKey);
+        let a = dh(prekey.dh(alice_identity.public_key()))?;
+        let b = dh(identity.dh(alice_base_key))?;
+        let c = dh(prekey.dh(alice_base_key))?;
+        let master = concat::<96>(&[&a, &b, &c]);
         let (root_key, chain_key) = handshake(&master);
         Ok(Self {
             recv_chains: VecDeque::new(),
