@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs every test suite, installing what a suite needs when it is missing (and nothing when it
+# is present). Usage: scripts/test.sh [SUITE...]; with no SUITE, all of them run in order.
+#
+#   rust     formatting, clippy (warnings are errors), every Rust test of the workspace
+#   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (../shared/vectors)
+#   wasm     the protocol core builds for wasm32-unknown-unknown
+#   bench    each criterion bench runs once (a smoke test; timings are not asserted)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SHARED=${PROTEUS_SHARED:-../shared}
+ALL_SUITES=(rust vectors wasm bench)
+
+log() { printf '\n== %s\n' "$*"; }
+
+ensure_rust_components() {
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+}
+
+ensure_wasm_target() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+}
+
+suite_rust() {
+  ensure_rust_components
+  log "cargo fmt --check"
+  cargo fmt --all -- --check
+  log "cargo clippy (warnings are errors)"
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+  log "cargo test"
+  cargo test --workspace --locked
+}
+
+suite_vectors() {
+  log "replay-vectors $SHARED/vectors/proteus-js ${EXTRA_VECTORS:-}"
+  # shellcheck disable=SC2086
+  cargo run --release --locked --bin replay-vectors -- "$SHARED/vectors/proteus-js" ${EXTRA_VECTORS:-}
+}
+
+suite_wasm() {
+  ensure_wasm_target
+  log "proteus-core for wasm32-unknown-unknown"
+  cargo build --locked --release -p proteus-core --target wasm32-unknown-unknown
+}
+
+suite_bench() {
+  log "criterion benches, one iteration each"
+  cargo test --locked --release -p proteus-bench --benches
+}
+
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=("${ALL_SUITES[@]}")
+passed=0
+failed=0
+failed_names=()
+for suite in "${suites[@]}"; do
+  if ! declare -F "suite_$suite" >/dev/null; then
+    echo "unknown suite: $suite (known: ${ALL_SUITES[*]})" >&2
+    exit 2
+  fi
+  start=$SECONDS
+  if ( "suite_$suite" ); then
+    passed=$((passed + 1))
+    log "suite $suite passed in $((SECONDS - start)) s"
+  else
+    failed=$((failed + 1))
+    failed_names+=("$suite")
+    log "suite $suite FAILED after $((SECONDS - start)) s"
+  fi
+done
+echo
+[ $failed -eq 0 ] || echo "failed suites: ${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[ $failed -eq 0 ]
