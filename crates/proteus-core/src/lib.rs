@@ -82,4 +82,4 @@ pub use message::{CipherMessage, Envelope, Message, PreKeyMessage, SessionTag};
 pub use prekey_store::PreKeyStore;
 pub use rand_core::{CryptoRng, Rng};
 pub use rng::{OsRng, RecordedRng};
-pub use session::{InboundSession, Session};
+pub use session::{InboundSession, Session, StagedKey, StagedKeyId};

@@ -141,14 +141,32 @@ impl RecvChain {
         }
     }
 
-    pub(crate) fn encode(&self, e: &mut Encoder) {
+    /// `{0: ChainKey, 1: ratchet key, 2: [MessageKeys]}`; without the staged keys (an empty
+    /// list) when a storage layer keeps them apart.
+    pub(crate) fn encode(&self, e: &mut Encoder, with_staged: bool) {
         e.map(3).key(0);
         self.chain_key.encode(e);
         e.key(1);
         self.ratchet_key.encode(e);
-        e.key(2).array(self.staged.len());
-        for mk in &self.staged {
-            mk.encode(e);
+        if with_staged {
+            e.key(2).array(self.staged.len());
+            for mk in &self.staged {
+                mk.encode(e);
+            }
+        } else {
+            e.key(2).array(0);
+        }
+    }
+
+    /// Inserts a staged key kept apart by a storage layer, in counter order. A key for a counter
+    /// the chain has not passed yet, or already holds, is ignored.
+    pub(crate) fn restore_staged(&mut self, mk: MessageKeys) {
+        if mk.counter >= self.chain_key.idx {
+            return;
+        }
+        match self.staged.binary_search_by_key(&mk.counter, |k| k.counter) {
+            Ok(_) => {}
+            Err(pos) => self.staged.insert(pos, mk),
         }
     }
 

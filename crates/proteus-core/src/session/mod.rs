@@ -2,7 +2,10 @@
 
 mod chain;
 mod derived;
+mod staged;
 mod state;
+
+pub use staged::{StagedKey, StagedKeyId};
 
 use std::fmt;
 
@@ -314,6 +317,10 @@ impl Session {
     /// `{0: 1, 1: tag, 2: local IdentityKey, 3: remote IdentityKey, 4: pending or null,
     /// 5: {tag: SessionState}}` (spec §9.1). The result holds secret keys.
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        self.encode(true)
+    }
+
+    fn encode(&self, with_staged: bool) -> zeroize::Zeroizing<Vec<u8>> {
         let mut e = Encoder::with_capacity(512 * self.states.len() + 256);
         e.map(6)
             .key(0)
@@ -337,7 +344,7 @@ impl Session {
         e.key(5).map(self.states.len());
         for entry in &self.states {
             e.bytes(entry.tag.as_bytes());
-            entry.state.encode(&mut e);
+            entry.state.encode(&mut e, with_staged);
         }
         zeroize::Zeroizing::new(e.into_bytes())
     }

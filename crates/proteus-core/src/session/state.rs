@@ -208,11 +208,21 @@ impl SessionState {
         }
     }
 
+    pub(crate) fn recv_chains(&self) -> impl Iterator<Item = &RecvChain> {
+        self.recv_chains.iter()
+    }
+
+    pub(crate) fn recv_chain_mut(&mut self, ratchet_key: &PublicKey) -> Option<&mut RecvChain> {
+        self.recv_chains
+            .iter_mut()
+            .find(|c| &c.ratchet_key == ratchet_key)
+    }
+
     /// `{0: [RecvChain] newest first, 1: SendChain, 2: RootKey, 3: prev_counter}`
-    pub(crate) fn encode(&self, e: &mut Encoder) {
+    pub(crate) fn encode(&self, e: &mut Encoder, with_staged: bool) {
         e.map(4).key(0).array(self.recv_chains.len());
         for chain in &self.recv_chains {
-            chain.encode(e);
+            chain.encode(e, with_staged);
         }
         e.key(1);
         self.send_chain.encode(e);
