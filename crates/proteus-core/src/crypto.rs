@@ -2,10 +2,12 @@
 
 use chacha20::ChaCha20Legacy;
 use chacha20::cipher::{KeyIvInit, StreamCipher};
-use curve25519_dalek::edwards::CompressedEdwardsY;
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
+use sha2::{Digest, Sha256, Sha512};
+use subtle::ConstantTimeEq;
+use zeroize::Zeroize;
 use zeroize::Zeroizing;
 
 type HmacSha256 = Hmac<Sha256>;
@@ -81,22 +83,48 @@ pub(crate) fn chacha20(key: &[u8; 32], counter: u32, data: &mut [u8]) {
     c.apply_keystream(data);
 }
 
-/// Converts an Ed25519 public key to its X25519 (Montgomery) form, rejecting what libsodium
-/// rejects: encodings that do not decompress, small-order points and points outside the
-/// prime-order subgroup (spec §1.2).
-pub(crate) fn ed25519_to_x25519(public: &[u8; 32]) -> Option<[u8; 32]> {
-    let point = CompressedEdwardsY(*public).decompress()?;
-    if point.is_small_order() || !point.is_torsion_free() {
-        return None;
+/// A peer's public key, decompressed and validated, ready for Diffie-Hellman.
+pub(crate) struct DhPoint(EdwardsPoint);
+
+impl DhPoint {
+    /// Decompresses an Ed25519 public key, rejecting what libsodium rejects: encodings that do
+    /// not decompress, small-order points and points outside the prime-order subgroup
+    /// (spec §1.2).
+    pub(crate) fn from_ed25519(public: &[u8; 32]) -> Option<Self> {
+        let point = CompressedEdwardsY(*public).decompress()?;
+        if point.is_small_order() || !point.is_torsion_free() {
+            return None;
+        }
+        Some(Self(point))
     }
-    Some(point.to_montgomery().to_bytes())
 }
 
-/// X25519, rejecting a non-contributory (all-zero) result (spec §1.3).
-pub(crate) fn dh(secret: &x25519_dalek::StaticSecret, their_x25519: &[u8; 32]) -> Option<Secret32> {
-    let shared = secret.diffie_hellman(&x25519_dalek::PublicKey::from(*their_x25519));
-    if !shared.was_contributory() {
-        return None;
+/// Our side of Diffie-Hellman: the X25519 secret of an Ed25519 seed, SHA-512(seed)[..32]
+/// (libsodium's `crypto_sign_ed25519_sk_to_curve25519`; clamped when used).
+#[derive(Clone)]
+pub(crate) struct DhScalar(Secret32);
+
+impl DhScalar {
+    pub(crate) fn from_seed(seed: &[u8; 32]) -> Self {
+        let hash = Zeroizing::new(<[u8; 64]>::from(Sha512::digest(seed)));
+        let (scalar, prefix) = halves(&hash);
+        let _prefix = Zeroizing::new(prefix);
+        Self(Zeroizing::new(scalar))
     }
-    Some(Zeroizing::new(shared.to_bytes()))
+
+    /// X25519 with a validated point, rejecting a non-contributory (all-zero) result
+    /// (spec §1.3). It is computed on the Edwards form, which curve25519-dalek's vectorised
+    /// backend multiplies faster than the Montgomery ladder, and which validation already
+    /// decompressed; the Montgomery u-coordinate of the product is the X25519 output.
+    pub(crate) fn dh(&self, their: &DhPoint) -> Option<Secret32> {
+        let mut product = their.0.mul_clamped(*self.0);
+        let mut u = product.to_montgomery();
+        let shared = Zeroizing::new(u.to_bytes());
+        product.zeroize();
+        u.zeroize();
+        if bool::from(shared.ct_eq(&[0u8; 32])) {
+            return None;
+        }
+        Some(shared)
+    }
 }

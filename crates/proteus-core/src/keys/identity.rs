@@ -5,9 +5,8 @@ use rand_core::CryptoRng;
 use zeroize::Zeroizing;
 
 use super::PublicKey;
-use super::key_pair::x25519_secret;
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{Secret32, concat, dh, halves};
+use crate::crypto::{DhPoint, DhScalar, Secret32, concat, halves};
 use crate::error::DecodeError;
 
 /// A party's public identity: an Ed25519 public key, `{0: PublicKey}` on the wire (spec §3.4).
@@ -76,7 +75,7 @@ impl fmt::Debug for IdentityKey {
 pub struct IdentityKeyPair {
     signing: SigningKey,
     public: IdentityKey,
-    dh_secret: x25519_dalek::StaticSecret,
+    dh_scalar: DhScalar,
 }
 
 impl IdentityKeyPair {
@@ -94,11 +93,11 @@ impl IdentityKeyPair {
     pub fn from_seed(seed: &[u8; 32]) -> Self {
         let signing = SigningKey::from_bytes(seed);
         let public = IdentityKey(PublicKey::from_bytes(signing.verifying_key().to_bytes()));
-        let dh_secret = x25519_secret(seed);
+        let dh_scalar = DhScalar::from_seed(seed);
         Self {
             signing,
             public,
-            dh_secret,
+            dh_scalar,
         }
     }
 
@@ -116,9 +115,8 @@ impl IdentityKeyPair {
         self.signing.sign(message).to_bytes()
     }
 
-    pub(crate) fn dh(&self, their: &PublicKey) -> Option<Secret32> {
-        let their_x = their.to_x25519().ok()?;
-        dh(&self.dh_secret, &their_x)
+    pub(crate) fn dh(&self, their: &DhPoint) -> Option<Secret32> {
+        self.dh_scalar.dh(their)
     }
 
     /// `{0: 1, 1: SecretKey {0: seed ‖ pk}, 2: IdentityKey}`. The result holds the secret key:

@@ -2,12 +2,11 @@ use std::fmt;
 
 use ed25519_dalek::SigningKey;
 use rand_core::CryptoRng;
-use x25519_dalek::StaticSecret;
 use zeroize::Zeroizing;
 
 use super::PublicKey;
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{Secret32, concat, dh, halves};
+use crate::crypto::{DhPoint, DhScalar, Secret32, concat, halves};
 use crate::error::DecodeError;
 
 /// An Ed25519 key pair used for Diffie-Hellman: prekeys, base keys and ratchet keys (spec §1.1).
@@ -18,7 +17,7 @@ use crate::error::DecodeError;
 pub(crate) struct KeyPair {
     seed: Secret32,
     public: PublicKey,
-    dh_secret: StaticSecret,
+    dh_scalar: DhScalar,
 }
 
 impl KeyPair {
@@ -35,11 +34,11 @@ impl KeyPair {
     }
 
     fn with_public(seed: Secret32, public: PublicKey) -> Self {
-        let dh_secret = x25519_secret(&seed);
+        let dh_scalar = DhScalar::from_seed(&seed);
         Self {
             seed,
             public,
-            dh_secret,
+            dh_scalar,
         }
     }
 
@@ -47,10 +46,9 @@ impl KeyPair {
         &self.public
     }
 
-    /// DH with an Ed25519 public key, validating it; `None` for degenerate keys or results.
-    pub(crate) fn dh(&self, their: &PublicKey) -> Option<Secret32> {
-        let their_x = their.to_x25519().ok()?;
-        dh(&self.dh_secret, &their_x)
+    /// DH with a validated public key; `None` for a degenerate result.
+    pub(crate) fn dh(&self, their: &DhPoint) -> Option<Secret32> {
+        self.dh_scalar.dh(their)
     }
 
     /// The 64-byte stored form: seed ‖ public key (libsodium's layout).
@@ -89,26 +87,15 @@ impl KeyPair {
         secret: &[u8; 64],
         public: PublicKey,
     ) -> Result<Self, DecodeError> {
-        let (seed, pk_half) = secret.split_at(32);
-        if pk_half != public.as_bytes().as_slice() {
+        let (seed, public_half) = halves(secret);
+        let seed = Zeroizing::new(seed);
+        if &public_half != public.as_bytes() {
             return Err(DecodeError::InvalidKey(
                 "secret key does not match its public key",
             ));
         }
-        let mut s = Zeroizing::new([0u8; 32]);
-        s.copy_from_slice(seed);
-        Ok(Self::with_public(s, public))
+        Ok(Self::with_public(seed, public))
     }
-}
-
-/// The X25519 secret of an Ed25519 seed: SHA-512(seed)[..32], which `StaticSecret` clamps when
-/// used. This is libsodium's `crypto_sign_ed25519_sk_to_curve25519` (spec §1.2).
-pub(crate) fn x25519_secret(seed: &[u8; 32]) -> StaticSecret {
-    use sha2::Digest;
-    let hash = Zeroizing::new(<[u8; 64]>::from(sha2::Sha512::digest(seed)));
-    let (scalar, prefix) = halves(&hash);
-    let (scalar, _prefix) = (Zeroizing::new(scalar), Zeroizing::new(prefix));
-    StaticSecret::from(*scalar)
 }
 
 impl fmt::Debug for KeyPair {

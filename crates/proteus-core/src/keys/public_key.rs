@@ -1,7 +1,7 @@
 use std::fmt;
 
 use crate::cbor::{Decoder, Encoder};
-use crate::crypto::ed25519_to_x25519;
+use crate::crypto::DhPoint;
 use crate::error::DecodeError;
 
 /// An Ed25519 public key as it travels on the wire: 32 bytes.
@@ -31,11 +31,11 @@ impl PublicKey {
     /// Checks that the key is a valid, prime-order point: not all-zero, not of small order, not
     /// mixed-order, and on the curve.
     pub fn validate(&self) -> Result<(), DecodeError> {
-        self.to_x25519().map(|_| ())
+        self.dh_point().map(|_| ())
     }
 
-    pub(crate) fn to_x25519(self) -> Result<[u8; 32], DecodeError> {
-        ed25519_to_x25519(&self.0).ok_or(DecodeError::InvalidKey(
+    pub(crate) fn dh_point(&self) -> Result<DhPoint, DecodeError> {
+        DhPoint::from_ed25519(&self.0).ok_or(DecodeError::InvalidKey(
             "public key is not a prime-order point",
         ))
     }

@@ -51,17 +51,18 @@ impl SessionState {
         base_key: &KeyPair,
         bundle: &PreKeyBundle,
     ) -> Option<Self> {
-        let their_identity = bundle.identity_key().public_key();
+        // Each peer key is decompressed and validated once, however many DHs use it.
+        let their_identity = bundle.identity_key().public_key().dh_point().ok()?;
+        let their_prekey = bundle.public_key().dh_point().ok()?;
         let (a, b, c) = (
-            identity.dh(bundle.public_key())?,
-            base_key.dh(their_identity)?,
-            base_key.dh(bundle.public_key())?,
+            identity.dh(&their_prekey)?,
+            base_key.dh(&their_identity)?,
+            base_key.dh(&their_prekey)?,
         );
         let master = concat::<96>(&[&a, &b, &c]);
         let (root_key, chain_key) = handshake(&master);
         let ratchet_key = KeyPair::generate(rng);
-        let (root_key, send_chain_key) =
-            root_key.dh_ratchet(&*ratchet_key.dh(bundle.public_key())?);
+        let (root_key, send_chain_key) = root_key.dh_ratchet(&*ratchet_key.dh(&their_prekey)?);
         Some(Self {
             recv_chains: VecDeque::from([RecvChain::new(chain_key, *bundle.public_key())]),
             send_chain: SendChain {
@@ -80,10 +81,12 @@ impl SessionState {
         alice_identity: &IdentityKey,
         alice_base_key: &PublicKey,
     ) -> Result<Self, DecryptError> {
+        let alice_identity = alice_identity.public_key().dh_point()?;
+        let alice_base_key = alice_base_key.dh_point()?;
         let dh = |ours: Option<crate::crypto::Secret32>| ours.ok_or(DecryptError::DegeneratedKey);
-        let a = dh(prekey.dh(alice_identity.public_key()))?;
-        let b = dh(identity.dh(alice_base_key))?;
-        let c = dh(prekey.dh(alice_base_key))?;
+        let a = dh(prekey.dh(&alice_identity))?;
+        let b = dh(identity.dh(&alice_base_key))?;
+        let c = dh(prekey.dh(&alice_base_key))?;
         let master = concat::<96>(&[&a, &b, &c]);
         let (root_key, chain_key) = handshake(&master);
         Ok(Self {
@@ -163,17 +166,20 @@ impl SessionState {
         let mut seed = Zeroizing::new([0u8; 32]);
         rng.fill_bytes(seed.as_mut_slice());
         let their = &msg.ratchet_key;
+        let their_point = their.dh_point()?;
         let recv_dh = self
             .send_chain
             .ratchet_key
-            .dh(their)
+            .dh(&their_point)
             .ok_or(DecryptError::DegeneratedKey)?;
         let (recv_root, recv_chain_key) = self.root_key.dh_ratchet(&recv_dh);
         let mut recv_chain = RecvChain::new(recv_chain_key, *their);
         let (plaintext, update) = recv_chain.decrypt(message_bytes, mac, msg, max_gap)?;
         recv_chain.apply(update, max_gap as usize);
         let ratchet_key = KeyPair::from_seed(seed);
-        let send_dh = ratchet_key.dh(their).ok_or(DecryptError::DegeneratedKey)?;
+        let send_dh = ratchet_key
+            .dh(&their_point)
+            .ok_or(DecryptError::DegeneratedKey)?;
         let (root_key, send_chain_key) = recv_root.dh_ratchet(&send_dh);
         let ratchet = Ratchet {
             recv_chain,
