@@ -34,9 +34,9 @@ suite_rust() {
 }
 
 suite_vectors() {
-  log "replay-vectors $SHARED/vectors/proteus-js ${EXTRA_VECTORS:-}"
+  log "replay-vectors: the public set, and the sets generated here with @wireapp/proteus"
   # shellcheck disable=SC2086
-  cargo run --release --locked --bin replay-vectors -- "$SHARED/vectors/proteus-js" ${EXTRA_VECTORS:-}
+  cargo run --release --locked --bin replay-vectors -- "$SHARED/vectors/proteus-js" tests/vectors/generated ${EXTRA_VECTORS:-}
 }
 
 suite_wasm() {

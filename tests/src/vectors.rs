@@ -152,7 +152,12 @@ fn same_class(ours: &DecryptError, class: &str) -> bool {
     mine == class
         || match class {
             // JS rejects bad keys while decoding (InputError); we reject them when they are used.
-            "DecodeError" | "InputError" => {
+            // Vectors record `error.constructor.name`, so JS's subclasses appear under their own
+            // names: DecodeError.InvalidType / InvalidArrayLen (e.g. an unknown message type,
+            // 302) and InputError.ConversionError (a key that is no curve point, 408/409) /
+            // TypeError / RangeError (405/406, a message that does not match its shape).
+            "DecodeError" | "InputError" | "InvalidType" | "InvalidArrayLen" | "ConversionError"
+            | "TypeError" | "RangeError" => {
                 matches!(ours, DecryptError::Decode(_) | DecryptError::DegeneratedKey)
             }
             _ => false,

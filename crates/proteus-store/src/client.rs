@@ -1,0 +1,379 @@
+//! The client: one identity, its prekeys and its sessions, kept in a store.
+
+use std::collections::{BTreeSet, HashSet};
+use std::ops::ControlFlow;
+
+use proteus_core::{
+    DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle, PreKeyId, Session,
+    limits::MAX_COUNTER_GAP,
+};
+use zeroize::Zeroizing;
+
+use crate::batch::{Decrypted, MessageId, Progress, QueuedMessage};
+use crate::error::{ClientError, StoreError};
+use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
+use crate::records::{META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix};
+use crate::session_cache::SessionCache;
+use crate::storage::{MemoryStorage, Storage, Table, Write};
+
+/// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
+///
+/// Every operation that changes state commits before it returns, and a failed operation changes
+/// nothing, in memory or in the store. See the crate docs for the durability contract of
+/// [`decrypt_batch`](Client::decrypt_batch).
+pub struct Client {
+    storage: Box<dyn Storage>,
+    identity: IdentityKeyPair,
+    sessions: SessionCache,
+    max_counter_gap: u32,
+}
+
+impl Client {
+    /// Opens the SQLite store at `path`, creating it (with a new identity) if there is none.
+    #[cfg(feature = "sqlite")]
+    pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self, ClientError> {
+        Self::open_with(path, crate::OpenMode::ExistingOrNew, &crate::SqliteOptions::default())
+    }
+
+    /// Opens the SQLite store at `path` as `mode` says.
+    #[cfg(feature = "sqlite")]
+    pub fn open_with(
+        path: impl AsRef<std::path::Path>,
+        mode: crate::OpenMode,
+        options: &crate::SqliteOptions,
+    ) -> Result<Self, ClientError> {
+        let storage = crate::SqliteStorage::open(path, mode, options)?;
+        Self::with_storage(Box::new(storage))
+    }
+
+    /// A client whose state lives in memory only.
+    pub fn in_memory() -> Result<Self, ClientError> {
+        Self::with_storage(Box::new(MemoryStorage::new()))
+    }
+
+    /// A client on any storage. Loads the identity, or creates one (with a last-resort prekey)
+    /// if the storage holds nothing yet. Storage that holds records but no identity is corrupt
+    /// and is refused, never reinitialised.
+    pub fn with_storage(mut storage: Box<dyn Storage>) -> Result<Self, ClientError> {
+        let identity = match storage.get(Table::Meta, META_IDENTITY)? {
+            Some(bytes) => IdentityKeyPair::from_bytes(&bytes)
+                .map_err(|e| StoreError::Corrupt(format!("identity record: {e}")))?,
+            None => {
+                for table in [Table::PreKeys, Table::Sessions, Table::StagedKeys] {
+                    if !storage.scan(table, &[])?.is_empty() {
+                        return Err(StoreError::Corrupt(format!("the identity is missing but {} are stored", table.name())).into());
+                    }
+                }
+                let identity = IdentityKeyPair::generate(&mut OsRng);
+                let last_resort = PreKey::last_resort(&mut OsRng);
+                storage.commit(&[
+                    Write::Put { table: Table::Meta, key: META_IDENTITY.to_vec(), value: identity.to_bytes() },
+                    Write::Put { table: Table::PreKeys, key: prekey_key(last_resort.id()), value: last_resort.to_bytes() },
+                    Write::Put { table: Table::Meta, key: META_NEXT_PREKEY_ID.to_vec(), value: Zeroizing::new(vec![0, 0]) },
+                ])?;
+                identity
+            }
+        };
+        Ok(Self { storage, identity, sessions: SessionCache::default(), max_counter_gap: MAX_COUNTER_GAP })
+    }
+
+    /// Our public identity.
+    pub fn identity(&self) -> &IdentityKey {
+        self.identity.public_key()
+    }
+
+    /// Our fingerprint: lowercase hex of the identity key.
+    pub fn fingerprint(&self) -> String {
+        self.identity.fingerprint()
+    }
+
+    /// Raises the counter-gap limit for every session (default 1000; see
+    /// [`Session::set_max_counter_gap`]).
+    pub fn set_max_counter_gap(&mut self, gap: u32) {
+        self.max_counter_gap = gap;
+        self.sessions.set_max_counter_gap(gap);
+    }
+
+    // --- prekeys --------------------------------------------------------------------------
+
+    /// Generates `n` one-time prekeys and returns their bundles for publishing. Ids are never
+    /// reused while a prekey with that id is stored.
+    pub fn generate_prekeys(&mut self, n: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
+        let next = self.storage.get(Table::Meta, META_NEXT_PREKEY_ID)?.map_or(0, |b| match b.as_slice() {
+            [hi, lo] => u16::from_be_bytes([*hi, *lo]),
+            _ => 0,
+        });
+        let (ids, next) = allocate_ids(&*self.storage, next, n)?
+            .ok_or_else(|| StoreError::Backend(format!("fewer than {n} prekey ids are free")))?;
+        let mut writes = Vec::with_capacity(ids.len() + 1);
+        let mut bundles = Vec::with_capacity(ids.len());
+        for id in ids {
+            let prekey = PreKey::generate(id, &mut OsRng);
+            bundles.push(PreKeyBundle::new(self.identity.public_key(), &prekey));
+            writes.push(Write::Put { table: Table::PreKeys, key: prekey_key(id), value: prekey.to_bytes() });
+        }
+        writes.push(Write::Put {
+            table: Table::Meta,
+            key: META_NEXT_PREKEY_ID.to_vec(),
+            value: Zeroizing::new(next.to_be_bytes().to_vec()),
+        });
+        self.storage.commit(&writes)?;
+        Ok(bundles)
+    }
+
+    /// The bundle of the last-resort prekey (id 65535), which is never used up.
+    pub fn last_resort_bundle(&self) -> Result<PreKeyBundle, ClientError> {
+        self.prekey_bundle(PreKeyId::LAST_RESORT)
+    }
+
+    /// The bundle of a stored prekey.
+    pub fn prekey_bundle(&self, id: PreKeyId) -> Result<PreKeyBundle, ClientError> {
+        let prekey = load_prekey(&*self.storage, id)?.ok_or(ClientError::PreKeyNotFound(id.value()))?;
+        Ok(PreKeyBundle::new(self.identity.public_key(), &prekey))
+    }
+
+    /// How many one-time prekeys are left (the last-resort prekey is not counted).
+    pub fn prekeys_remaining(&self) -> Result<usize, ClientError> {
+        let last_resort = prekey_key(PreKeyId::LAST_RESORT);
+        Ok(self.storage.scan(Table::PreKeys, &[])?.iter().filter(|(k, _)| *k != last_resort).count())
+    }
+
+    // --- sessions -------------------------------------------------------------------------
+
+    /// Starts a session with the owner of `bundle` (the bundle's CBOR, as published) under a
+    /// caller-chosen id such as `"user:device"`. Fails if a session with that id exists.
+    pub fn create_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), ClientError> {
+        check_session_id(session_id)?;
+        if self.has_session(session_id)? {
+            return Err(ClientError::SessionExists(session_id.to_owned()));
+        }
+        let bundle = PreKeyBundle::from_bytes(bundle)?;
+        let mut session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
+        session.set_max_counter_gap(self.max_counter_gap);
+        self.sessions.insert_new(session_id, session);
+        self.commit_sessions([session_id], &BTreeSet::new())
+    }
+
+    /// Whether a session with this id exists.
+    pub fn has_session(&mut self, session_id: &str) -> Result<bool, ClientError> {
+        Ok(self.sessions.contains(session_id) || self.storage.get(Table::Sessions, session_id.as_bytes())?.is_some())
+    }
+
+    /// The ids of all sessions.
+    pub fn session_ids(&self) -> Result<Vec<String>, ClientError> {
+        let rows = self.storage.scan(Table::Sessions, &[])?;
+        rows.into_iter()
+            .map(|(k, _)| String::from_utf8(k).map_err(|_| StoreError::Corrupt("a session id is not UTF-8".into()).into()))
+            .collect()
+    }
+
+    /// The peer's fingerprint in a session.
+    pub fn remote_fingerprint(&mut self, session_id: &str) -> Result<String, ClientError> {
+        Ok(self.session(session_id)?.remote_identity().fingerprint())
+    }
+
+    /// Deletes a session and its staged keys.
+    pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
+        check_session_id(session_id)?;
+        let mut writes = vec![Write::Delete { table: Table::Sessions, key: session_id.as_bytes().to_vec() }];
+        for (key, _) in self.storage.scan(Table::StagedKeys, &staged_prefix(session_id))? {
+            writes.push(Write::Delete { table: Table::StagedKeys, key });
+        }
+        self.storage.commit(&writes)?;
+        self.sessions.evict(session_id);
+        Ok(())
+    }
+
+    fn session(&mut self, session_id: &str) -> Result<&mut Session, ClientError> {
+        check_session_id(session_id)?;
+        match self.sessions.get_or_load(&*self.storage, self.identity.public_key(), session_id, self.max_counter_gap)? {
+            Some(cached) => Ok(&mut cached.session),
+            None => Err(ClientError::SessionNotFound(session_id.to_owned())),
+        }
+    }
+
+    /// Encrypts for the session's peer. The advanced sending chain is committed before the
+    /// envelope is returned, so a crash can never make two messages share a message key.
+    pub fn encrypt(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let envelope = self.session(session_id)?.encrypt(plaintext)?;
+        self.commit_sessions([session_id], &BTreeSet::new())?;
+        Ok(envelope.to_bytes())
+    }
+
+    /// Decrypts one message and commits the result. A PreKeyMessage from a new peer creates
+    /// the session; its one-time prekey is deleted in the same commit.
+    pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
+        let mut removed = BTreeSet::new();
+        let plaintext = self.decrypt_uncommitted(session_id, envelope, &mut removed)?;
+        self.commit_sessions([session_id], &removed)?;
+        Ok(plaintext)
+    }
+
+    /// Decrypts a queue of messages (mixed senders, new sessions, reordering and duplicates
+    /// welcome) and commits every change in one transaction.
+    ///
+    /// `deliver` receives each result, with the progress, **before** the commit: store or show
+    /// the plaintext there, keyed by [`Decrypted::message_id`]. If the process dies before the
+    /// commit, delivering the same envelopes again decrypts them again (same ids); after the
+    /// commit they come back as duplicates. If `deliver` returns `ControlFlow::Break`, nothing is
+    /// committed and [`ClientError::BatchAborted`] is returned.
+    ///
+    /// Per-message rejections are results, not errors; the call fails only if the storage fails
+    /// (then nothing of the batch is committed).
+    pub fn decrypt_batch<F>(&mut self, queue: &[QueuedMessage<'_>], mut deliver: F) -> Result<Vec<Decrypted>, ClientError>
+    where
+        F: FnMut(&Decrypted, Progress) -> ControlFlow<()>,
+    {
+        let mut removed = BTreeSet::new();
+        let mut touched: Vec<&str> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut results = Vec::with_capacity(queue.len());
+        for (i, queued) in queue.iter().enumerate() {
+            let outcome = self.decrypt_uncommitted(queued.session_id, queued.envelope, &mut removed);
+            match &outcome {
+                Ok(_) => {
+                    if seen.insert(queued.session_id) {
+                        touched.push(queued.session_id);
+                    }
+                }
+                Err(ClientError::Store(e)) => {
+                    let e = e.clone();
+                    self.forget(&touched);
+                    return Err(e.into());
+                }
+                Err(_) => {}
+            }
+            let decrypted = Decrypted {
+                message_id: MessageId::of(queued.envelope),
+                session_id: queued.session_id.to_owned(),
+                outcome,
+            };
+            if deliver(&decrypted, Progress { done: i + 1, total: queue.len() }).is_break() {
+                self.forget(&touched);
+                return Err(ClientError::BatchAborted);
+            }
+            results.push(decrypted);
+        }
+        self.commit_sessions(touched.iter().copied(), &removed)?;
+        Ok(results)
+    }
+
+    /// Decrypts into the cached session without committing. On error nothing changed.
+    fn decrypt_uncommitted(
+        &mut self,
+        session_id: &str,
+        envelope: &[u8],
+        removed: &mut BTreeSet<PreKeyId>,
+    ) -> Result<Vec<u8>, ClientError> {
+        check_session_id(session_id)?;
+        let envelope = Envelope::from_bytes(envelope)?;
+        let storage = &*self.storage;
+        let identity = &self.identity;
+        let mut prekeys = PendingPreKeys { storage, removed };
+        let result = match self.sessions.get_or_load(storage, identity.public_key(), session_id, self.max_counter_gap)? {
+            Some(cached) => cached.session.decrypt(&mut OsRng, identity, &mut prekeys, &envelope),
+            None if matches!(envelope.message(), Message::PreKey(_)) => {
+                Session::init_from_message(&mut OsRng, identity, &mut prekeys, &envelope).map(|inbound| {
+                    let mut session = inbound.session;
+                    session.set_max_counter_gap(self.max_counter_gap);
+                    self.sessions.insert_new(session_id, session);
+                    inbound.plaintext
+                })
+            }
+            None => return Err(ClientError::SessionNotFound(session_id.to_owned())),
+        };
+        result.map_err(|e| match e {
+            DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
+                Ok(store) => ClientError::Store(*store),
+                Err(other) => ClientError::Store(StoreError::Backend(other.to_string())),
+            },
+            other => ClientError::Decrypt(other),
+        })
+    }
+
+    /// Commits the cached state of `session_ids` and the removal of used prekeys, atomically.
+    /// If the commit fails those sessions are forgotten, so memory matches the store again.
+    fn commit_sessions<'s>(
+        &mut self,
+        session_ids: impl IntoIterator<Item = &'s str> + Clone,
+        removed: &BTreeSet<PreKeyId>,
+    ) -> Result<(), ClientError> {
+        let mut writes = Vec::new();
+        let mut after = Vec::new();
+        for id in session_ids.clone() {
+            after.extend(self.sessions.writes_for(id, &mut writes));
+        }
+        writes.extend(removed.iter().map(|id| Write::Delete { table: Table::PreKeys, key: prekey_key(*id) }));
+        if writes.is_empty() {
+            return Ok(());
+        }
+        match self.storage.commit(&writes) {
+            Ok(()) => {
+                for a in after {
+                    self.sessions.committed(a);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                for id in session_ids {
+                    self.sessions.evict(id);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    fn forget(&mut self, session_ids: &[&str]) {
+        for id in session_ids {
+            self.sessions.evict(id);
+        }
+    }
+
+    // --- import ---------------------------------------------------------------------------
+
+    /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
+    /// allowed while there are no sessions: they belong to the identity they were made with.
+    pub fn import_identity(&mut self, identity: &[u8]) -> Result<(), ClientError> {
+        let sessions = self.session_ids()?.len();
+        if sessions > 0 {
+            return Err(ClientError::IdentityInUse(sessions));
+        }
+        let imported = IdentityKeyPair::from_bytes(identity)?;
+        self.storage.commit(&[Write::Put { table: Table::Meta, key: META_IDENTITY.to_vec(), value: imported.to_bytes() }])?;
+        self.identity = imported;
+        Ok(())
+    }
+
+    /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
+    /// same id.
+    pub fn import_prekey(&mut self, prekey: &[u8]) -> Result<PreKeyId, ClientError> {
+        let prekey = PreKey::from_bytes(prekey)?;
+        self.storage.commit(&[Write::Put { table: Table::PreKeys, key: prekey_key(prekey.id()), value: prekey.to_bytes() }])?;
+        Ok(prekey.id())
+    }
+
+    /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`. It must
+    /// belong to our identity; an existing session with that id is an error.
+    pub fn import_session(&mut self, session_id: &str, session: &[u8]) -> Result<(), ClientError> {
+        check_session_id(session_id)?;
+        if self.has_session(session_id)? {
+            return Err(ClientError::SessionExists(session_id.to_owned()));
+        }
+        let mut session = Session::from_bytes(self.identity.public_key(), session)?;
+        session.set_max_counter_gap(self.max_counter_gap);
+        self.sessions.insert_new(session_id, session);
+        self.commit_sessions([session_id], &BTreeSet::new())
+    }
+
+    /// The session serialised as Wire's Proteus does (with its staged keys), for export. It
+    /// holds secret keys.
+    pub fn export_session(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
+        Ok(self.session(session_id)?.to_bytes())
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("identity", self.identity.public_key()).finish_non_exhaustive()
+    }
+}

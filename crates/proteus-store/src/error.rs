@@ -1,0 +1,107 @@
+//! Errors of the client layer, each with a stable numeric code.
+//!
+//! Protocol errors keep the core's codes (spec §11). Client codes are 104–109 (engine misuse),
+//! storage codes 502–506 (system).
+
+use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
+
+/// The storage failed. Nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Another process holds the store and did not release it within the busy timeout.
+    #[error("the store is in use by another process")]
+    Busy,
+    /// The store exists but cannot be read as a Proteus store; it was left as it is.
+    #[error("the store is corrupt: {0}")]
+    Corrupt(String),
+    /// There is no store at this location (and it was not asked to create one).
+    #[error("no store at {0}")]
+    NotFound(String),
+    /// A store already exists where a new one was to be created.
+    #[error("a store already exists at {0}")]
+    AlreadyExists(String),
+    /// The store was written by a newer version of this library.
+    #[error("the store has schema version {found}; this library reads up to {supported}")]
+    UnsupportedSchema {
+        /// The store's schema version.
+        found: i64,
+        /// The newest this library knows.
+        supported: i64,
+    },
+    /// The storage backend failed (I/O, SQLite, IndexedDB, …).
+    #[error("storage failure: {0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    /// The stable numeric code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::Busy => 502,
+            Self::Corrupt(_) => 503,
+            Self::NotFound(_) => 504,
+            Self::AlreadyExists(_) => 505,
+            Self::UnsupportedSchema { .. } => 506,
+            Self::Backend(_) => 507,
+        }
+    }
+}
+
+/// An operation of the [`Client`](crate::Client) failed. Nothing was changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// A message was rejected (see the core's codes).
+    #[error(transparent)]
+    Decrypt(#[from] DecryptError),
+    /// A message could not be encrypted.
+    #[error(transparent)]
+    Encrypt(#[from] EncryptError),
+    /// A session could not be created from a prekey bundle.
+    #[error(transparent)]
+    SessionCreation(#[from] SessionCreationError),
+    /// Bytes given to the client (a bundle, an imported record) did not decode.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// The storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// There is no session with this id.
+    #[error("no session with id {0:?}")]
+    SessionNotFound(String),
+    /// A session with this id exists already; delete it first to replace it.
+    #[error("a session with id {0:?} exists already")]
+    SessionExists(String),
+    /// Session ids are 1 to [`MAX_SESSION_ID_LEN`](crate::MAX_SESSION_ID_LEN) bytes of UTF-8.
+    #[error("invalid session id: {0}")]
+    InvalidSessionId(&'static str),
+    /// The identity cannot be replaced while sessions made with it exist.
+    #[error("the identity is in use by {0} sessions")]
+    IdentityInUse(usize),
+    /// The application stopped a batch before its commit; nothing of it was committed.
+    #[error("the batch was stopped by the application before its commit")]
+    BatchAborted,
+    /// No prekey with this id is stored.
+    #[error("no prekey with id {0}")]
+    PreKeyNotFound(u16),
+}
+
+impl ClientError {
+    /// The stable numeric code.
+    pub fn code(&self) -> u16 {
+        match self {
+            Self::Decrypt(e) => e.code(),
+            Self::Encrypt(e) => e.code(),
+            Self::SessionCreation(e) => e.code(),
+            Self::Decode(e) => e.code(),
+            Self::Store(e) => e.code(),
+            Self::SessionNotFound(_) => 104,
+            Self::SessionExists(_) => 105,
+            Self::InvalidSessionId(_) => 106,
+            Self::IdentityInUse(_) => 107,
+            Self::BatchAborted => 108,
+            Self::PreKeyNotFound(_) => 109,
+        }
+    }
+}

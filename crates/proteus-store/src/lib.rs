@@ -1,0 +1,79 @@
+//! A Proteus client with an embedded store: one object that owns an identity, its prekeys and
+//! its sessions, keeps them on disk, and gets through a queue of messages fast without losing
+//! one.
+//!
+//! [`Client`] sits on [`proteus_core`] and a [`Storage`]: [`SqliteStorage`] (one SQLite file,
+//! the native default), [`MemoryStorage`] (tests), or anything else with atomic commits (the web
+//! build puts IndexedDB behind the same trait).
+//!
+//! # Durability
+//!
+//! * [`Client::encrypt`] commits the advanced sending chain before it returns the envelope: a
+//!   crash can never make two messages share a message key.
+//! * A one-time prekey is deleted in the same commit that saves the session made from it.
+//! * A failed operation changes nothing, in memory or on disk.
+//! * Opening never wipes or recreates anything: a store that cannot be read is reported
+//!   ([`StoreError::Corrupt`], distinct from [`StoreError::NotFound`]) and left as it is.
+//!
+//! # Batch decryption: the contract
+//!
+//! [`Client::decrypt_batch`] takes a queue of `(session id, envelope)` and commits all session
+//! changes of the batch in one transaction. Each result reaches the application's `deliver`
+//! callback **before** that commit, with a stable [`MessageId`] (SHA-256 of the envelope):
+//!
+//! * the application stores (or shows) each plaintext in `deliver`, keyed by its message id;
+//! * if the process dies before the commit, nothing of the batch was committed: delivering the
+//!   same envelopes again decrypts them again, and the application drops the ids it already has;
+//! * after the commit, the same envelopes come back as duplicates (`DuplicateMessage`, 209).
+//!
+//! So no message is ever lost, and deduplication by message id makes delivery exactly-once.
+//!
+//! ```
+//! use std::collections::HashSet;
+//! use std::ops::ControlFlow;
+//! use proteus_store::{Client, QueuedMessage};
+//!
+//! let mut alice = Client::in_memory()?;
+//! let mut bob = Client::in_memory()?;
+//! let bundle = bob.generate_prekeys(1)?.remove(0);
+//! alice.create_session("bob:phone", &bundle.to_bytes())?;
+//! let queue: Vec<Vec<u8>> = (0..3).map(|i| alice.encrypt("bob:phone", format!("hi {i}").as_bytes())).collect::<Result<_, _>>()?;
+//!
+//! // Bob comes online. His app keeps the ids of the messages it has stored.
+//! let mut stored: HashSet<proteus_store::MessageId> = HashSet::new();
+//! let batch: Vec<QueuedMessage> = queue.iter().map(|e| QueuedMessage { session_id: "alice:laptop", envelope: e }).collect();
+//! bob.decrypt_batch(&batch, |msg, progress| {
+//!     if let Ok(plaintext) = &msg.outcome {
+//!         if stored.insert(msg.message_id) {
+//!             // a new message: persist `plaintext` in the app's own database here
+//!             assert!(plaintext.starts_with(b"hi "));
+//!         }
+//!     }
+//!     println!("{}/{}", progress.done, progress.total);
+//!     ControlFlow::Continue(())
+//! })?;
+//! assert_eq!(stored.len(), 3);
+//!
+//! // Delivered again after the commit: duplicates, nothing new.
+//! let again = bob.decrypt_batch(&batch, |_, _| ControlFlow::Continue(()))?;
+//! assert!(again.iter().all(|m| m.is_already_seen()));
+//! # Ok::<(), proteus_store::ClientError>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod batch;
+mod client;
+mod error;
+mod prekeys;
+mod records;
+mod session_cache;
+mod storage;
+
+pub use batch::{Decrypted, MessageId, Progress, QueuedMessage};
+pub use client::Client;
+pub use error::{ClientError, StoreError};
+pub use records::MAX_SESSION_ID_LEN;
+#[cfg(feature = "sqlite")]
+pub use storage::sqlite::{DEFAULT_BUSY_TIMEOUT, OpenMode, SCHEMA_VERSION, SqliteOptions, SqliteStorage};
+pub use storage::{MemoryStorage, Record, Storage, Table, Write};

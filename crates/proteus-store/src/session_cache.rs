@@ -1,0 +1,119 @@
+//! Sessions kept in memory between operations, and what they need written at a commit.
+//!
+//! The client is the store's only user while it is open (the store is locked), so a session
+//! loaded once stays valid. For each session the cache remembers which staged keys are stored,
+//! so a commit writes the session record plus only the staged keys that came or went.
+
+use std::collections::{HashMap, HashSet};
+
+use proteus_core::{IdentityKey, Session, StagedKeyId};
+
+use crate::error::{ClientError, StoreError};
+use crate::records::{staged_key, staged_prefix};
+use crate::storage::{Storage, Table, Write};
+
+pub(crate) struct CachedSession {
+    pub(crate) session: Session,
+    stored_staged: HashSet<StagedKeyId>,
+}
+
+#[derive(Default)]
+pub(crate) struct SessionCache {
+    sessions: HashMap<String, CachedSession>,
+}
+
+/// What a commit will make true of a session's stored staged keys, applied once it succeeded.
+pub(crate) struct StagedAfterCommit {
+    session_id: String,
+    stored: HashSet<StagedKeyId>,
+}
+
+impl SessionCache {
+    /// The session, loaded from `storage` if it is not cached. `None` if there is none.
+    pub(crate) fn get_or_load(
+        &mut self,
+        storage: &dyn Storage,
+        identity: &IdentityKey,
+        session_id: &str,
+        max_counter_gap: u32,
+    ) -> Result<Option<&mut CachedSession>, ClientError> {
+        if !self.sessions.contains_key(session_id) {
+            let Some(record) = storage.get(Table::Sessions, session_id.as_bytes())? else {
+                return Ok(None);
+            };
+            let prefix = staged_prefix(session_id);
+            let rows = storage.scan(Table::StagedKeys, &prefix)?;
+            let mut staged = Vec::with_capacity(rows.len());
+            for (key, value) in &rows {
+                let id = key
+                    .get(prefix.len()..)
+                    .and_then(|k| StagedKeyId::from_bytes(k).ok())
+                    .ok_or_else(|| corrupt(session_id, "a staged key has a malformed key"))?;
+                staged.push((id, value.as_slice()));
+            }
+            let mut session = Session::from_bytes_with_staged_keys(identity, &record, staged.iter().copied())
+                .map_err(|e| corrupt(session_id, &e.to_string()))?;
+            session.set_max_counter_gap(max_counter_gap);
+            let stored_staged = staged.into_iter().map(|(id, _)| id).collect();
+            self.sessions.insert(session_id.to_owned(), CachedSession { session, stored_staged });
+        }
+        Ok(self.sessions.get_mut(session_id))
+    }
+
+    /// Whether the session is cached (it may still exist in storage if not).
+    pub(crate) fn contains(&self, session_id: &str) -> bool {
+        self.sessions.contains_key(session_id)
+    }
+
+    /// Adds a session that is not stored yet.
+    pub(crate) fn insert_new(&mut self, session_id: &str, session: Session) {
+        let cached = CachedSession { session, stored_staged: HashSet::new() };
+        self.sessions.insert(session_id.to_owned(), cached);
+    }
+
+    /// Appends the writes that store `session_id` as it is now: its record, the staged keys not
+    /// stored yet, and deletions of stored staged keys it no longer has.
+    pub(crate) fn writes_for(&self, session_id: &str, writes: &mut Vec<Write>) -> Option<StagedAfterCommit> {
+        let cached = self.sessions.get(session_id)?;
+        writes.push(Write::Put {
+            table: Table::Sessions,
+            key: session_id.as_bytes().to_vec(),
+            value: cached.session.to_bytes_without_staged_keys(),
+        });
+        let prefix = staged_prefix(session_id);
+        let mut now = HashSet::with_capacity(cached.stored_staged.len());
+        for (id, key) in cached.session.staged_keys() {
+            if !cached.stored_staged.contains(&id) {
+                writes.push(Write::Put { table: Table::StagedKeys, key: staged_key(&prefix, &id), value: key.to_bytes() });
+            }
+            now.insert(id);
+        }
+        for gone in cached.stored_staged.difference(&now) {
+            writes.push(Write::Delete { table: Table::StagedKeys, key: staged_key(&prefix, gone) });
+        }
+        Some(StagedAfterCommit { session_id: session_id.to_owned(), stored: now })
+    }
+
+    /// Records that a commit made of [`writes_for`](Self::writes_for) succeeded.
+    pub(crate) fn committed(&mut self, after: StagedAfterCommit) {
+        if let Some(cached) = self.sessions.get_mut(&after.session_id) {
+            cached.stored_staged = after.stored;
+        }
+    }
+
+    /// Forgets a session, so it is loaded again from storage: what a failed commit needs, since
+    /// the cached session holds changes that were not stored.
+    pub(crate) fn evict(&mut self, session_id: &str) {
+        self.sessions.remove(session_id);
+    }
+
+    pub(crate) fn set_max_counter_gap(&mut self, gap: u32) {
+        for cached in self.sessions.values_mut() {
+            cached.session.set_max_counter_gap(gap);
+        }
+    }
+}
+
+fn corrupt(session_id: &str, why: &str) -> ClientError {
+    ClientError::Store(StoreError::Corrupt(format!("session {session_id:?}: {why}")))
+}

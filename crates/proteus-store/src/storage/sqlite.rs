@@ -1,0 +1,209 @@
+//! The embedded default: one SQLite file (bundled SQLite), WAL journal, exclusive lock.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
+use zeroize::Zeroizing;
+
+use super::{Record, Storage, Table, Write};
+use crate::error::StoreError;
+
+/// The schema version this library writes. Older stores are migrated when opened; newer ones are
+/// refused with [`StoreError::UnsupportedSchema`].
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// The migrations, in order: `MIGRATIONS[n]` takes a store from version `n` to `n + 1`.
+/// Never edit one that has shipped; add the next.
+const MIGRATIONS: &[&str] = &[
+    // 1: the first schema. Every table maps opaque keys to opaque (CBOR) records.
+    "CREATE TABLE meta (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+     CREATE TABLE prekeys (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+     CREATE TABLE sessions (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+     CREATE TABLE staged_keys (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;",
+];
+
+/// How to treat the path when opening.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// The store must exist ([`StoreError::NotFound`] otherwise).
+    Existing,
+    /// The store must not exist yet ([`StoreError::AlreadyExists`] otherwise).
+    New,
+    /// Open the store, creating it if there is none.
+    ExistingOrNew,
+}
+
+/// Options of [`SqliteStorage`].
+#[derive(Debug, Clone)]
+pub struct SqliteOptions {
+    /// How long to wait for another process to release the store before [`StoreError::Busy`].
+    pub busy_timeout: Duration,
+}
+
+/// How long a second opener waits by default before it gets [`StoreError::Busy`].
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        Self { busy_timeout: DEFAULT_BUSY_TIMEOUT }
+    }
+}
+
+/// A store in one SQLite file.
+///
+/// The file is held with an exclusive lock for as long as it is open, so a second process (or a
+/// second opener in this one) waits up to the busy timeout and then gets [`StoreError::Busy`]; it
+/// can never interleave writes. Commits are transactions in WAL mode with `synchronous=FULL`:
+/// once a commit returns, it survives a crash or a power loss.
+#[derive(Debug)]
+pub struct SqliteStorage {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn backend(e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt(e.to_string()),
+        _ => StoreError::Backend(e.to_string()),
+    }
+}
+
+impl SqliteStorage {
+    /// Opens (or creates, as `mode` says) the store at `path`. An existing store is never
+    /// rewritten: one that cannot be read is reported as [`StoreError::Corrupt`] and left alone.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode, options: &SqliteOptions) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        let exists = path.try_exists().map_err(|e| StoreError::Backend(format!("{shown}: {e}")))?;
+        match (mode, exists) {
+            (OpenMode::Existing, false) => return Err(StoreError::NotFound(shown)),
+            (OpenMode::New, true) => return Err(StoreError::AlreadyExists(shown)),
+            _ => {}
+        }
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if !exists {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
+        conn.busy_timeout(options.busy_timeout).map_err(backend)?;
+        // Exclusive locking: the first transaction takes the file's lock and keeps it until the
+        // connection closes. It also lets WAL work without a shared-memory file.
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(backend)?;
+        let mut storage = Self { conn, path: path.to_path_buf() };
+        storage.prepare(!exists)?;
+        Ok(storage)
+    }
+
+    /// Takes the lock, checks the schema and brings it up to date, in one transaction.
+    fn prepare(&mut self, created: bool) -> Result<(), StoreError> {
+        let conn = &mut self.conn;
+        let journal: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(backend)?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Backend(format!("cannot switch the journal to WAL (got {journal})")));
+        }
+        conn.pragma_update(None, "synchronous", "FULL").map_err(backend)?;
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive).map_err(backend)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(backend)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::UnsupportedSchema { found: version, supported: SCHEMA_VERSION });
+        }
+        if version == 0 {
+            let objects: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(backend)?;
+            if objects > 0 {
+                return Err(StoreError::Corrupt("the file is an SQLite database, but not a Proteus store".into()));
+            }
+            if !created {
+                return Err(StoreError::Corrupt("the file is empty: the store was never initialised".into()));
+            }
+        }
+        for (from, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(usize::MAX)) {
+            tx.execute_batch(sql).map_err(backend)?;
+            tx.pragma_update(None, "user_version", from as i64 + 1).map_err(backend)?;
+        }
+        for table in Table::ALL {
+            let found: Option<String> = tx
+                .query_row("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1", [table.name()], |r| r.get(0))
+                .optional()
+                .map_err(backend)?;
+            if found.is_none() {
+                return Err(StoreError::Corrupt(format!("table {} is missing", table.name())));
+            }
+        }
+        tx.commit().map_err(backend)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`, if there is one.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+impl Storage for SqliteStorage {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+        let sql = format!("SELECT value FROM {} WHERE key = ?1", table.name());
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(backend)?;
+        stmt.query_row([key], |r| r.get::<_, Vec<u8>>(0)).optional().map(|v| v.map(Zeroizing::new)).map_err(backend)
+    }
+
+    fn scan(&self, table: Table, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
+        let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, Vec<u8>>(0)?, Zeroizing::new(r.get::<_, Vec<u8>>(1)?)));
+        let rows = match prefix_end(prefix) {
+            Some(end) => {
+                let sql = format!("SELECT key, value FROM {} WHERE key >= ?1 AND key < ?2 ORDER BY key", table.name());
+                let mut stmt = self.conn.prepare_cached(&sql).map_err(backend)?;
+                stmt.query_map(params![prefix, end], row).map_err(backend)?.collect::<Result<Vec<_>, _>>()
+            }
+            None => {
+                let sql = format!("SELECT key, value FROM {} WHERE key >= ?1 ORDER BY key", table.name());
+                let mut stmt = self.conn.prepare_cached(&sql).map_err(backend)?;
+                stmt.query_map([prefix], row).map_err(backend)?.collect::<Result<Vec<_>, _>>()
+            }
+        };
+        rows.map_err(backend)
+    }
+
+    fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(backend)?;
+        for write in writes {
+            match write {
+                Write::Put { table, key, value } => {
+                    let sql = format!("INSERT OR REPLACE INTO {} (key, value) VALUES (?1, ?2)", table.name());
+                    tx.prepare_cached(&sql).and_then(|mut s| s.execute(params![key, value.as_slice()])).map_err(backend)?;
+                }
+                Write::Delete { table, key } => {
+                    let sql = format!("DELETE FROM {} WHERE key = ?1", table.name());
+                    tx.prepare_cached(&sql).and_then(|mut s| s.execute([key])).map_err(backend)?;
+                }
+            }
+        }
+        // Dropping an uncommitted transaction rolls it back, so an error above changes nothing.
+        tx.commit().map_err(backend)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefix_ends() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(&[1, 0xff]), Some(vec![2]));
+        assert_eq!(prefix_end(&[0xff, 0xff]), None);
+        assert_eq!(prefix_end(&[]), None);
+    }
+}
