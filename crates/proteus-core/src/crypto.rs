@@ -1,5 +1,7 @@
 //! The primitives of spec §1, each a thin call into a well-kept crate.
 
+use std::sync::OnceLock;
+
 use chacha20::ChaCha20Legacy;
 use chacha20::cipher::{KeyIvInit, StreamCipher};
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
@@ -16,11 +18,24 @@ type HmacSha256 = Hmac<Sha256>;
 pub(crate) type Secret32 = Zeroizing<[u8; 32]>;
 
 /// HKDF-SHA256 with 64 bytes of output, split into (first 32, last 32) (spec §1.4).
+///
+/// The extract step with an empty salt (every message key derivation) reuses one precomputed
+/// HMAC key schedule, which saves two of its four SHA-256 compressions.
 pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
+    static EMPTY_SALT: OnceLock<HmacSha256> = OnceLock::new();
+    let mut extract = if salt.is_empty() {
+        EMPTY_SALT.get_or_init(|| mac_with_slice(&[])).clone()
+    } else {
+        mac_with_slice(salt)
+    };
+    extract.update(ikm);
+    let prk = Zeroizing::new(<[u8; 32]>::from(extract.finalize().into_bytes()));
     let mut okm = Zeroizing::new([0u8; 64]);
-    let hk = Hkdf::<Sha256>::new(Some(salt), ikm);
-    // 64 bytes is far below HKDF's limit of 255 * 32, so expand cannot fail.
-    let _ = hk.expand(info, okm.as_mut_slice());
+    // A 32-byte PRK is valid and 64 bytes are far below HKDF's limit of 255 * 32, so neither
+    // call can fail.
+    if let Ok(hk) = Hkdf::<Sha256>::from_prk(prk.as_slice()) {
+        let _ = hk.expand(info, okm.as_mut_slice());
+    }
     let (a, b) = halves(&okm);
     (Zeroizing::new(a), Zeroizing::new(b))
 }
@@ -44,6 +59,10 @@ pub(crate) fn halves(x: &[u8; 64]) -> ([u8; 32], [u8; 32]) {
 }
 
 fn mac_with(key: &[u8; 32]) -> HmacSha256 {
+    mac_with_slice(key)
+}
+
+fn mac_with_slice(key: &[u8]) -> HmacSha256 {
     // HMAC keys are padded to the block size; `new_from_slice` accepts any length.
     match <HmacSha256 as KeyInit>::new_from_slice(key) {
         Ok(m) => m,
@@ -55,6 +74,22 @@ fn mac_with(key: &[u8; 32]) -> HmacSha256 {
 #[allow(clippy::panic)]
 fn unreachable_hmac_key() -> ! {
     panic!("HMAC-SHA256 accepts 32-byte keys")
+}
+
+/// HMAC-SHA256 with a key set up once for several messages (its key schedule costs two SHA-256
+/// compressions, as much as a short message).
+pub(crate) struct KeyedMac(HmacSha256);
+
+impl KeyedMac {
+    pub(crate) fn new(key: &[u8; 32]) -> Self {
+        Self(mac_with(key))
+    }
+
+    pub(crate) fn mac(&self, data: &[u8]) -> Secret32 {
+        let mut m = self.0.clone();
+        m.update(data);
+        Zeroizing::new(m.finalize().into_bytes().into())
+    }
 }
 
 /// HMAC-SHA256 (spec §1.5).
@@ -77,10 +112,23 @@ fn nonce(counter: u32) -> [u8; 8] {
     [a, b, c, d, 0, 0, 0, 0]
 }
 
-/// Original (djb) ChaCha20 with a 64-bit nonce, applied in place (spec §1.6).
-pub(crate) fn chacha20(key: &[u8; 32], counter: u32, data: &mut [u8]) {
+/// Original (djb) ChaCha20 with a 64-bit nonce (spec §1.6): `input` XOR keystream.
+///
+/// The buffer is processed in whole runs of four 64-byte blocks and cut afterwards: the
+/// `chacha20` crate's AVX2 backend works on four blocks at a time and is much slower on the
+/// blocks left over (here 150 bytes took 488 ns, 192 bytes 452 ns, 256 bytes 191 ns). The
+/// keystream past the message is wiped before the cut.
+pub(crate) fn chacha20(key: &[u8; 32], counter: u32, input: &[u8]) -> Vec<u8> {
+    const BLOCK: usize = 4 * 64;
+    let padded = input.len().div_ceil(BLOCK) * BLOCK;
+    let mut out = Vec::with_capacity(padded);
+    out.extend_from_slice(input);
+    out.resize(padded, 0);
     let mut c = ChaCha20Legacy::new(key.into(), (&nonce(counter)).into());
-    c.apply_keystream(data);
+    c.apply_keystream(&mut out);
+    out.iter_mut().skip(input.len()).for_each(|b| *b = 0);
+    out.truncate(input.len());
+    out
 }
 
 /// A peer's public key, decompressed and validated, ready for Diffie-Hellman.

@@ -113,11 +113,11 @@ impl RecvChain {
         } else {
             CounterPosition::Ahead
         };
-        let plaintext = open(&ck.message_keys(), message_bytes, mac, msg, position)?;
-        let chain_key = ck.next().ok_or(DecryptError::TooDistantFuture {
+        let (mk, chain_key) = ck.step().ok_or(DecryptError::TooDistantFuture {
             gap: u64::from(gap),
             chain_start: k == 0,
         })?;
+        let plaintext = open(&mk, message_bytes, mac, msg, position)?;
         let skipped = skipped_chain_keys
             .iter()
             .map(ChainKey::message_keys)
@@ -207,7 +207,5 @@ fn open(
     if !mk.verify(message_bytes, mac) {
         return Err(DecryptError::InvalidSignature(position));
     }
-    let mut plaintext = msg.cipher_text.clone();
-    mk.apply_cipher(&mut plaintext);
-    Ok(plaintext)
+    Ok(mk.apply_cipher(&msg.cipher_text))
 }

@@ -3,7 +3,7 @@
 use zeroize::Zeroizing;
 
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{Secret32, chacha20, hmac, hmac_verify, kdf};
+use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf};
 use crate::error::DecodeError;
 
 /// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
@@ -28,13 +28,15 @@ impl ChainKey {
 
     /// The message keys for this index: `KDF(HMAC(CK_i, "0"), "", "hash_ratchet")`.
     pub(crate) fn message_keys(&self) -> MessageKeys {
-        let base = hmac(&self.key, b"0");
-        let (cipher_key, mac_key) = kdf(base.as_slice(), &[], b"hash_ratchet");
-        MessageKeys {
-            cipher_key,
-            mac_key,
-            counter: self.idx,
-        }
+        message_keys(&hmac(&self.key, b"0"), self.idx)
+    }
+
+    /// This index's message keys and the next chain key, sharing one HMAC key schedule.
+    pub(crate) fn step(&self) -> Option<(MessageKeys, ChainKey)> {
+        let idx = self.idx.checked_add(1)?;
+        let keyed = KeyedMac::new(&self.key);
+        let mk = message_keys(&keyed.mac(b"0"), self.idx);
+        Some((mk, Self { key: keyed.mac(b"1"), idx }))
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
@@ -60,6 +62,11 @@ impl ChainKey {
             idx: required(idx, "chain key index")?,
         })
     }
+}
+
+fn message_keys(base: &[u8; 32], counter: u32) -> MessageKeys {
+    let (cipher_key, mac_key) = kdf(base, &[], b"hash_ratchet");
+    MessageKeys { cipher_key, mac_key, counter }
 }
 
 /// The root key: `{0: CipherKey}` when stored.
@@ -111,9 +118,9 @@ impl MessageKeys {
         hmac_verify(&self.mac_key, message, mac)
     }
 
-    /// ChaCha20 in place, with this message's counter as nonce.
-    pub(crate) fn apply_cipher(&self, data: &mut [u8]) {
-        chacha20(&self.cipher_key, self.counter, data);
+    /// ChaCha20 with this message's counter as nonce: encrypts or decrypts `data`.
+    pub(crate) fn apply_cipher(&self, data: &[u8]) -> Vec<u8> {
+        chacha20(&self.cipher_key, self.counter, data)
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {

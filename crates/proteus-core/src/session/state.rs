@@ -108,14 +108,12 @@ impl SessionState {
         local_identity: &IdentityKey,
         plaintext: &[u8],
     ) -> Result<(Message, Vec<u8>, [u8; 32]), EncryptError> {
-        let next = self
+        let (mk, next) = self
             .send_chain
             .chain_key
-            .next()
+            .step()
             .ok_or(EncryptError::ChainExhausted)?;
-        let mk = self.send_chain.chain_key.message_keys();
-        let mut cipher_text = plaintext.to_vec();
-        mk.apply_cipher(&mut cipher_text);
+        let cipher_text = mk.apply_cipher(plaintext);
         let cm = CipherMessage {
             session_tag: tag,
             counter: self.send_chain.chain_key.idx,
