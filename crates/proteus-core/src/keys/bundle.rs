@@ -170,3 +170,64 @@ fn decode_signature(d: &mut Decoder<'_>) -> Result<Option<BundleSignature>, Deco
         )))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::PreKeyId;
+
+    fn pair() -> (IdentityKeyPair, PreKey) {
+        (
+            IdentityKeyPair::from_seed(&[0x44; 32]),
+            PreKey::from_seed(PreKeyId::new(7), &[0x55; 32]),
+        )
+    }
+
+    #[test]
+    fn signed_bundles_verify_in_both_encodings() {
+        let (identity, prekey) = pair();
+        let signed = PreKeyBundle::signed(&identity, &prekey);
+        assert_eq!(signed.verify(), BundleVerification::Valid);
+        let bare = signed.to_bytes();
+        // JS writes `04 58 40 <sig>`; Rust writes `04 a1 00 58 40 <sig>` (spec §3.8).
+        let Some(BundleSignature::Bare(sig)) = signed.signature().copied() else {
+            panic!()
+        };
+        let wrapped = PreKeyBundle {
+            signature: Some(BundleSignature::Wrapped(sig)),
+            ..signed.clone()
+        };
+        let wrapped_bytes = wrapped.to_bytes();
+        assert_eq!(wrapped_bytes.len(), bare.len() + 2);
+        for bytes in [bare, wrapped_bytes] {
+            let decoded = PreKeyBundle::from_bytes(&bytes).unwrap();
+            assert_eq!(decoded.verify(), BundleVerification::Valid);
+            assert_eq!(decoded.to_bytes(), bytes);
+        }
+    }
+
+    #[test]
+    fn a_wrong_signature_is_invalid_and_unsigned_is_unknown() {
+        let (identity, prekey) = pair();
+        let other = PreKey::from_seed(PreKeyId::new(8), &[0x66; 32]);
+        let mut forged = PreKeyBundle::signed(&identity, &other);
+        forged.public_key = *prekey.public_key();
+        assert_eq!(forged.verify(), BundleVerification::Invalid);
+        assert_eq!(
+            PreKeyBundle::new(identity.public_key(), &prekey).verify(),
+            BundleVerification::Unsigned
+        );
+    }
+
+    #[test]
+    fn bundles_with_degenerate_keys_are_refused() {
+        let (identity, prekey) = pair();
+        let mut bytes = PreKeyBundle::new(identity.public_key(), &prekey).to_bytes();
+        // `a5 00 01 01 07 02 a1 00 58 20` precede the prekey's 32 bytes.
+        bytes[10..42].fill(0);
+        assert!(matches!(
+            PreKeyBundle::from_bytes(&bytes),
+            Err(DecodeError::InvalidKey(_))
+        ));
+    }
+}

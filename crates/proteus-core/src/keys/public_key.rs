@@ -64,3 +64,48 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use curve25519_dalek::constants::{ED25519_BASEPOINT_POINT, EIGHT_TORSION};
+
+    use super::PublicKey;
+
+    fn key(hex: &str) -> PublicKey {
+        PublicKey::from_bytes(hex::decode(hex).unwrap().try_into().unwrap())
+    }
+
+    #[test]
+    fn degenerate_keys_are_rejected() {
+        // Every point of small order (the eight-torsion subgroup), including the identity.
+        for point in EIGHT_TORSION {
+            let k = PublicKey::from_bytes(point.compress().to_bytes());
+            assert!(k.validate().is_err(), "{k:?}");
+        }
+        // The all-zero encoding (a point of order 4) and one that is not on the curve.
+        assert!(key(&"00".repeat(32)).validate().is_err());
+        assert!(
+            key("0200000000000000000000000000000000000000000000000000000000000000")
+                .validate()
+                .is_err()
+        );
+        // A mixed-order point: the base point plus a point of order 2.
+        let mixed = ED25519_BASEPOINT_POINT + EIGHT_TORSION[4];
+        assert!(
+            PublicKey::from_bytes(mixed.compress().to_bytes())
+                .validate()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn honest_keys_are_accepted() {
+        let k = key("d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737");
+        assert!(k.validate().is_ok());
+        assert_eq!(
+            k.fingerprint(),
+            "d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737"
+        );
+        assert_eq!(format!("{k:?}"), format!("PublicKey({})", k.fingerprint()));
+    }
+}

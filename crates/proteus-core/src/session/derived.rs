@@ -36,7 +36,13 @@ impl ChainKey {
         let idx = self.idx.checked_add(1)?;
         let keyed = KeyedMac::new(&self.key);
         let mk = message_keys(&keyed.mac(b"0"), self.idx);
-        Some((mk, Self { key: keyed.mac(b"1"), idx }))
+        Some((
+            mk,
+            Self {
+                key: keyed.mac(b"1"),
+                idx,
+            },
+        ))
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
@@ -66,7 +72,11 @@ impl ChainKey {
 
 fn message_keys(base: &[u8; 32], counter: u32) -> MessageKeys {
     let (cipher_key, mac_key) = kdf(base, &[], b"hash_ratchet");
-    MessageKeys { cipher_key, mac_key, counter }
+    MessageKeys {
+        cipher_key,
+        mac_key,
+        counter,
+    }
 }
 
 /// The root key: `{0: CipherKey}` when stored.

@@ -444,3 +444,6 @@ impl fmt::Debug for Session {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,327 @@
+//! Boundary tests of the session limits and rejection paths.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::keys::PreKey;
+use crate::limits::{MAX_RECV_CHAINS, MAX_SESSION_STATES};
+use crate::rng::OsRng;
+
+struct Pair {
+    alice: IdentityKeyPair,
+    bob: IdentityKeyPair,
+    a: Session,
+    b: Session,
+    prekeys: BTreeMap<PreKeyId, PreKey>,
+}
+
+/// Alice and Bob after one message each way.
+fn established() -> Pair {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let prekey = PreKey::generate(PreKeyId::new(1), rng);
+    let mut prekeys = BTreeMap::from([(prekey.id(), prekey.clone())]);
+    let mut a =
+        Session::init_from_prekey(rng, &alice, &PreKeyBundle::new(bob.public_key(), &prekey))
+            .unwrap();
+    let first = a.encrypt(b"0").unwrap();
+    let mut b = Session::init_from_message(rng, &bob, &mut prekeys, &first)
+        .unwrap()
+        .session;
+    let reply = b.encrypt(b"1").unwrap();
+    a.decrypt(rng, &alice, &mut prekeys, &reply).unwrap();
+    Pair {
+        alice,
+        bob,
+        a,
+        b,
+        prekeys,
+    }
+}
+
+impl Pair {
+    fn to_bob(&mut self, envelope: &Envelope) -> Result<Vec<u8>, DecryptError> {
+        self.b
+            .decrypt(&mut OsRng, &self.bob, &mut self.prekeys, envelope)
+    }
+
+    fn to_alice(&mut self, envelope: &Envelope) -> Result<Vec<u8>, DecryptError> {
+        self.a
+            .decrypt(&mut OsRng, &self.alice, &mut self.prekeys, envelope)
+    }
+
+    /// Decrypting must fail and leave Bob's session byte-for-byte as it was.
+    fn rejected_by_bob(&mut self, envelope: &Envelope) -> DecryptError {
+        let before = self.b.to_bytes();
+        let err = self.to_bob(envelope).unwrap_err();
+        assert_eq!(
+            self.b.to_bytes(),
+            before,
+            "a rejected message changed the session"
+        );
+        err
+    }
+}
+
+#[test]
+fn a_gap_of_exactly_the_limit_is_accepted_and_one_more_is_not() {
+    let mut p = established();
+    let sent: Vec<Envelope> = (0..=MAX_COUNTER_GAP + 1)
+        .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
+        .collect();
+    // Bob's chain is in use (index 0 -> the gap to the last is 1001): 212.
+    let err = p.rejected_by_bob(&sent[MAX_COUNTER_GAP as usize + 1]);
+    assert!(
+        matches!(
+            err,
+            DecryptError::TooDistantFuture {
+                gap: 1001,
+                chain_start: true
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), 211);
+    assert_eq!(
+        p.to_bob(&sent[MAX_COUNTER_GAP as usize]).unwrap(),
+        MAX_COUNTER_GAP.to_be_bytes()
+    );
+    assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
+    // Every skipped message still decrypts, once.
+    assert_eq!(p.to_bob(&sent[0]).unwrap(), 0u32.to_be_bytes());
+    // Counter 0 was the oldest staged key: a replay is now older than the window (208).
+    assert!(p.rejected_by_bob(&sent[0]).is_already_seen());
+    assert_eq!(p.to_bob(&sent[5]).unwrap(), 5u32.to_be_bytes());
+    assert!(matches!(
+        p.rejected_by_bob(&sent[5]),
+        DecryptError::DuplicateMessage
+    ));
+}
+
+#[test]
+fn a_raised_gap_limit_accepts_more() {
+    let mut p = established();
+    p.b.set_max_counter_gap(1500);
+    let sent: Vec<Envelope> = (0..1300u32)
+        .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
+        .collect();
+    assert!(p.to_bob(&sent[1299]).is_ok());
+    assert_eq!(p.to_bob(&sent[3]).unwrap(), 3u32.to_be_bytes());
+}
+
+#[test]
+fn too_distant_within_a_used_chain_is_212() {
+    let mut p = established();
+    let sent: Vec<Envelope> = (0..1004u32)
+        .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
+        .collect();
+    p.to_bob(&sent[0]).unwrap();
+    p.to_bob(&sent[1]).unwrap();
+    // The chain is at 2: counter 1003 skips 1001.
+    let err = p.rejected_by_bob(&sent[1003]);
+    assert_eq!(err.code(), 212);
+    assert!(p.to_bob(&sent[1002]).is_ok());
+}
+
+#[test]
+fn keys_older_than_the_staged_window_are_outdated() {
+    let mut p = established();
+    let sent: Vec<Envelope> = (0..1500u32)
+        .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
+        .collect();
+    p.to_bob(&sent[900]).unwrap();
+    p.to_bob(&sent[1499]).unwrap();
+    // 900 + 598 keys were staged; the oldest were evicted to keep 1000.
+    assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
+    assert!(matches!(
+        p.rejected_by_bob(&sent[0]),
+        DecryptError::OutdatedMessage
+    ));
+    assert_eq!(p.to_bob(&sent[1400]).unwrap(), 1400u32.to_be_bytes());
+}
+
+#[test]
+fn at_most_five_receive_chains_are_kept() {
+    let mut p = established();
+    let mut late = Vec::new();
+    for turn in 0..(MAX_RECV_CHAINS + 1) {
+        let early = p.a.encrypt(b"early").unwrap();
+        let late_one = p.a.encrypt(format!("late {turn}").as_bytes()).unwrap();
+        p.to_bob(&early).unwrap();
+        late.push(late_one);
+        let reply = p.b.encrypt(b"reply").unwrap();
+        p.to_alice(&reply).unwrap();
+    }
+    // The chain of the first late message was dropped: its MAC no longer verifies.
+    assert!(matches!(
+        p.rejected_by_bob(&late[0]),
+        DecryptError::InvalidSignature(_)
+    ));
+    // The late messages of the chains still kept decrypt.
+    for (turn, envelope) in late.iter().enumerate().skip(2) {
+        assert_eq!(
+            p.to_bob(envelope).unwrap(),
+            format!("late {turn}").as_bytes()
+        );
+    }
+}
+
+#[test]
+fn tampering_is_rejected_without_changes() {
+    let mut p = established();
+    let env = p.a.encrypt(b"hello").unwrap();
+    let mut bytes = env.to_bytes();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let tampered = Envelope::from_bytes(&bytes).unwrap();
+    assert_eq!(p.rejected_by_bob(&tampered).code(), 206);
+    assert_eq!(p.to_bob(&env).unwrap(), b"hello");
+}
+
+#[test]
+fn an_unknown_session_tag_and_a_changed_identity_are_rejected() {
+    let mut p = established();
+    let rng = &mut OsRng;
+    // Carol starts a session from one of Bob's prekeys with Bob's session for Alice.
+    let carol = IdentityKeyPair::generate(rng);
+    let prekey = PreKey::generate(PreKeyId::new(2), rng);
+    p.prekeys.insert(prekey.id(), prekey.clone());
+    let mut c =
+        Session::init_from_prekey(rng, &carol, &PreKeyBundle::new(p.bob.public_key(), &prekey))
+            .unwrap();
+    let from_carol = c.encrypt(b"hi").unwrap();
+    assert!(matches!(
+        p.rejected_by_bob(&from_carol),
+        DecryptError::RemoteIdentityChanged
+    ));
+    assert!(
+        p.prekeys.contains_key(&PreKeyId::new(2)),
+        "no prekey is consumed by a rejection"
+    );
+    // A CipherMessage whose tag Bob does not know: 205.
+    let mut c2 = Session::init_from_prekey(
+        rng,
+        &p.alice,
+        &PreKeyBundle::new(p.bob.public_key(), &prekey),
+    )
+    .unwrap();
+    c2.clear_pending_prekey();
+    let unknown_tag = c2.encrypt(b"?").unwrap();
+    assert_eq!(p.rejected_by_bob(&unknown_tag).code(), 205);
+}
+
+#[test]
+fn the_prekey_header_repeats_until_the_first_reply() {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let prekey = PreKey::generate(PreKeyId::new(9), rng);
+    let mut a =
+        Session::init_from_prekey(rng, &alice, &PreKeyBundle::new(bob.public_key(), &prekey))
+            .unwrap();
+    for _ in 0..3 {
+        assert!(matches!(
+            a.encrypt(b"x").unwrap().message(),
+            Message::PreKey(_)
+        ));
+    }
+    let mut prekeys = BTreeMap::from([(prekey.id(), prekey)]);
+    let first = a.encrypt(b"x").unwrap();
+    let mut b = Session::init_from_message(rng, &bob, &mut prekeys, &first)
+        .unwrap()
+        .session;
+    a.decrypt(rng, &alice, &mut prekeys, &b.encrypt(b"y").unwrap())
+        .unwrap();
+    assert!(matches!(
+        a.encrypt(b"z").unwrap().message(),
+        Message::Cipher(_)
+    ));
+}
+
+#[test]
+fn the_last_resort_prekey_is_never_removed() {
+    let rng = &mut OsRng;
+    let bob = IdentityKeyPair::generate(rng);
+    let last_resort = PreKey::last_resort(rng);
+    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
+    for _ in 0..2 {
+        let alice = IdentityKeyPair::generate(rng);
+        let mut a = Session::init_from_prekey(
+            rng,
+            &alice,
+            &PreKeyBundle::new(bob.public_key(), &last_resort),
+        )
+        .unwrap();
+        let inbound =
+            Session::init_from_message(rng, &bob, &mut prekeys, &a.encrypt(b"x").unwrap()).unwrap();
+        assert_eq!(inbound.plaintext, b"x");
+    }
+    assert!(prekeys.contains_key(&PreKeyId::LAST_RESORT));
+}
+
+#[test]
+fn states_are_evicted_below_the_limit() {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let last_resort = PreKey::last_resort(rng);
+    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
+    let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
+    let mut first = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+    let mut b = Session::init_from_message(rng, &bob, &mut prekeys, &first.encrypt(b"0").unwrap())
+        .unwrap()
+        .session;
+    // Alice re-initiates again and again (each a new state at Bob's).
+    for i in 1..(MAX_SESSION_STATES + 5) {
+        let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+        b.decrypt(
+            rng,
+            &bob,
+            &mut prekeys,
+            &a.encrypt(format!("{i}").as_bytes()).unwrap(),
+        )
+        .unwrap();
+        assert!(b.state_count() < MAX_SESSION_STATES);
+    }
+    assert_eq!(b.state_count(), MAX_SESSION_STATES - 1);
+    // The first state was the oldest: it is gone, and its next message builds a new state.
+    let again = first.encrypt(b"again").unwrap();
+    assert_eq!(
+        b.decrypt(rng, &bob, &mut prekeys, &again).unwrap(),
+        b"again"
+    );
+}
+
+#[test]
+fn error_codes_are_stable() {
+    assert_eq!(DecryptError::DegeneratedKey.code(), 100);
+    assert_eq!(DecryptError::PreKeyNotFound(PreKeyId::new(1)).code(), 101);
+    assert_eq!(EncryptError::NoSessionForTag.code(), 102);
+    assert_eq!(DecryptError::NotAPreKeyMessage.code(), 201);
+    assert_eq!(DecryptError::RemoteIdentityChanged.code(), 204);
+    assert_eq!(DecryptError::UnknownSessionTag.code(), 205);
+    assert_eq!(
+        DecryptError::InvalidSignature(crate::CounterPosition::InSync).code(),
+        206
+    );
+    assert_eq!(
+        DecryptError::InvalidSignature(crate::CounterPosition::Ahead).code(),
+        207
+    );
+    assert_eq!(
+        DecryptError::InvalidSignature(crate::CounterPosition::Behind).code(),
+        210
+    );
+    assert_eq!(DecryptError::OutdatedMessage.code(), 208);
+    assert_eq!(DecryptError::DuplicateMessage.code(), 209);
+    assert_eq!(DecodeError::LocalIdentityChanged.code(), 300);
+    assert_eq!(DecodeError::UnknownMessageType(3).code(), 302);
+    assert_eq!(DecodeError::InvalidKey("x").code(), 409);
+}
