@@ -200,6 +200,30 @@ impl Client {
         Ok(envelope.to_bytes())
     }
 
+    /// Encrypts several messages, possibly for several sessions (e.g. one plaintext for every
+    /// device of a user), with one commit for all: it happens before any envelope is returned.
+    /// Envelopes come back in the order of `messages`. If anything fails, nothing is committed
+    /// and no envelope is returned.
+    pub fn encrypt_batch(&mut self, messages: &[(&str, &[u8])]) -> Result<Vec<Vec<u8>>, ClientError> {
+        let mut envelopes = Vec::with_capacity(messages.len());
+        let mut touched: Vec<&str> = Vec::new();
+        for (session_id, plaintext) in messages {
+            match self.session(session_id).and_then(|s| s.encrypt(plaintext).map_err(ClientError::from)) {
+                Ok(envelope) => envelopes.push(envelope.to_bytes()),
+                Err(e) => {
+                    // Sessions already advanced in memory hold unsent chain steps: reload them.
+                    self.forget(&touched);
+                    return Err(e);
+                }
+            }
+            if !touched.contains(session_id) {
+                touched.push(session_id);
+            }
+        }
+        self.commit_sessions(touched.iter().copied(), &BTreeSet::new())?;
+        Ok(envelopes)
+    }
+
     /// Decrypts one message and commits the result. A PreKeyMessage from a new peer creates
     /// the session; its one-time prekey is deleted in the same commit.
     pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {

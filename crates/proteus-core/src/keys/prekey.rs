@@ -118,8 +118,10 @@ impl PreKey {
             }
         }
         d.finish()?;
+        // The public key is checked against the copy inside the secret key (`KeyPair::decode`),
+        // not validated as a curve point: it is our own key, and validation costs a scalar
+        // multiplication on every prekey a PreKeyMessage looks up.
         let key_pair = required(key_pair, "prekey key pair")?;
-        key_pair.public().validate()?;
         Ok(Self {
             id: required(id, "prekey id")?,
             key_pair,

@@ -1,0 +1,295 @@
+//! The bench runner: "decrypt 1000 queued messages" on every scenario and store, a few runs each.
+//!
+//! ```text
+//! cargo run --release -p proteus-bench -- [--json] [--runs N] [--scenario NAME]... [--store NAME]...
+//! cargo run --release -p proteus-bench -- --scale [--json] [--runs N]
+//! ```
+//!
+//! Without `--json` it prints a table; with it, one JSON object per line:
+//! `{"scenario":…,"store":…,"median_ms":…,"min_ms":…,"max_ms":…,"runs":…}`.
+//! `--scale` measures 10k, 50k and 100k queued messages over 1000 sessions instead, each count
+//! in a child process of its own (this binary, run with `--scale-child`).
+
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use proteus_bench::BoxError;
+use proteus_bench::run::{Bench, Timing};
+use proteus_bench::scale::{
+    SCALE_BATCH, SCALE_COUNTS, SCALE_SESSIONS, ScaleResult, ScaleSetup, linear_fit, measure,
+};
+use proteus_bench::scenarios::ScenarioKind;
+use proteus_bench::stats::{Summary, median_ms, table_header, table_row};
+use proteus_bench::stores::StoreKind;
+
+const USAGE: &str = "\
+usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
+       proteus-bench --scale [--json] [--runs N]
+
+  --json         one JSON object per line instead of a table
+  --runs N       runs per scenario and store (default: up to 15, fewer for slow ones; each
+                 combination stops after about 2 s once it has 3 runs). With --scale: child
+                 processes per count (default 3; the median-time one is reported)
+  --scenario S   only these scenarios: 1x1000, 1x1000est, 50x20, conv10
+  --store S      only these stores: memory, sqlite-batch, sqlite-per-message
+  --scale        10k, 50k and 100k queued messages over 1000 sessions (sqlite-batch, batches
+                 of 1000), each count in a fresh child process: time and peak memory";
+
+/// Default runs: up to this many...
+const MAX_RUNS: usize = 15;
+/// ...but at least this many...
+const MIN_RUNS: usize = 3;
+/// ...stopping once a combination has taken this long.
+const BUDGET: Duration = Duration::from_secs(2);
+
+struct Options {
+    json: bool,
+    runs: Option<usize>,
+    scenarios: Vec<ScenarioKind>,
+    stores: Vec<StoreKind>,
+    scale: bool,
+}
+
+enum Mode {
+    Bench(Options),
+    ScaleChild {
+        store: PathBuf,
+        queue: PathBuf,
+        sessions: usize,
+        count: usize,
+        batch: usize,
+    },
+    Help,
+}
+
+fn parse(args: &[String]) -> Result<Mode, BoxError> {
+    let mut options = Options {
+        json: false,
+        runs: None,
+        scenarios: Vec::new(),
+        stores: Vec::new(),
+        scale: false,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--json" => options.json = true,
+            "--scale" => options.scale = true,
+            "--runs" => {
+                let runs: usize = value()?.parse()?;
+                if runs == 0 {
+                    return Err("--runs must be at least 1".into());
+                }
+                options.runs = Some(runs);
+            }
+            "--scenario" => {
+                for name in value()?.split(',') {
+                    let kind = ScenarioKind::from_name(name)
+                        .ok_or_else(|| format!("unknown scenario {name:?}"))?;
+                    options.scenarios.push(kind);
+                }
+            }
+            "--store" => {
+                for name in value()?.split(',') {
+                    let store = StoreKind::from_name(name)
+                        .ok_or_else(|| format!("unknown store {name:?}"))?;
+                    options.stores.push(store);
+                }
+            }
+            "--scale-child" => {
+                return Ok(Mode::ScaleChild {
+                    store: value()?.into(),
+                    queue: value()?.into(),
+                    sessions: value()?.parse()?,
+                    count: value()?.parse()?,
+                    batch: value()?.parse()?,
+                });
+            }
+            "-h" | "--help" => return Ok(Mode::Help),
+            // `cargo bench` passes this to every target; ignore it.
+            "--bench" => {}
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}").into()),
+        }
+    }
+    if options.scenarios.is_empty() {
+        options.scenarios = ScenarioKind::ALL.to_vec();
+    }
+    if options.stores.is_empty() {
+        options.stores = StoreKind::ALL.to_vec();
+    }
+    Ok(Mode::Bench(options))
+}
+
+fn main() -> Result<(), BoxError> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match parse(&args)? {
+        Mode::Help => println!("{USAGE}"),
+        Mode::ScaleChild {
+            store,
+            queue,
+            sessions,
+            count,
+            batch,
+        } => {
+            let result = measure(&store, &queue, sessions, count, batch)?;
+            println!("{}", serde_json::to_string(&result)?);
+        }
+        Mode::Bench(options) if options.scale => scale(&options)?,
+        Mode::Bench(options) => scenarios(&options)?,
+    }
+    Ok(())
+}
+
+/// Every chosen scenario on every chosen store.
+fn scenarios(options: &Options) -> Result<(), BoxError> {
+    if !options.json {
+        println!(
+            "Decrypt 1000 queued messages (setup not timed; µs/msg from the median; encrypt ms: \
+             the conversation's encrypt calls; commit ms: from the last delivery to the return \
+             of decrypt_batch, summed over batches)"
+        );
+        println!("{}", table_header());
+    }
+    for &kind in &options.scenarios {
+        let bench = Bench::new(kind, &options.stores)?;
+        for &store in &options.stores {
+            let timings = runs(&bench, store, options.runs)?;
+            let totals: Vec<Duration> = timings.iter().map(|t| t.total).collect();
+            let summary = Summary::of(kind.name(), store.name(), &totals);
+            if options.json {
+                println!("{}", summary.to_json()?);
+            } else {
+                let encrypt = (kind == ScenarioKind::Conversation)
+                    .then(|| median_ms(timings.iter().map(|t| t.encrypt)));
+                let commits: Option<Vec<Duration>> =
+                    timings.iter().map(|t| t.batch_commit).collect();
+                let commit = commits.map(median_ms);
+                println!("{}", table_row(&summary, bench.messages(), encrypt, commit));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The runs of one combination: `runs` of them, or by default up to [`MAX_RUNS`], stopping
+/// after [`BUDGET`] once there are [`MIN_RUNS`].
+fn runs(bench: &Bench, store: StoreKind, runs: Option<usize>) -> Result<Vec<Timing>, BoxError> {
+    let started = Instant::now();
+    let mut times = Vec::new();
+    loop {
+        times.push(
+            bench
+                .run_timed(store)
+                .map_err(|e| format!("{} on {store}: {e}", bench.kind()))?,
+        );
+        let enough = match runs {
+            Some(n) => times.len() >= n,
+            None => {
+                times.len() >= MAX_RUNS || (times.len() >= MIN_RUNS && started.elapsed() >= BUDGET)
+            }
+        };
+        if enough {
+            return Ok(times);
+        }
+    }
+}
+
+/// The scale test: setup once, then each count in child processes of this binary.
+fn scale(options: &Options) -> Result<(), BoxError> {
+    let max = SCALE_COUNTS.iter().copied().max().unwrap_or(0);
+    eprintln!("scale: setting up {SCALE_SESSIONS} sessions and {max} queued messages (not timed)…");
+    let setup = ScaleSetup::create(SCALE_SESSIONS, max, |what| eprintln!("scale: {what}"))?;
+    let exe = std::env::current_exe()?;
+    let runs = options.runs.unwrap_or(3);
+    let mut chosen = Vec::new();
+    for count in SCALE_COUNTS {
+        let mut results = Vec::new();
+        for _ in 0..runs {
+            let output = Command::new(&exe)
+                .arg("--scale-child")
+                .arg(setup.store_file())
+                .arg(setup.queue_file())
+                .arg(setup.sessions().to_string())
+                .arg(count.to_string())
+                .arg(SCALE_BATCH.to_string())
+                .output()?;
+            if !output.status.success() {
+                return Err(format!(
+                    "the child for {count} messages failed ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                )
+                .into());
+            }
+            let result: ScaleResult = serde_json::from_slice(&output.stdout)?;
+            results.push(result);
+        }
+        // The run with the median time represents the count; peak memory is the worst run's.
+        results.sort_by(|a, b| a.total_ms.total_cmp(&b.total_ms));
+        let peak = results.iter().map(|r| r.peak_mib).fold(0.0, f64::max);
+        let mut median = results
+            .get(results.len() / 2)
+            .cloned()
+            .ok_or("no scale result")?;
+        median.peak_mib = peak;
+        if options.json {
+            println!("{}", serde_json::to_string(&median)?);
+        } else {
+            eprintln!("scale: {count} messages done");
+        }
+        chosen.push(median);
+    }
+    let fit = linear_fit(&chosen);
+    if options.json {
+        println!("{}", serde_json::json!({ "linear_fit": fit }));
+        return Ok(());
+    }
+    println!(
+        "Queued messages over {SCALE_SESSIONS} sessions, sqlite-batch, batches of {SCALE_BATCH} \
+         (one commit each), each count in a fresh process, {runs} run(s) per count"
+    );
+    println!(
+        "{:>8} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "count",
+        "total ms",
+        "µs/msg",
+        "batch med",
+        "commit med",
+        "1st 10%",
+        "last 10%",
+        "start MiB",
+        "peak MiB",
+        "end RSS"
+    );
+    for result in &chosen {
+        println!(
+            "{:>8} {:>10.1} {:>8.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.1} {:>9.1} {:>9.1}",
+            result.count,
+            result.total_ms,
+            result.us_per_msg,
+            result.batch_median_ms,
+            result.commit_median_ms,
+            result.first_tenth_batch_ms,
+            result.last_tenth_batch_ms,
+            result.start_peak_mib,
+            result.peak_mib,
+            result.end_rss_mib
+        );
+    }
+    println!(
+        "(batch med / commit med: median ms of one batch of {SCALE_BATCH} and of its commit; \
+         1st / last 10%: mean ms per batch over the first and last tenth of the batches; \
+         MiB: VmHWM once the store is open, VmHWM at the end, VmRSS at the end)"
+    );
+    println!(
+        "least-squares line: total = {:.1} ms + {:.2} µs × count; largest residual {:.1}% \
+         (the fixed part is mostly each session's first message, which carries a new ratchet \
+         key: one DH ratchet step per session)",
+        fit.fixed_ms, fit.us_per_msg, fit.max_residual_pct
+    );
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! The stores a scenario runs on, and fresh clients in the same starting state for every run.
+//!
+//! SQLite clients come from a template: the seed is installed once into a store file, and each
+//! run copies that file into a new temporary directory and opens the copy. So every run starts
+//! from byte-identical state, with a cold session cache, as an app that was just started.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use proteus_store::{Client, OpenMode, SqliteOptions};
+use tempfile::TempDir;
+
+use crate::BoxError;
+use crate::scenarios::ClientSeed;
+
+/// The stores, and how the receiver commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum StoreKind {
+    /// `memory`: `Client::in_memory()`, the queue decrypted with `decrypt_batch`.
+    Memory,
+    /// `sqlite-batch`: a durable SQLite store, the queue decrypted with `decrypt_batch` (one
+    /// commit per batch).
+    SqliteBatch,
+    /// `sqlite-per-message`: a durable SQLite store, each message decrypted with
+    /// `Client::decrypt` (one commit per message, as apps that persist after every decrypt do).
+    SqlitePerMessage,
+}
+
+impl StoreKind {
+    /// Every store, in reporting order.
+    pub const ALL: [Self; 3] = [Self::Memory, Self::SqliteBatch, Self::SqlitePerMessage];
+
+    /// The store's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::SqliteBatch => "sqlite-batch",
+            Self::SqlitePerMessage => "sqlite-per-message",
+        }
+    }
+
+    /// The store with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the receiver uses `decrypt_batch` (rather than one `decrypt` per message).
+    pub fn batched(self) -> bool {
+        !matches!(self, Self::SqlitePerMessage)
+    }
+
+    /// Whether the store is a SQLite file.
+    pub fn is_sqlite(self) -> bool {
+        !matches!(self, Self::Memory)
+    }
+}
+
+impl fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The name of the store file in its directory.
+const STORE_FILE: &str = "store.db";
+
+/// A SQLite store file holding a seed's state, to be copied for each run.
+pub struct Template {
+    dir: TempDir,
+}
+
+impl Template {
+    /// Creates a store in a new temporary directory and installs `seed` into it.
+    pub fn create(seed: &ClientSeed) -> Result<Self, BoxError> {
+        let dir = tempfile::Builder::new()
+            .prefix("proteus-bench-template-")
+            .tempdir()?;
+        let mut client = Client::open_with(
+            dir.path().join(STORE_FILE),
+            OpenMode::New,
+            &SqliteOptions::default(),
+        )?;
+        seed.install(&mut client)?;
+        // Closing the store checkpoints its write-ahead log into the file.
+        drop(client);
+        Ok(Self { dir })
+    }
+
+    /// The template's store file.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join(STORE_FILE)
+    }
+
+    /// A fresh copy in a new temporary directory, opened.
+    pub fn fresh(&self) -> Result<FreshClient, BoxError> {
+        fresh_copy(&self.path())
+    }
+}
+
+/// Copies the store file `template` (with its write-ahead log, if one was left) into a new
+/// temporary directory and opens the copy.
+pub fn fresh_copy(template: &Path) -> Result<FreshClient, BoxError> {
+    let dir = tempfile::Builder::new()
+        .prefix("proteus-bench-run-")
+        .tempdir()?;
+    let from = template.parent().ok_or("the template has no directory")?;
+    let name = template
+        .file_name()
+        .ok_or("the template has no file name")?
+        .to_string_lossy()
+        .into_owned();
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().starts_with(&name) {
+            fs::copy(entry.path(), dir.path().join(entry.file_name()))?;
+        }
+    }
+    let client = Client::open_with(
+        dir.path().join(&name),
+        OpenMode::Existing,
+        &SqliteOptions::default(),
+    )?;
+    Ok(FreshClient {
+        client,
+        _dir: Some(dir),
+    })
+}
+
+/// A client for one run, in the seed's state; its store directory (if any) lives as long as it
+/// and is deleted after it is closed.
+pub struct FreshClient {
+    /// The client. Declared first, so it is dropped (and the store closed) before the directory.
+    pub client: Client,
+    _dir: Option<TempDir>,
+}
+
+/// Where fresh clients with one seed's state come from, for every store.
+pub struct ClientSource {
+    seed: ClientSeed,
+    template: Option<Template>,
+}
+
+impl ClientSource {
+    /// A source of clients holding `seed`. The SQLite template is made only if `sqlite`.
+    pub fn new(seed: ClientSeed, sqlite: bool) -> Result<Self, BoxError> {
+        let template = if sqlite {
+            Some(Template::create(&seed)?)
+        } else {
+            None
+        };
+        Ok(Self { seed, template })
+    }
+
+    /// The seed.
+    pub fn seed(&self) -> &ClientSeed {
+        &self.seed
+    }
+
+    /// A fresh client on `store` in the seed's state.
+    pub fn fresh(&self, store: StoreKind) -> Result<FreshClient, BoxError> {
+        match (store, &self.template) {
+            (StoreKind::Memory, _) => Ok(FreshClient {
+                client: self.seed.in_memory()?,
+                _dir: None,
+            }),
+            (_, Some(template)) => template.fresh(),
+            (_, None) => Err(format!("no SQLite template was made for {store}").into()),
+        }
+    }
+}
