@@ -61,7 +61,13 @@ for suite in "${suites[@]}"; do
     exit 2
   fi
   start=$SECONDS
-  if ( "suite_$suite" ); then
+  # Not `if ( … )`: errexit is ignored inside a tested command, so a failing step would not stop
+  # its suite.
+  set +e
+  ( set -e; "suite_$suite" )
+  status=$?
+  set -e
+  if [ $status -eq 0 ]; then
     passed=$((passed + 1))
     log "suite $suite passed in $((SECONDS - start)) s"
   else

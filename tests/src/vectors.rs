@@ -156,8 +156,8 @@ fn same_class(ours: &DecryptError, class: &str) -> bool {
             // names: DecodeError.InvalidType / InvalidArrayLen (e.g. an unknown message type,
             // 302) and InputError.ConversionError (a key that is no curve point, 408/409) /
             // TypeError / RangeError (405/406, a message that does not match its shape).
-            "DecodeError" | "InputError" | "InvalidType" | "InvalidArrayLen" | "ConversionError"
-            | "TypeError" | "RangeError" => {
+            "DecodeError" | "InputError" | "InvalidType" | "InvalidArrayLen"
+            | "ConversionError" | "TypeError" | "RangeError" => {
                 matches!(ours, DecryptError::Decode(_) | DecryptError::DegeneratedKey)
             }
             _ => false,

@@ -4,15 +4,17 @@ use std::collections::{BTreeSet, HashSet};
 use std::ops::ControlFlow;
 
 use proteus_core::{
-    DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle, PreKeyId, Session,
-    limits::MAX_COUNTER_GAP,
+    DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle,
+    PreKeyId, Session, limits::MAX_COUNTER_GAP,
 };
 use zeroize::Zeroizing;
 
 use crate::batch::{Decrypted, MessageId, Progress, QueuedMessage};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
-use crate::records::{META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix};
+use crate::records::{
+    META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix,
+};
 use crate::session_cache::SessionCache;
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
@@ -32,7 +34,11 @@ impl Client {
     /// Opens the SQLite store at `path`, creating it (with a new identity) if there is none.
     #[cfg(feature = "sqlite")]
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<Self, ClientError> {
-        Self::open_with(path, crate::OpenMode::ExistingOrNew, &crate::SqliteOptions::default())
+        Self::open_with(
+            path,
+            crate::OpenMode::ExistingOrNew,
+            &crate::SqliteOptions::default(),
+        )
     }
 
     /// Opens the SQLite store at `path` as `mode` says.
@@ -61,20 +67,41 @@ impl Client {
             None => {
                 for table in [Table::PreKeys, Table::Sessions, Table::StagedKeys] {
                     if !storage.scan(table, &[])?.is_empty() {
-                        return Err(StoreError::Corrupt(format!("the identity is missing but {} are stored", table.name())).into());
+                        return Err(StoreError::Corrupt(format!(
+                            "the identity is missing but {} are stored",
+                            table.name()
+                        ))
+                        .into());
                     }
                 }
                 let identity = IdentityKeyPair::generate(&mut OsRng);
                 let last_resort = PreKey::last_resort(&mut OsRng);
                 storage.commit(&[
-                    Write::Put { table: Table::Meta, key: META_IDENTITY.to_vec(), value: identity.to_bytes() },
-                    Write::Put { table: Table::PreKeys, key: prekey_key(last_resort.id()), value: last_resort.to_bytes() },
-                    Write::Put { table: Table::Meta, key: META_NEXT_PREKEY_ID.to_vec(), value: Zeroizing::new(vec![0, 0]) },
+                    Write::Put {
+                        table: Table::Meta,
+                        key: META_IDENTITY.to_vec(),
+                        value: identity.to_bytes(),
+                    },
+                    Write::Put {
+                        table: Table::PreKeys,
+                        key: prekey_key(last_resort.id()),
+                        value: last_resort.to_bytes(),
+                    },
+                    Write::Put {
+                        table: Table::Meta,
+                        key: META_NEXT_PREKEY_ID.to_vec(),
+                        value: Zeroizing::new(vec![0, 0]),
+                    },
                 ])?;
                 identity
             }
         };
-        Ok(Self { storage, identity, sessions: SessionCache::default(), max_counter_gap: MAX_COUNTER_GAP })
+        Ok(Self {
+            storage,
+            identity,
+            sessions: SessionCache::default(),
+            max_counter_gap: MAX_COUNTER_GAP,
+        })
     }
 
     /// Our public identity.
@@ -99,18 +126,25 @@ impl Client {
     /// Generates `n` one-time prekeys and returns their bundles for publishing. Ids are never
     /// reused while a prekey with that id is stored.
     pub fn generate_prekeys(&mut self, n: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
-        let next = self.storage.get(Table::Meta, META_NEXT_PREKEY_ID)?.map_or(0, |b| match b.as_slice() {
-            [hi, lo] => u16::from_be_bytes([*hi, *lo]),
-            _ => 0,
-        });
+        let next = self
+            .storage
+            .get(Table::Meta, META_NEXT_PREKEY_ID)?
+            .map_or(0, |b| match b.as_slice() {
+                [hi, lo] => u16::from_be_bytes([*hi, *lo]),
+                _ => 0,
+            });
         let (ids, next) = allocate_ids(&*self.storage, next, n)?
-            .ok_or_else(|| StoreError::Backend(format!("fewer than {n} prekey ids are free")))?;
+            .map_err(|free| ClientError::PreKeyIdsExhausted { free })?;
         let mut writes = Vec::with_capacity(ids.len() + 1);
         let mut bundles = Vec::with_capacity(ids.len());
         for id in ids {
             let prekey = PreKey::generate(id, &mut OsRng);
             bundles.push(PreKeyBundle::new(self.identity.public_key(), &prekey));
-            writes.push(Write::Put { table: Table::PreKeys, key: prekey_key(id), value: prekey.to_bytes() });
+            writes.push(Write::Put {
+                table: Table::PreKeys,
+                key: prekey_key(id),
+                value: prekey.to_bytes(),
+            });
         }
         writes.push(Write::Put {
             table: Table::Meta,
@@ -128,14 +162,20 @@ impl Client {
 
     /// The bundle of a stored prekey.
     pub fn prekey_bundle(&self, id: PreKeyId) -> Result<PreKeyBundle, ClientError> {
-        let prekey = load_prekey(&*self.storage, id)?.ok_or(ClientError::PreKeyNotFound(id.value()))?;
+        let prekey =
+            load_prekey(&*self.storage, id)?.ok_or(ClientError::PreKeyNotFound(id.value()))?;
         Ok(PreKeyBundle::new(self.identity.public_key(), &prekey))
     }
 
     /// How many one-time prekeys are left (the last-resort prekey is not counted).
     pub fn prekeys_remaining(&self) -> Result<usize, ClientError> {
         let last_resort = prekey_key(PreKeyId::LAST_RESORT);
-        Ok(self.storage.scan(Table::PreKeys, &[])?.iter().filter(|(k, _)| *k != last_resort).count())
+        Ok(self
+            .storage
+            .scan(Table::PreKeys, &[])?
+            .iter()
+            .filter(|(k, _)| *k != last_resort)
+            .count())
     }
 
     // --- sessions -------------------------------------------------------------------------
@@ -156,14 +196,21 @@ impl Client {
 
     /// Whether a session with this id exists.
     pub fn has_session(&mut self, session_id: &str) -> Result<bool, ClientError> {
-        Ok(self.sessions.contains(session_id) || self.storage.get(Table::Sessions, session_id.as_bytes())?.is_some())
+        Ok(self.sessions.contains(session_id)
+            || self
+                .storage
+                .get(Table::Sessions, session_id.as_bytes())?
+                .is_some())
     }
 
     /// The ids of all sessions.
     pub fn session_ids(&self) -> Result<Vec<String>, ClientError> {
         let rows = self.storage.scan(Table::Sessions, &[])?;
         rows.into_iter()
-            .map(|(k, _)| String::from_utf8(k).map_err(|_| StoreError::Corrupt("a session id is not UTF-8".into()).into()))
+            .map(|(k, _)| {
+                String::from_utf8(k)
+                    .map_err(|_| StoreError::Corrupt("a session id is not UTF-8".into()).into())
+            })
             .collect()
     }
 
@@ -175,9 +222,18 @@ impl Client {
     /// Deletes a session and its staged keys.
     pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
         check_session_id(session_id)?;
-        let mut writes = vec![Write::Delete { table: Table::Sessions, key: session_id.as_bytes().to_vec() }];
-        for (key, _) in self.storage.scan(Table::StagedKeys, &staged_prefix(session_id))? {
-            writes.push(Write::Delete { table: Table::StagedKeys, key });
+        let mut writes = vec![Write::Delete {
+            table: Table::Sessions,
+            key: session_id.as_bytes().to_vec(),
+        }];
+        for (key, _) in self
+            .storage
+            .scan(Table::StagedKeys, &staged_prefix(session_id))?
+        {
+            writes.push(Write::Delete {
+                table: Table::StagedKeys,
+                key,
+            });
         }
         self.storage.commit(&writes)?;
         self.sessions.evict(session_id);
@@ -186,7 +242,12 @@ impl Client {
 
     fn session(&mut self, session_id: &str) -> Result<&mut Session, ClientError> {
         check_session_id(session_id)?;
-        match self.sessions.get_or_load(&*self.storage, self.identity.public_key(), session_id, self.max_counter_gap)? {
+        match self.sessions.get_or_load(
+            &*self.storage,
+            self.identity.public_key(),
+            session_id,
+            self.max_counter_gap,
+        )? {
             Some(cached) => Ok(&mut cached.session),
             None => Err(ClientError::SessionNotFound(session_id.to_owned())),
         }
@@ -204,11 +265,17 @@ impl Client {
     /// device of a user), with one commit for all: it happens before any envelope is returned.
     /// Envelopes come back in the order of `messages`. If anything fails, nothing is committed
     /// and no envelope is returned.
-    pub fn encrypt_batch(&mut self, messages: &[(&str, &[u8])]) -> Result<Vec<Vec<u8>>, ClientError> {
+    pub fn encrypt_batch(
+        &mut self,
+        messages: &[(&str, &[u8])],
+    ) -> Result<Vec<Vec<u8>>, ClientError> {
         let mut envelopes = Vec::with_capacity(messages.len());
         let mut touched: Vec<&str> = Vec::new();
         for (session_id, plaintext) in messages {
-            match self.session(session_id).and_then(|s| s.encrypt(plaintext).map_err(ClientError::from)) {
+            match self
+                .session(session_id)
+                .and_then(|s| s.encrypt(plaintext).map_err(ClientError::from))
+            {
                 Ok(envelope) => envelopes.push(envelope.to_bytes()),
                 Err(e) => {
                     // Sessions already advanced in memory hold unsent chain steps: reload them.
@@ -242,9 +309,14 @@ impl Client {
     /// commit they come back as duplicates. If `deliver` returns `ControlFlow::Break`, nothing is
     /// committed and [`ClientError::BatchAborted`] is returned.
     ///
-    /// Per-message rejections are results, not errors; the call fails only if the storage fails
-    /// (then nothing of the batch is committed).
-    pub fn decrypt_batch<F>(&mut self, queue: &[QueuedMessage<'_>], mut deliver: F) -> Result<Vec<Decrypted>, ClientError>
+    /// Per-message rejections are results, not errors (a session whose stored record is damaged
+    /// included: its messages fail with [`StoreError::Corrupt`]); the call fails only if the
+    /// storage itself fails, and then nothing of the batch is committed.
+    pub fn decrypt_batch<F>(
+        &mut self,
+        queue: &[QueuedMessage<'_>],
+        mut deliver: F,
+    ) -> Result<Vec<Decrypted>, ClientError>
     where
         F: FnMut(&Decrypted, Progress) -> ControlFlow<()>,
     {
@@ -253,14 +325,16 @@ impl Client {
         let mut seen: HashSet<&str> = HashSet::new();
         let mut results = Vec::with_capacity(queue.len());
         for (i, queued) in queue.iter().enumerate() {
-            let outcome = self.decrypt_uncommitted(queued.session_id, queued.envelope, &mut removed);
+            let outcome =
+                self.decrypt_uncommitted(queued.session_id, queued.envelope, &mut removed);
             match &outcome {
                 Ok(_) => {
                     if seen.insert(queued.session_id) {
                         touched.push(queued.session_id);
                     }
                 }
-                Err(ClientError::Store(e)) => {
+                // A damaged record concerns its own session only; a failing store stops the batch.
+                Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
                     let e = e.clone();
                     self.forget(&touched);
                     return Err(e.into());
@@ -272,7 +346,15 @@ impl Client {
                 session_id: queued.session_id.to_owned(),
                 outcome,
             };
-            if deliver(&decrypted, Progress { done: i + 1, total: queue.len() }).is_break() {
+            if deliver(
+                &decrypted,
+                Progress {
+                    done: i + 1,
+                    total: queue.len(),
+                },
+            )
+            .is_break()
+            {
                 self.forget(&touched);
                 return Err(ClientError::BatchAborted);
             }
@@ -294,15 +376,24 @@ impl Client {
         let storage = &*self.storage;
         let identity = &self.identity;
         let mut prekeys = PendingPreKeys { storage, removed };
-        let result = match self.sessions.get_or_load(storage, identity.public_key(), session_id, self.max_counter_gap)? {
-            Some(cached) => cached.session.decrypt(&mut OsRng, identity, &mut prekeys, &envelope),
+        let result = match self.sessions.get_or_load(
+            storage,
+            identity.public_key(),
+            session_id,
+            self.max_counter_gap,
+        )? {
+            Some(cached) => cached
+                .session
+                .decrypt(&mut OsRng, identity, &mut prekeys, &envelope),
             None if matches!(envelope.message(), Message::PreKey(_)) => {
-                Session::init_from_message(&mut OsRng, identity, &mut prekeys, &envelope).map(|inbound| {
-                    let mut session = inbound.session;
-                    session.set_max_counter_gap(self.max_counter_gap);
-                    self.sessions.insert_new(session_id, session);
-                    inbound.plaintext
-                })
+                Session::init_from_message(&mut OsRng, identity, &mut prekeys, &envelope).map(
+                    |inbound| {
+                        let mut session = inbound.session;
+                        session.set_max_counter_gap(self.max_counter_gap);
+                        self.sessions.insert_new(session_id, session);
+                        inbound.plaintext
+                    },
+                )
             }
             None => return Err(ClientError::SessionNotFound(session_id.to_owned())),
         };
@@ -327,7 +418,10 @@ impl Client {
         for id in session_ids.clone() {
             after.extend(self.sessions.writes_for(id, &mut writes));
         }
-        writes.extend(removed.iter().map(|id| Write::Delete { table: Table::PreKeys, key: prekey_key(*id) }));
+        writes.extend(removed.iter().map(|id| Write::Delete {
+            table: Table::PreKeys,
+            key: prekey_key(*id),
+        }));
         if writes.is_empty() {
             return Ok(());
         }
@@ -363,7 +457,11 @@ impl Client {
             return Err(ClientError::IdentityInUse(sessions));
         }
         let imported = IdentityKeyPair::from_bytes(identity)?;
-        self.storage.commit(&[Write::Put { table: Table::Meta, key: META_IDENTITY.to_vec(), value: imported.to_bytes() }])?;
+        self.storage.commit(&[Write::Put {
+            table: Table::Meta,
+            key: META_IDENTITY.to_vec(),
+            value: imported.to_bytes(),
+        }])?;
         self.identity = imported;
         Ok(())
     }
@@ -372,7 +470,11 @@ impl Client {
     /// same id.
     pub fn import_prekey(&mut self, prekey: &[u8]) -> Result<PreKeyId, ClientError> {
         let prekey = PreKey::from_bytes(prekey)?;
-        self.storage.commit(&[Write::Put { table: Table::PreKeys, key: prekey_key(prekey.id()), value: prekey.to_bytes() }])?;
+        self.storage.commit(&[Write::Put {
+            table: Table::PreKeys,
+            key: prekey_key(prekey.id()),
+            value: prekey.to_bytes(),
+        }])?;
         Ok(prekey.id())
     }
 
@@ -389,6 +491,12 @@ impl Client {
         self.commit_sessions([session_id], &BTreeSet::new())
     }
 
+    /// The identity key pair serialised as Wire's Proteus does, for backup or migration. It holds
+    /// the secret key.
+    pub fn export_identity(&self) -> Zeroizing<Vec<u8>> {
+        self.identity.to_bytes()
+    }
+
     /// The session serialised as Wire's Proteus does (with its staged keys), for export. It
     /// holds secret keys.
     pub fn export_session(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
@@ -398,6 +506,8 @@ impl Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("identity", self.identity.public_key()).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("identity", self.identity.public_key())
+            .finish_non_exhaustive()
     }
 }

@@ -1,6 +1,6 @@
 //! Errors of the client layer, each with a stable numeric code.
 //!
-//! Protocol errors keep the core's codes (spec §11). Client codes are 104–109 (engine misuse),
+//! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
 //! storage codes 502–506 (system).
 
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
@@ -85,6 +85,12 @@ pub enum ClientError {
     /// No prekey with this id is stored.
     #[error("no prekey with id {0}")]
     PreKeyNotFound(u16),
+    /// Fewer one-time prekey ids are free than were asked for (65,535 exist).
+    #[error("only {free} one-time prekey ids are free")]
+    PreKeyIdsExhausted {
+        /// How many are free.
+        free: usize,
+    },
 }
 
 impl ClientError {
@@ -102,6 +108,7 @@ impl ClientError {
             Self::IdentityInUse(_) => 107,
             Self::BatchAborted => 108,
             Self::PreKeyNotFound(_) => 109,
+            Self::PreKeyIdsExhausted { .. } => 110,
         }
     }
 }

@@ -75,5 +75,7 @@ pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
 #[cfg(feature = "sqlite")]
-pub use storage::sqlite::{DEFAULT_BUSY_TIMEOUT, OpenMode, SCHEMA_VERSION, SqliteOptions, SqliteStorage};
+pub use storage::sqlite::{
+    DEFAULT_BUSY_TIMEOUT, OpenMode, SCHEMA_VERSION, SqliteOptions, SqliteStorage,
+};
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};

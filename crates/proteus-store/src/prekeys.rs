@@ -32,23 +32,26 @@ impl PreKeyStore for PendingPreKeys<'_> {
     }
 }
 
-pub(crate) fn load_prekey(storage: &dyn Storage, id: PreKeyId) -> Result<Option<PreKey>, StoreError> {
+pub(crate) fn load_prekey(
+    storage: &dyn Storage,
+    id: PreKeyId,
+) -> Result<Option<PreKey>, StoreError> {
     match storage.get(Table::PreKeys, &prekey_key(id))? {
         None => Ok(None),
-        Some(bytes) => {
-            PreKey::from_bytes(&bytes).map(Some).map_err(|e| StoreError::Corrupt(format!("prekey {id}: {e}")))
-        }
+        Some(bytes) => PreKey::from_bytes(&bytes)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt(format!("prekey {id}: {e}"))),
     }
 }
 
 /// Picks `n` ids for new one-time prekeys, starting at `next` and skipping ids still stored, so
 /// an id comes round again only after all 65,535 one-time ids have been handed out. Returns the
-/// ids and the next start, or `None` if fewer than `n` ids are free.
+/// ids and the next start, or `Err(free)` with the number of free ids if fewer than `n` are.
 pub(crate) fn allocate_ids(
     storage: &dyn Storage,
     next: u16,
     n: usize,
-) -> Result<Option<(Vec<PreKeyId>, u16)>, StoreError> {
+) -> Result<Result<(Vec<PreKeyId>, u16), usize>, StoreError> {
     const ONE_TIME_IDS: u32 = PreKeyId::LAST_RESORT.value() as u32;
     let mut ids = Vec::with_capacity(n);
     let mut candidate = u32::from(next) % ONE_TIME_IDS;
@@ -63,8 +66,7 @@ pub(crate) fn allocate_ids(
         candidate = (candidate + 1) % ONE_TIME_IDS;
     }
     if ids.len() < n {
-        return Ok(None);
+        return Ok(Err(ids.len()));
     }
-    Ok(Some((ids, u16::try_from(candidate).unwrap_or_default())))
+    Ok(Ok((ids, u16::try_from(candidate).unwrap_or_default())))
 }
-

@@ -26,7 +26,9 @@ pub(crate) fn check_session_id(id: &str) -> Result<(), ClientError> {
         return Err(ClientError::InvalidSessionId("empty"));
     }
     if id.len() > MAX_SESSION_ID_LEN {
-        return Err(ClientError::InvalidSessionId("longer than MAX_SESSION_ID_LEN bytes"));
+        return Err(ClientError::InvalidSessionId(
+            "longer than MAX_SESSION_ID_LEN bytes",
+        ));
     }
     Ok(())
 }

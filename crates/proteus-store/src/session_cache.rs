@@ -51,11 +51,18 @@ impl SessionCache {
                     .ok_or_else(|| corrupt(session_id, "a staged key has a malformed key"))?;
                 staged.push((id, value.as_slice()));
             }
-            let mut session = Session::from_bytes_with_staged_keys(identity, &record, staged.iter().copied())
-                .map_err(|e| corrupt(session_id, &e.to_string()))?;
+            let mut session =
+                Session::from_bytes_with_staged_keys(identity, &record, staged.iter().copied())
+                    .map_err(|e| corrupt(session_id, &e.to_string()))?;
             session.set_max_counter_gap(max_counter_gap);
             let stored_staged = staged.into_iter().map(|(id, _)| id).collect();
-            self.sessions.insert(session_id.to_owned(), CachedSession { session, stored_staged });
+            self.sessions.insert(
+                session_id.to_owned(),
+                CachedSession {
+                    session,
+                    stored_staged,
+                },
+            );
         }
         Ok(self.sessions.get_mut(session_id))
     }
@@ -67,13 +74,20 @@ impl SessionCache {
 
     /// Adds a session that is not stored yet.
     pub(crate) fn insert_new(&mut self, session_id: &str, session: Session) {
-        let cached = CachedSession { session, stored_staged: HashSet::new() };
+        let cached = CachedSession {
+            session,
+            stored_staged: HashSet::new(),
+        };
         self.sessions.insert(session_id.to_owned(), cached);
     }
 
     /// Appends the writes that store `session_id` as it is now: its record, the staged keys not
     /// stored yet, and deletions of stored staged keys it no longer has.
-    pub(crate) fn writes_for(&self, session_id: &str, writes: &mut Vec<Write>) -> Option<StagedAfterCommit> {
+    pub(crate) fn writes_for(
+        &self,
+        session_id: &str,
+        writes: &mut Vec<Write>,
+    ) -> Option<StagedAfterCommit> {
         let cached = self.sessions.get(session_id)?;
         writes.push(Write::Put {
             table: Table::Sessions,
@@ -84,14 +98,24 @@ impl SessionCache {
         let mut now = HashSet::with_capacity(cached.stored_staged.len());
         for (id, key) in cached.session.staged_keys() {
             if !cached.stored_staged.contains(&id) {
-                writes.push(Write::Put { table: Table::StagedKeys, key: staged_key(&prefix, &id), value: key.to_bytes() });
+                writes.push(Write::Put {
+                    table: Table::StagedKeys,
+                    key: staged_key(&prefix, &id),
+                    value: key.to_bytes(),
+                });
             }
             now.insert(id);
         }
         for gone in cached.stored_staged.difference(&now) {
-            writes.push(Write::Delete { table: Table::StagedKeys, key: staged_key(&prefix, gone) });
+            writes.push(Write::Delete {
+                table: Table::StagedKeys,
+                key: staged_key(&prefix, gone),
+            });
         }
-        Some(StagedAfterCommit { session_id: session_id.to_owned(), stored: now })
+        Some(StagedAfterCommit {
+            session_id: session_id.to_owned(),
+            stored: now,
+        })
     }
 
     /// Records that a commit made of [`writes_for`](Self::writes_for) succeeded.
@@ -115,5 +139,7 @@ impl SessionCache {
 }
 
 fn corrupt(session_id: &str, why: &str) -> ClientError {
-    ClientError::Store(StoreError::Corrupt(format!("session {session_id:?}: {why}")))
+    ClientError::Store(StoreError::Corrupt(format!(
+        "session {session_id:?}: {why}"
+    )))
 }

@@ -43,12 +43,12 @@ fn established() -> Pair {
 }
 
 impl Pair {
-    fn to_bob(&mut self, envelope: &Envelope) -> Result<Vec<u8>, DecryptError> {
+    fn deliver_to_bob(&mut self, envelope: &Envelope) -> Result<Vec<u8>, DecryptError> {
         self.b
             .decrypt(&mut OsRng, &self.bob, &mut self.prekeys, envelope)
     }
 
-    fn to_alice(&mut self, envelope: &Envelope) -> Result<Vec<u8>, DecryptError> {
+    fn deliver_to_alice(&mut self, envelope: &Envelope) -> Result<Vec<u8>, DecryptError> {
         self.a
             .decrypt(&mut OsRng, &self.alice, &mut self.prekeys, envelope)
     }
@@ -56,7 +56,7 @@ impl Pair {
     /// Decrypting must fail and leave Bob's session byte-for-byte as it was.
     fn rejected_by_bob(&mut self, envelope: &Envelope) -> DecryptError {
         let before = self.b.to_bytes();
-        let err = self.to_bob(envelope).unwrap_err();
+        let err = self.deliver_to_bob(envelope).unwrap_err();
         assert_eq!(
             self.b.to_bytes(),
             before,
@@ -86,15 +86,15 @@ fn a_gap_of_exactly_the_limit_is_accepted_and_one_more_is_not() {
     );
     assert_eq!(err.code(), 211);
     assert_eq!(
-        p.to_bob(&sent[MAX_COUNTER_GAP as usize]).unwrap(),
+        p.deliver_to_bob(&sent[MAX_COUNTER_GAP as usize]).unwrap(),
         MAX_COUNTER_GAP.to_be_bytes()
     );
     assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
     // Every skipped message still decrypts, once.
-    assert_eq!(p.to_bob(&sent[0]).unwrap(), 0u32.to_be_bytes());
+    assert_eq!(p.deliver_to_bob(&sent[0]).unwrap(), 0u32.to_be_bytes());
     // Counter 0 was the oldest staged key: a replay is now older than the window (208).
     assert!(p.rejected_by_bob(&sent[0]).is_already_seen());
-    assert_eq!(p.to_bob(&sent[5]).unwrap(), 5u32.to_be_bytes());
+    assert_eq!(p.deliver_to_bob(&sent[5]).unwrap(), 5u32.to_be_bytes());
     assert!(matches!(
         p.rejected_by_bob(&sent[5]),
         DecryptError::DuplicateMessage
@@ -108,8 +108,8 @@ fn a_raised_gap_limit_accepts_more() {
     let sent: Vec<Envelope> = (0..1300u32)
         .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
         .collect();
-    assert!(p.to_bob(&sent[1299]).is_ok());
-    assert_eq!(p.to_bob(&sent[3]).unwrap(), 3u32.to_be_bytes());
+    assert!(p.deliver_to_bob(&sent[1299]).is_ok());
+    assert_eq!(p.deliver_to_bob(&sent[3]).unwrap(), 3u32.to_be_bytes());
 }
 
 #[test]
@@ -118,12 +118,12 @@ fn too_distant_within_a_used_chain_is_212() {
     let sent: Vec<Envelope> = (0..1004u32)
         .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
         .collect();
-    p.to_bob(&sent[0]).unwrap();
-    p.to_bob(&sent[1]).unwrap();
+    p.deliver_to_bob(&sent[0]).unwrap();
+    p.deliver_to_bob(&sent[1]).unwrap();
     // The chain is at 2: counter 1003 skips 1001.
     let err = p.rejected_by_bob(&sent[1003]);
     assert_eq!(err.code(), 212);
-    assert!(p.to_bob(&sent[1002]).is_ok());
+    assert!(p.deliver_to_bob(&sent[1002]).is_ok());
 }
 
 #[test]
@@ -132,15 +132,18 @@ fn keys_older_than_the_staged_window_are_outdated() {
     let sent: Vec<Envelope> = (0..1500u32)
         .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
         .collect();
-    p.to_bob(&sent[900]).unwrap();
-    p.to_bob(&sent[1499]).unwrap();
+    p.deliver_to_bob(&sent[900]).unwrap();
+    p.deliver_to_bob(&sent[1499]).unwrap();
     // 900 + 598 keys were staged; the oldest were evicted to keep 1000.
     assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
     assert!(matches!(
         p.rejected_by_bob(&sent[0]),
         DecryptError::OutdatedMessage
     ));
-    assert_eq!(p.to_bob(&sent[1400]).unwrap(), 1400u32.to_be_bytes());
+    assert_eq!(
+        p.deliver_to_bob(&sent[1400]).unwrap(),
+        1400u32.to_be_bytes()
+    );
 }
 
 #[test]
@@ -150,10 +153,10 @@ fn at_most_five_receive_chains_are_kept() {
     for turn in 0..(MAX_RECV_CHAINS + 1) {
         let early = p.a.encrypt(b"early").unwrap();
         let late_one = p.a.encrypt(format!("late {turn}").as_bytes()).unwrap();
-        p.to_bob(&early).unwrap();
+        p.deliver_to_bob(&early).unwrap();
         late.push(late_one);
         let reply = p.b.encrypt(b"reply").unwrap();
-        p.to_alice(&reply).unwrap();
+        p.deliver_to_alice(&reply).unwrap();
     }
     // The chain of the first late message was dropped: its MAC no longer verifies.
     assert!(matches!(
@@ -163,7 +166,7 @@ fn at_most_five_receive_chains_are_kept() {
     // The late messages of the chains still kept decrypt.
     for (turn, envelope) in late.iter().enumerate().skip(2) {
         assert_eq!(
-            p.to_bob(envelope).unwrap(),
+            p.deliver_to_bob(envelope).unwrap(),
             format!("late {turn}").as_bytes()
         );
     }
@@ -178,7 +181,7 @@ fn tampering_is_rejected_without_changes() {
     bytes[last] ^= 1;
     let tampered = Envelope::from_bytes(&bytes).unwrap();
     assert_eq!(p.rejected_by_bob(&tampered).code(), 206);
-    assert_eq!(p.to_bob(&env).unwrap(), b"hello");
+    assert_eq!(p.deliver_to_bob(&env).unwrap(), b"hello");
 }
 
 #[test]

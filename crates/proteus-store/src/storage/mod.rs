@@ -29,7 +29,12 @@ pub enum Table {
 
 impl Table {
     /// Every table.
-    pub const ALL: [Table; 4] = [Table::Meta, Table::PreKeys, Table::Sessions, Table::StagedKeys];
+    pub const ALL: [Table; 4] = [
+        Table::Meta,
+        Table::PreKeys,
+        Table::Sessions,
+        Table::StagedKeys,
+    ];
 
     /// The table's name in a storage backend.
     pub fn name(self) -> &'static str {

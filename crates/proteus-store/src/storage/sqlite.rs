@@ -46,7 +46,9 @@ pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        Self { busy_timeout: DEFAULT_BUSY_TIMEOUT }
+        Self {
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        }
     }
 }
 
@@ -65,7 +67,9 @@ pub struct SqliteStorage {
 fn backend(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy,
-        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => StoreError::Corrupt(e.to_string()),
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => {
+            StoreError::Corrupt(e.to_string())
+        }
         _ => StoreError::Backend(e.to_string()),
     }
 }
@@ -73,10 +77,16 @@ fn backend(e: rusqlite::Error) -> StoreError {
 impl SqliteStorage {
     /// Opens (or creates, as `mode` says) the store at `path`. An existing store is never
     /// rewritten: one that cannot be read is reported as [`StoreError::Corrupt`] and left alone.
-    pub fn open(path: impl AsRef<Path>, mode: OpenMode, options: &SqliteOptions) -> Result<Self, StoreError> {
+    pub fn open(
+        path: impl AsRef<Path>,
+        mode: OpenMode,
+        options: &SqliteOptions,
+    ) -> Result<Self, StoreError> {
         let path = path.as_ref();
         let shown = path.display().to_string();
-        let exists = path.try_exists().map_err(|e| StoreError::Backend(format!("{shown}: {e}")))?;
+        let exists = path
+            .try_exists()
+            .map_err(|e| StoreError::Backend(format!("{shown}: {e}")))?;
         match (mode, exists) {
             (OpenMode::Existing, false) => return Err(StoreError::NotFound(shown)),
             (OpenMode::New, true) => return Err(StoreError::AlreadyExists(shown)),
@@ -90,45 +100,90 @@ impl SqliteStorage {
         conn.busy_timeout(options.busy_timeout).map_err(backend)?;
         // Exclusive locking: the first transaction takes the file's lock and keeps it until the
         // connection closes. It also lets WAL work without a shared-memory file.
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE").map_err(backend)?;
-        let mut storage = Self { conn, path: path.to_path_buf() };
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(backend)?;
+        let mut storage = Self {
+            conn,
+            path: path.to_path_buf(),
+        };
         storage.prepare(!exists)?;
         Ok(storage)
     }
 
     /// Takes the lock, checks the schema and brings it up to date, in one transaction.
+    ///
+    /// The file is only read until it is known to be a Proteus store (or a new file): a file that
+    /// is refused is left byte for byte as it was. The exclusive lock taken by the first check is
+    /// kept (exclusive locking mode), so nothing can change the file between check and use.
     fn prepare(&mut self, created: bool) -> Result<(), StoreError> {
         let conn = &mut self.conn;
-        let journal: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(backend)?;
-        if !journal.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Backend(format!("cannot switch the journal to WAL (got {journal})")));
-        }
-        conn.pragma_update(None, "synchronous", "FULL").map_err(backend)?;
-        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive).map_err(backend)?;
-        let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(backend)?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+            .map_err(backend)?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(backend)?;
         if version > SCHEMA_VERSION {
-            return Err(StoreError::UnsupportedSchema { found: version, supported: SCHEMA_VERSION });
+            return Err(StoreError::UnsupportedSchema {
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
         }
         if version == 0 {
-            let objects: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0)).map_err(backend)?;
+            let objects: i64 = tx
+                .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+                .map_err(backend)?;
             if objects > 0 {
-                return Err(StoreError::Corrupt("the file is an SQLite database, but not a Proteus store".into()));
+                return Err(StoreError::Corrupt(
+                    "the file is an SQLite database, but not a Proteus store".into(),
+                ));
             }
             if !created {
-                return Err(StoreError::Corrupt("the file is empty: the store was never initialised".into()));
+                return Err(StoreError::Corrupt(
+                    "the file is empty: the store was never initialised".into(),
+                ));
             }
         }
-        for (from, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(version).unwrap_or(usize::MAX)) {
+        tx.rollback().map_err(backend)?;
+
+        // Ours (or new): switch to WAL, which only the first open of a store changes, and bring
+        // the schema up to date.
+        let journal: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+            .map_err(backend)?;
+        if !journal.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Backend(format!(
+                "cannot switch the journal to WAL (got {journal})"
+            )));
+        }
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(backend)?;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+            .map_err(backend)?;
+        for (from, sql) in MIGRATIONS
+            .iter()
+            .enumerate()
+            .skip(usize::try_from(version).unwrap_or(usize::MAX))
+        {
             tx.execute_batch(sql).map_err(backend)?;
-            tx.pragma_update(None, "user_version", from as i64 + 1).map_err(backend)?;
+            tx.pragma_update(None, "user_version", from as i64 + 1)
+                .map_err(backend)?;
         }
         for table in Table::ALL {
             let found: Option<String> = tx
-                .query_row("SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1", [table.name()], |r| r.get(0))
+                .query_row(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [table.name()],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(backend)?;
             if found.is_none() {
-                return Err(StoreError::Corrupt(format!("table {} is missing", table.name())));
+                return Err(StoreError::Corrupt(format!(
+                    "table {} is missing",
+                    table.name()
+                )));
             }
         }
         tx.commit().map_err(backend)
@@ -156,21 +211,39 @@ impl Storage for SqliteStorage {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
         let sql = format!("SELECT value FROM {} WHERE key = ?1", table.name());
         let mut stmt = self.conn.prepare_cached(&sql).map_err(backend)?;
-        stmt.query_row([key], |r| r.get::<_, Vec<u8>>(0)).optional().map(|v| v.map(Zeroizing::new)).map_err(backend)
+        stmt.query_row([key], |r| r.get::<_, Vec<u8>>(0))
+            .optional()
+            .map(|v| v.map(Zeroizing::new))
+            .map_err(backend)
     }
 
     fn scan(&self, table: Table, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
-        let row = |r: &rusqlite::Row<'_>| Ok((r.get::<_, Vec<u8>>(0)?, Zeroizing::new(r.get::<_, Vec<u8>>(1)?)));
+        let row = |r: &rusqlite::Row<'_>| {
+            Ok((
+                r.get::<_, Vec<u8>>(0)?,
+                Zeroizing::new(r.get::<_, Vec<u8>>(1)?),
+            ))
+        };
         let rows = match prefix_end(prefix) {
             Some(end) => {
-                let sql = format!("SELECT key, value FROM {} WHERE key >= ?1 AND key < ?2 ORDER BY key", table.name());
+                let sql = format!(
+                    "SELECT key, value FROM {} WHERE key >= ?1 AND key < ?2 ORDER BY key",
+                    table.name()
+                );
                 let mut stmt = self.conn.prepare_cached(&sql).map_err(backend)?;
-                stmt.query_map(params![prefix, end], row).map_err(backend)?.collect::<Result<Vec<_>, _>>()
+                stmt.query_map(params![prefix, end], row)
+                    .map_err(backend)?
+                    .collect::<Result<Vec<_>, _>>()
             }
             None => {
-                let sql = format!("SELECT key, value FROM {} WHERE key >= ?1 ORDER BY key", table.name());
+                let sql = format!(
+                    "SELECT key, value FROM {} WHERE key >= ?1 ORDER BY key",
+                    table.name()
+                );
                 let mut stmt = self.conn.prepare_cached(&sql).map_err(backend)?;
-                stmt.query_map([prefix], row).map_err(backend)?.collect::<Result<Vec<_>, _>>()
+                stmt.query_map([prefix], row)
+                    .map_err(backend)?
+                    .collect::<Result<Vec<_>, _>>()
             }
         };
         rows.map_err(backend)
@@ -181,12 +254,19 @@ impl Storage for SqliteStorage {
         for write in writes {
             match write {
                 Write::Put { table, key, value } => {
-                    let sql = format!("INSERT OR REPLACE INTO {} (key, value) VALUES (?1, ?2)", table.name());
-                    tx.prepare_cached(&sql).and_then(|mut s| s.execute(params![key, value.as_slice()])).map_err(backend)?;
+                    let sql = format!(
+                        "INSERT OR REPLACE INTO {} (key, value) VALUES (?1, ?2)",
+                        table.name()
+                    );
+                    tx.prepare_cached(&sql)
+                        .and_then(|mut s| s.execute(params![key, value.as_slice()]))
+                        .map_err(backend)?;
                 }
                 Write::Delete { table, key } => {
                     let sql = format!("DELETE FROM {} WHERE key = ?1", table.name());
-                    tx.prepare_cached(&sql).and_then(|mut s| s.execute([key])).map_err(backend)?;
+                    tx.prepare_cached(&sql)
+                        .and_then(|mut s| s.execute([key]))
+                        .map_err(backend)?;
                 }
             }
         }

@@ -1,0 +1,274 @@
+//! Schema compatibility: a store written by schema version 1 (committed under tests/golden/)
+//! must open and work with every later version of this library.
+//!
+//! `tests/golden/store-v1.sqlite` is Bob's store: his identity, one-time prekeys, the
+//! last-resort prekey, a session with Alice holding four staged keys. `store-v1-queue.json`
+//! holds the envelopes queued for it (from Alice, and from Carol and Dave who have no session
+//! yet), the expected outcomes, and the peers' identities and sessions so they can read Bob's
+//! replies. Both were made once by `generate_golden_store_v1` (ignored; run it only to make a
+//! new golden pair for a NEW schema version, never to overwrite v1):
+//!
+//! ```text
+//! PROTEUS_WRITE_GOLDEN=1 cargo test -p proteus-store --test golden_store -- --ignored generate_golden_store_v1
+//! ```
+//!
+//! Without `PROTEUS_WRITE_GOLDEN=1` the generator does nothing when the files exist, so a run
+//! of all ignored tests (`--include-ignored`) cannot replace the committed golden store.
+
+#![cfg(feature = "sqlite")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod common;
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use common::{array_of, code_of, hex_of, str_of, u64_of};
+use proteus_core::{IdentityKeyPair, OsRng};
+use proteus_store::{Client, OpenMode, QueuedMessage, SqliteOptions};
+use serde_json::{Value, json};
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+fn wal_of(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push("-wal");
+    PathBuf::from(p)
+}
+
+/// A peer with an identity whose bytes we keep.
+fn peer() -> (Client, Vec<u8>) {
+    let identity = IdentityKeyPair::generate(&mut OsRng);
+    let mut c = Client::in_memory().unwrap();
+    c.import_identity(&identity.to_bytes()).unwrap();
+    (c, identity.to_bytes().to_vec())
+}
+
+#[test]
+#[ignore = "writes tests/golden/store-v1.*; run once to create the golden files"]
+fn generate_golden_store_v1() {
+    let out = golden_dir();
+    let exists = out.join("store-v1.sqlite").exists() || out.join("store-v1-queue.json").exists();
+    if exists && std::env::var("PROTEUS_WRITE_GOLDEN").as_deref() != Ok("1") {
+        println!("the golden v1 files exist; set PROTEUS_WRITE_GOLDEN=1 to overwrite them");
+        return;
+    }
+    assert_eq!(
+        proteus_store::SCHEMA_VERSION,
+        1,
+        "this generator makes the v1 golden store"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store-v1.sqlite");
+    let mut bob = Client::open_with(&path, OpenMode::New, &SqliteOptions::default()).unwrap();
+    let bundles = bob.generate_prekeys(5).unwrap();
+
+    let (mut alice, alice_id) = peer();
+    let (mut carol, carol_id) = peer();
+    let (mut dave, dave_id) = peer();
+    alice.create_session("bob", &bundles[0].to_bytes()).unwrap();
+    let hello = alice.encrypt("bob", b"hello bob").unwrap();
+    assert_eq!(bob.decrypt("alice", &hello).unwrap(), b"hello bob");
+    let reply = bob.encrypt("alice", b"hi alice").unwrap();
+    assert_eq!(alice.decrypt("bob", &reply).unwrap(), b"hi alice");
+    let a: Vec<Vec<u8>> = (0..7)
+        .map(|i| {
+            alice
+                .encrypt("bob", format!("alice {i}").as_bytes())
+                .unwrap()
+        })
+        .collect();
+    // Bob gets a[5] only: a[0..5] stay staged in the store.
+    assert_eq!(bob.decrypt("alice", &a[5]).unwrap(), b"alice 5");
+    assert_eq!(bob.decrypt("alice", &a[0]).unwrap(), b"alice 0");
+
+    carol.create_session("bob", &bundles[1].to_bytes()).unwrap();
+    let c: Vec<Vec<u8>> = (0..2)
+        .map(|i| {
+            carol
+                .encrypt("bob", format!("carol {i}").as_bytes())
+                .unwrap()
+        })
+        .collect();
+    dave.create_session("bob", &bob.last_resort_bundle().unwrap().to_bytes())
+        .unwrap();
+    let d0 = dave.encrypt("bob", "dave 0 ✓".as_bytes()).unwrap();
+
+    let ok = |s: &str, e: &[u8], p: &[u8]| json!({"session_id": s, "envelope": hex::encode(e), "plaintext": hex::encode(p)});
+    let err = |s: &str, e: &[u8], code: u16| json!({"session_id": s, "envelope": hex::encode(e), "code": code});
+    let queue = vec![
+        ok("alice", &a[2], b"alice 2"),
+        ok("carol", &c[1], b"carol 1"),
+        ok("alice", &a[1], b"alice 1"),
+        ok("alice", &a[6], b"alice 6"),
+        ok("dave", &d0, "dave 0 ✓".as_bytes()),
+        err("alice", &a[5], 209),
+        ok("carol", &c[0], b"carol 0"),
+        ok("alice", &a[4], b"alice 4"),
+        err("alice", &a[0], 208), // below the oldest staged key: outdated
+        ok("alice", &a[3], b"alice 3"),
+    ];
+    let export = |c: &mut Client, id: Vec<u8>| json!({"identity_keypair": hex::encode(id), "session": hex::encode(&*c.export_session("bob").unwrap()), "fingerprint": c.fingerprint()});
+    let doc = json!({
+        "description": "Bob's store written by proteus-store schema version 1, and the messages queued for it. \
+            Made by tests/golden_store.rs generate_golden_store_v1; do not regenerate.",
+        "schema_version": 1,
+        "bob": {
+            "fingerprint": bob.fingerprint(),
+            "session_ids": bob.session_ids().unwrap(),
+            "prekeys_remaining": bob.prekeys_remaining().unwrap(),
+            "prekey_ids": bundles[1..].iter().map(|b| b.prekey_id().value()).collect::<Vec<_>>(),
+            "last_resort_bundle": hex::encode(bob.last_resort_bundle().unwrap().to_bytes()),
+            "staged_keys": 4,
+        },
+        "peers": {
+            "alice": export(&mut alice, alice_id),
+            "carol": export(&mut carol, carol_id),
+            "dave": export(&mut dave, dave_id),
+        },
+        "queue": queue,
+    });
+    drop(bob);
+    assert!(
+        !wal_of(&path).exists(),
+        "closing must checkpoint the WAL into the file"
+    );
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::copy(&path, out.join("store-v1.sqlite")).unwrap();
+    std::fs::write(
+        out.join("store-v1-queue.json"),
+        serde_json::to_string_pretty(&doc).unwrap() + "\n",
+    )
+    .unwrap();
+}
+
+fn load_doc() -> Value {
+    let text = std::fs::read_to_string(golden_dir().join("store-v1-queue.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// A copy of the golden store in a fresh folder.
+fn golden_copy() -> (tempfile::TempDir, PathBuf) {
+    let golden = golden_dir().join("store-v1.sqlite");
+    assert!(
+        !wal_of(&golden).exists(),
+        "the golden store must be self-contained (no -wal file)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.sqlite");
+    std::fs::copy(&golden, &path).unwrap();
+    (dir, path)
+}
+
+#[test]
+fn the_golden_store_is_schema_version_1() {
+    let (_dir, path) = golden_copy();
+    let conn =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 1);
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let staged: i64 = conn
+        .query_row("SELECT count(*) FROM staged_keys", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(staged, 4);
+}
+
+/// Open a copy of the v1 store with the current code, decrypt the queue, reply to every peer.
+#[test]
+fn the_golden_v1_store_opens_and_decrypts_its_queue() {
+    let doc = load_doc();
+    let golden_bytes = std::fs::read(golden_dir().join("store-v1.sqlite")).unwrap();
+    let (_dir, path) = golden_copy();
+    let mut bob = Client::open_with(&path, OpenMode::Existing, &SqliteOptions::default()).unwrap();
+    let b = &doc["bob"];
+    assert_eq!(bob.fingerprint(), str_of(&b["fingerprint"]));
+    let ids: Vec<String> = array_of(&b["session_ids"])
+        .iter()
+        .map(|s| str_of(s).to_owned())
+        .collect();
+    assert_eq!(bob.session_ids().unwrap(), ids);
+    assert_eq!(
+        bob.prekeys_remaining().unwrap(),
+        usize::try_from(u64_of(&b["prekeys_remaining"])).unwrap()
+    );
+    for id in array_of(&b["prekey_ids"]) {
+        bob.prekey_bundle(proteus_core::PreKeyId::new(
+            u16::try_from(u64_of(id)).unwrap(),
+        ))
+        .unwrap();
+    }
+    assert_eq!(
+        bob.last_resort_bundle().unwrap().to_bytes(),
+        hex_of(&b["last_resort_bundle"])
+    );
+
+    let items: Vec<(String, Vec<u8>)> = array_of(&doc["queue"])
+        .iter()
+        .map(|q| (str_of(&q["session_id"]).to_owned(), hex_of(&q["envelope"])))
+        .collect();
+    let queue: Vec<QueuedMessage> = items
+        .iter()
+        .map(|(s, e)| QueuedMessage {
+            session_id: s,
+            envelope: e,
+        })
+        .collect();
+    let results = bob
+        .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
+        .unwrap();
+    assert_eq!(results.len(), items.len());
+    for (i, (r, q)) in results.iter().zip(array_of(&doc["queue"])).enumerate() {
+        match q.get("plaintext") {
+            Some(p) => assert_eq!(r.outcome.as_ref().unwrap(), &hex_of(p), "#{i}"),
+            None => assert_eq!(u64::from(code_of(&r.outcome)), u64_of(&q["code"]), "#{i}"),
+        }
+    }
+    assert_eq!(bob.session_ids().unwrap(), ["alice", "carol", "dave"]);
+    assert_eq!(
+        bob.prekeys_remaining().unwrap(),
+        usize::try_from(u64_of(&b["prekeys_remaining"])).unwrap() - 1
+    );
+
+    // Every peer reads Bob's reply from its own imported identity and session.
+    for (name, p) in doc["peers"].as_object().unwrap() {
+        let mut peer = Client::in_memory().unwrap();
+        peer.import_identity(&hex_of(&p["identity_keypair"]))
+            .unwrap();
+        assert_eq!(peer.fingerprint(), str_of(&p["fingerprint"]));
+        peer.import_session("bob", &hex_of(&p["session"])).unwrap();
+        let text = format!("reply to {name}");
+        let e = bob.encrypt(name, text.as_bytes()).unwrap();
+        assert_eq!(peer.decrypt("bob", &e).unwrap(), text.as_bytes());
+        let back = peer.encrypt("bob", b"and back").unwrap();
+        assert_eq!(bob.decrypt(name, &back).unwrap(), b"and back");
+    }
+
+    // Reopened, the batch comes back as already seen.
+    drop(bob);
+    let mut bob = Client::open(&path).unwrap();
+    let again = bob
+        .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
+        .unwrap();
+    assert!(again.iter().all(proteus_store::Decrypted::is_already_seen));
+    drop(bob);
+    assert!(!wal_of(&path).exists());
+    assert_eq!(
+        std::fs::read(golden_dir().join("store-v1.sqlite")).unwrap(),
+        golden_bytes,
+        "the golden file itself changed"
+    );
+}
