@@ -73,6 +73,25 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
+    /// A stable name of the condition, for bindings and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Truncated => "Truncated",
+            Self::TrailingBytes => "TrailingBytes",
+            Self::UnexpectedType => "UnexpectedType",
+            Self::UnsupportedCbor => "UnsupportedCbor",
+            Self::IntegerOutOfRange => "IntegerOutOfRange",
+            Self::MissingField(_) => "MissingField",
+            Self::DuplicateField(_) => "DuplicateField",
+            Self::InvalidLength { .. } => "InvalidLength",
+            Self::LimitExceeded(_) => "LimitExceeded",
+            Self::TooDeep => "TooDeep",
+            Self::UnknownMessageType(_) => "UnknownMessageType",
+            Self::InvalidKey(_) => "InvalidKey",
+            Self::LocalIdentityChanged => "LocalIdentityChanged",
+        }
+    }
+
     /// The stable numeric code.
     pub fn code(&self) -> u16 {
         match self {
@@ -102,6 +121,13 @@ pub enum SessionCreationError {
 }
 
 impl SessionCreationError {
+    /// A stable name of the condition, for bindings and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::DegeneratedKey => "DegeneratedKey",
+        }
+    }
+
     /// The stable numeric code.
     pub fn code(&self) -> u16 {
         match self {
@@ -126,6 +152,15 @@ pub enum EncryptError {
 }
 
 impl EncryptError {
+    /// A stable name of the condition, for bindings and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NoSessionForTag => "NoSessionForTag",
+            Self::ChainExhausted => "ChainExhausted",
+            Self::PlaintextTooLong(_) => "PlaintextTooLong",
+        }
+    }
+
     /// The stable numeric code.
     pub fn code(&self) -> u16 {
         match self {
@@ -184,6 +219,24 @@ pub enum DecryptError {
 }
 
 impl DecryptError {
+    /// A stable name of the condition, for bindings and logs (the decode errors keep their own).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::DegeneratedKey => "DegeneratedKey",
+            Self::PreKeyNotFound(_) => "PreKeyNotFound",
+            Self::NotAPreKeyMessage => "NotAPreKeyMessage",
+            Self::RemoteIdentityChanged => "RemoteIdentityChanged",
+            Self::UnknownSessionTag => "UnknownSessionTag",
+            Self::InvalidSignature(_) => "InvalidSignature",
+            Self::OutdatedMessage => "OutdatedMessage",
+            Self::DuplicateMessage => "DuplicateMessage",
+            Self::TooDistantFuture { .. } => "TooDistantFuture",
+            Self::Decode(e) => e.kind(),
+            Self::LocalIdentityMismatch => "LocalIdentityMismatch",
+            Self::PreKeyStore(_) => "PreKeyStore",
+        }
+    }
+
     /// The stable numeric code.
     pub fn code(&self) -> u16 {
         match self {

@@ -35,6 +35,18 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A stable name of the condition, for bindings and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Busy => "StoreBusy",
+            Self::Corrupt(_) => "StoreCorrupt",
+            Self::NotFound(_) => "StoreNotFound",
+            Self::AlreadyExists(_) => "StoreAlreadyExists",
+            Self::UnsupportedSchema { .. } => "UnsupportedSchema",
+            Self::Backend(_) => "StorageFailure",
+        }
+    }
+
     /// The stable numeric code.
     pub fn code(&self) -> u16 {
         match self {
@@ -94,6 +106,25 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// A stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, …), the same in every
+    /// binding, alongside [`code`](Self::code).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Decrypt(e) => e.kind(),
+            Self::Encrypt(e) => e.kind(),
+            Self::SessionCreation(e) => e.kind(),
+            Self::Decode(e) => e.kind(),
+            Self::Store(e) => e.kind(),
+            Self::SessionNotFound(_) => "SessionNotFound",
+            Self::SessionExists(_) => "SessionExists",
+            Self::InvalidSessionId(_) => "InvalidSessionId",
+            Self::IdentityInUse(_) => "IdentityInUse",
+            Self::BatchAborted => "BatchAborted",
+            Self::PreKeyNotFound(_) => "PreKeyNotFound",
+            Self::PreKeyIdsExhausted { .. } => "PreKeyIdsExhausted",
+        }
+    }
+
     /// The stable numeric code.
     pub fn code(&self) -> u16 {
         match self {
