@@ -50,13 +50,22 @@ suite_bench() {
   cargo test --locked --release -p proteus-bench --benches
 }
 
+# Suites of a binding or tool live in scripts/suites/NAME.sh; each installs what it needs.
+suite_external() {
+  bash "scripts/suites/$1.sh"
+}
+
 suites=("$@")
 [ ${#suites[@]} -gt 0 ] || suites=("${ALL_SUITES[@]}")
 passed=0
 failed=0
 failed_names=()
 for suite in "${suites[@]}"; do
-  if ! declare -F "suite_$suite" >/dev/null; then
+  if declare -F "suite_$suite" >/dev/null; then
+    run=("suite_$suite")
+  elif [ -f "scripts/suites/$suite.sh" ]; then
+    run=(suite_external "$suite")
+  else
     echo "unknown suite: $suite (known: ${ALL_SUITES[*]})" >&2
     exit 2
   fi
@@ -64,7 +73,7 @@ for suite in "${suites[@]}"; do
   # Not `if ( … )`: errexit is ignored inside a tested command, so a failing step would not stop
   # its suite.
   set +e
-  ( set -e; "suite_$suite" )
+  ( set -e; "${run[@]}" )
   status=$?
   set -e
   if [ $status -eq 0 ]; then
