@@ -32,6 +32,18 @@ impl Envelope {
         }
     }
 
+    /// An envelope around `message` (encoded canonically) with the given MAC. Only
+    /// [`Session::encrypt`](crate::Session::encrypt) knows the right MAC; this exists for tests
+    /// and tools that build hostile inputs, which receivers must reject.
+    pub fn from_message(message: Message, mac: [u8; 32]) -> Self {
+        let message_bytes = message.encode();
+        Self {
+            mac,
+            message_bytes,
+            message,
+        }
+    }
+
     /// The decoded message.
     pub fn message(&self) -> &Message {
         &self.message
