@@ -33,7 +33,7 @@ fn bench_client(c: &mut Criterion) -> Result<(), BoxError> {
         for store in StoreKind::ALL {
             group.measurement_time(match store {
                 StoreKind::Memory => Duration::from_secs(3),
-                StoreKind::SqliteBatch => Duration::from_secs(5),
+                StoreKind::SqliteBatch | StoreKind::SqliteEncrypted => Duration::from_secs(5),
                 StoreKind::SqlitePerMessage => Duration::from_secs(10),
             });
             group.bench_function(format!("{kind}/{store}"), |b| {

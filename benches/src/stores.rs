@@ -25,11 +25,19 @@ pub enum StoreKind {
     /// `sqlite-per-message`: a durable SQLite store, each message decrypted with
     /// `Client::decrypt` (one commit per message, as apps that persist after every decrypt do).
     SqlitePerMessage,
+    /// `sqlite-encrypted`: as `sqlite-batch`, with every record sealed by a store key
+    /// (encryption at rest).
+    SqliteEncrypted,
 }
 
 impl StoreKind {
     /// Every store, in reporting order.
-    pub const ALL: [Self; 3] = [Self::Memory, Self::SqliteBatch, Self::SqlitePerMessage];
+    pub const ALL: [Self; 4] = [
+        Self::Memory,
+        Self::SqliteBatch,
+        Self::SqlitePerMessage,
+        Self::SqliteEncrypted,
+    ];
 
     /// The store's name in reports.
     pub fn name(self) -> &'static str {
@@ -37,6 +45,7 @@ impl StoreKind {
             Self::Memory => "memory",
             Self::SqliteBatch => "sqlite-batch",
             Self::SqlitePerMessage => "sqlite-per-message",
+            Self::SqliteEncrypted => "sqlite-encrypted",
         }
     }
 
@@ -65,26 +74,46 @@ impl fmt::Display for StoreKind {
 /// The name of the store file in its directory.
 const STORE_FILE: &str = "store.db";
 
+/// The store key of the `sqlite-encrypted` runs.
+const BENCH_STORE_KEY: [u8; 32] = [0x42; 32];
+
+/// Opens a SQLite store, sealed with the bench key if `sealed`.
+fn open_store(path: PathBuf, mode: OpenMode, sealed: bool) -> Result<Client, BoxError> {
+    let options = SqliteOptions::default();
+    Ok(if sealed {
+        Client::open_sealed(
+            path,
+            mode,
+            &options,
+            &proteus_store::StoreKey::new(BENCH_STORE_KEY),
+        )?
+    } else {
+        Client::open_with(path, mode, &options)?
+    })
+}
+
 /// A SQLite store file holding a seed's state, to be copied for each run.
 pub struct Template {
     dir: TempDir,
+    sealed: bool,
 }
 
 impl Template {
     /// Creates a store in a new temporary directory and installs `seed` into it.
     pub fn create(seed: &ClientSeed) -> Result<Self, BoxError> {
+        Self::create_as(seed, false)
+    }
+
+    /// As [`create`](Self::create), the records sealed with the bench key if `sealed`.
+    pub fn create_as(seed: &ClientSeed, sealed: bool) -> Result<Self, BoxError> {
         let dir = tempfile::Builder::new()
             .prefix("proteus-bench-template-")
             .tempdir()?;
-        let mut client = Client::open_with(
-            dir.path().join(STORE_FILE),
-            OpenMode::New,
-            &SqliteOptions::default(),
-        )?;
+        let mut client = open_store(dir.path().join(STORE_FILE), OpenMode::New, sealed)?;
         seed.install(&mut client)?;
         // Closing the store checkpoints its write-ahead log into the file.
         drop(client);
-        Ok(Self { dir })
+        Ok(Self { dir, sealed })
     }
 
     /// The template's store file.
@@ -94,13 +123,17 @@ impl Template {
 
     /// A fresh copy in a new temporary directory, opened.
     pub fn fresh(&self) -> Result<FreshClient, BoxError> {
-        fresh_copy(&self.path())
+        fresh_copy_as(&self.path(), self.sealed)
     }
 }
 
 /// Copies the store file `template` (with its write-ahead log, if one was left) into a new
 /// temporary directory and opens the copy.
 pub fn fresh_copy(template: &Path) -> Result<FreshClient, BoxError> {
+    fresh_copy_as(template, false)
+}
+
+fn fresh_copy_as(template: &Path, sealed: bool) -> Result<FreshClient, BoxError> {
     let dir = tempfile::Builder::new()
         .prefix("proteus-bench-run-")
         .tempdir()?;
@@ -116,11 +149,7 @@ pub fn fresh_copy(template: &Path) -> Result<FreshClient, BoxError> {
             fs::copy(entry.path(), dir.path().join(entry.file_name()))?;
         }
     }
-    let client = Client::open_with(
-        dir.path().join(&name),
-        OpenMode::Existing,
-        &SqliteOptions::default(),
-    )?;
+    let client = open_store(dir.path().join(&name), OpenMode::Existing, sealed)?;
     Ok(FreshClient {
         client,
         _dir: Some(dir),
@@ -139,17 +168,25 @@ pub struct FreshClient {
 pub struct ClientSource {
     seed: ClientSeed,
     template: Option<Template>,
+    sealed_template: Option<Template>,
 }
 
 impl ClientSource {
     /// A source of clients holding `seed`. The SQLite template is made only if `sqlite`.
     pub fn new(seed: ClientSeed, sqlite: bool) -> Result<Self, BoxError> {
-        let template = if sqlite {
-            Some(Template::create(&seed)?)
+        let (template, sealed_template) = if sqlite {
+            (
+                Some(Template::create(&seed)?),
+                Some(Template::create_as(&seed, true)?),
+            )
         } else {
-            None
+            (None, None)
         };
-        Ok(Self { seed, template })
+        Ok(Self {
+            seed,
+            template,
+            sealed_template,
+        })
     }
 
     /// The seed.
@@ -159,13 +196,19 @@ impl ClientSource {
 
     /// A fresh client on `store` in the seed's state.
     pub fn fresh(&self, store: StoreKind) -> Result<FreshClient, BoxError> {
-        match (store, &self.template) {
-            (StoreKind::Memory, _) => Ok(FreshClient {
-                client: self.seed.in_memory()?,
-                _dir: None,
-            }),
-            (_, Some(template)) => template.fresh(),
-            (_, None) => Err(format!("no SQLite template was made for {store}").into()),
+        let template = match store {
+            StoreKind::Memory => {
+                return Ok(FreshClient {
+                    client: self.seed.in_memory()?,
+                    _dir: None,
+                });
+            }
+            StoreKind::SqliteEncrypted => &self.sealed_template,
+            StoreKind::SqliteBatch | StoreKind::SqlitePerMessage => &self.template,
+        };
+        match template {
+            Some(template) => template.fresh(),
+            None => Err(format!("no SQLite template was made for {store}").into()),
         }
     }
 }

@@ -13,7 +13,8 @@ use crate::batch::{Decrypted, MessageId, Progress, QueuedMessage};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
 use crate::records::{
-    META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix,
+    META_IDENTITY, META_NEXT_PREKEY_ID, META_SEAL_CHECK, check_session_id, prekey_key,
+    staged_prefix,
 };
 use crate::session_cache::SessionCache;
 use crate::storage::{MemoryStorage, Storage, Table, Write};
@@ -52,6 +53,22 @@ impl Client {
         Self::with_storage(Box::new(storage))
     }
 
+    /// Opens the SQLite store at `path` with every record sealed by `key` (encryption at rest).
+    /// A new store is created sealed; a store sealed with another key gives
+    /// [`StoreError::WrongKey`] and an unsealed one [`StoreError::NotSealed`], both without
+    /// changing anything. See [`seal_store`](crate::seal_store) and
+    /// [`rekey_store`](crate::rekey_store).
+    #[cfg(all(feature = "sqlite", feature = "sealed"))]
+    pub fn open_sealed(
+        path: impl AsRef<std::path::Path>,
+        mode: crate::OpenMode,
+        options: &crate::SqliteOptions,
+        key: &crate::StoreKey,
+    ) -> Result<Self, ClientError> {
+        let storage = crate::SqliteStorage::open(path, mode, options)?;
+        Self::with_storage(Box::new(crate::SealedStorage::open(storage, key)?))
+    }
+
     /// A client whose state lives in memory only.
     pub fn in_memory() -> Result<Self, ClientError> {
         Self::with_storage(Box::new(MemoryStorage::new()))
@@ -62,8 +79,14 @@ impl Client {
     /// and is refused, never reinitialised.
     pub fn with_storage(mut storage: Box<dyn Storage>) -> Result<Self, ClientError> {
         let identity = match storage.get(Table::Meta, META_IDENTITY)? {
-            Some(bytes) => IdentityKeyPair::from_bytes(&bytes)
-                .map_err(|e| StoreError::Corrupt(format!("identity record: {e}")))?,
+            Some(bytes) => match IdentityKeyPair::from_bytes(&bytes) {
+                Ok(identity) => identity,
+                // Sealed records read without the key: say so rather than "corrupt".
+                Err(_) if storage.get(Table::Meta, META_SEAL_CHECK)?.is_some() => {
+                    return Err(StoreError::KeyRequired.into());
+                }
+                Err(e) => return Err(StoreError::Corrupt(format!("identity record: {e}")).into()),
+            },
             None => {
                 for table in [Table::PreKeys, Table::Sessions, Table::StagedKeys] {
                     if !storage.scan(table, &[])?.is_empty() {
@@ -112,6 +135,14 @@ impl Client {
     /// Our fingerprint: lowercase hex of the identity key.
     pub fn fingerprint(&self) -> String {
         self.identity.fingerprint()
+    }
+
+    /// Signs `message` with our identity key, e.g. a server's authentication challenge, so that
+    /// the server can check it with [`IdentityKey::verify`] against our public
+    /// [`identity`](Self::identity). Prefix the message with a context string of your own (see
+    /// [`IdentityKeyPair::sign`]): the identity key also signs prekey bundles.
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        self.identity.sign(message)
     }
 
     /// Raises the counter-gap limit for every session (default 1000; see

@@ -1,7 +1,7 @@
 //! Errors of the client layer, each with a stable numeric code.
 //!
 //! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–506 (system).
+//! storage codes 502–510 (system).
 
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
 
@@ -29,6 +29,15 @@ pub enum StoreError {
         /// The newest this library knows.
         supported: i64,
     },
+    /// The store is sealed with another key than the one given. Nothing was changed.
+    #[error("the store key is wrong")]
+    WrongKey,
+    /// The store is encrypted: open it with its key.
+    #[error("the store is encrypted; open it with its key")]
+    KeyRequired,
+    /// A key was given, but the store holds unsealed records; seal it first.
+    #[error("the store is not encrypted")]
+    NotSealed,
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
     #[error("storage failure: {0}")]
     Backend(String),
@@ -44,6 +53,9 @@ impl StoreError {
             Self::AlreadyExists(_) => "StoreAlreadyExists",
             Self::UnsupportedSchema { .. } => "UnsupportedSchema",
             Self::Backend(_) => "StorageFailure",
+            Self::WrongKey => "WrongStoreKey",
+            Self::NotSealed => "StoreNotSealed",
+            Self::KeyRequired => "StoreKeyRequired",
         }
     }
 
@@ -56,6 +68,9 @@ impl StoreError {
             Self::AlreadyExists(_) => 505,
             Self::UnsupportedSchema { .. } => 506,
             Self::Backend(_) => 507,
+            Self::WrongKey => 508,
+            Self::NotSealed => 509,
+            Self::KeyRequired => 510,
         }
     }
 }

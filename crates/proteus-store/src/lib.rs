@@ -14,6 +14,9 @@
 //! * A failed operation changes nothing, in memory or on disk.
 //! * Opening never wipes or recreates anything: a store that cannot be read is reported
 //!   ([`StoreError::Corrupt`], distinct from [`StoreError::NotFound`]) and left as it is.
+//! * Encryption at rest (feature `sealed`, on by default): [`Client::open_sealed`] seals every
+//!   record with an application key (ChaCha20-Poly1305, the record's table and key as associated
+//!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key.
 //!
 //! # Batch decryption: the contract
 //!
@@ -74,8 +77,28 @@ pub use batch::{Decrypted, MessageId, Progress, QueuedMessage};
 pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
+#[cfg(feature = "sealed")]
+pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};
 #[cfg(feature = "sqlite")]
 pub use storage::sqlite::{
     DEFAULT_BUSY_TIMEOUT, OpenMode, SCHEMA_VERSION, SqliteOptions, SqliteStorage,
 };
+
+/// Encrypts an existing, unencrypted SQLite store in place with `key`, in one transaction.
+#[cfg(all(feature = "sqlite", feature = "sealed"))]
+pub fn seal_store(path: impl AsRef<std::path::Path>, key: &StoreKey) -> Result<(), StoreError> {
+    let storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
+    SealedStorage::seal_existing(storage, key).map(drop)
+}
+
+/// Re-encrypts a sealed SQLite store from `old` to `new`, in one transaction.
+#[cfg(all(feature = "sqlite", feature = "sealed"))]
+pub fn rekey_store(
+    path: impl AsRef<std::path::Path>,
+    old: &StoreKey,
+    new: &StoreKey,
+) -> Result<(), StoreError> {
+    let storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
+    SealedStorage::open(storage, old)?.rekey(new)
+}
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};

@@ -7,6 +7,7 @@
 //! |-------------|----------------------------------------------|---------------------------|
 //! | meta        | `identity`                                   | IdentityKeyPair           |
 //! | meta        | `next_prekey_id`                             | u16, big-endian           |
+//! | meta        | `sealed_check` (encrypted stores only)       | a constant, sealed        |
 //! | prekeys     | prekey id, u16 big-endian                    | PreKey                    |
 //! | sessions    | session id (UTF-8)                           | Session, no staged keys   |
 //! | staged_keys | u16 BE length ‖ session id ‖ StagedKeyId     | MessageKeys               |
@@ -20,6 +21,8 @@ pub const MAX_SESSION_ID_LEN: usize = 1024;
 
 pub(crate) const META_IDENTITY: &[u8] = b"identity";
 pub(crate) const META_NEXT_PREKEY_ID: &[u8] = b"next_prekey_id";
+/// Present (sealed) in an encrypted store: only the right key opens it.
+pub(crate) const META_SEAL_CHECK: &[u8] = b"sealed_check";
 
 pub(crate) fn check_session_id(id: &str) -> Result<(), ClientError> {
     if id.is_empty() {

@@ -6,6 +6,8 @@
 //! IndexedDB (one IndexedDB transaction per commit).
 
 mod memory;
+#[cfg(feature = "sealed")]
+pub(crate) mod sealed;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
