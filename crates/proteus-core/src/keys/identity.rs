@@ -1,6 +1,6 @@
 use std::fmt;
 
-use ed25519_dalek::{Signer, SigningKey};
+use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 use rand_core::CryptoRng;
 use zeroize::Zeroizing;
 
@@ -27,6 +27,16 @@ impl IdentityKey {
     /// Lowercase hex of the public key, as Wire's clients show it (spec §12).
     pub fn fingerprint(&self) -> String {
         self.0.fingerprint()
+    }
+
+    /// Whether `signature` is this identity's signature of `message` (made by
+    /// [`IdentityKeyPair::sign`]). Verification is strict: non-canonical signatures and weak
+    /// (small-order) public keys are refused.
+    pub fn verify(&self, message: &[u8], signature: &[u8; 64]) -> bool {
+        VerifyingKey::from_bytes(self.0.as_bytes()).is_ok_and(|key| {
+            key.verify_strict(message, &Signature::from_bytes(signature))
+                .is_ok()
+        })
     }
 
     /// The CBOR encoding.
@@ -111,7 +121,13 @@ impl IdentityKeyPair {
         self.public.fingerprint()
     }
 
-    pub(crate) fn sign(&self, message: &[u8]) -> [u8; 64] {
+    /// Signs `message` with the identity's Ed25519 key (deterministic RFC 8032 signatures).
+    ///
+    /// Proteus itself signs only prekey bundles, over a bare 32-byte public key. To keep any other
+    /// signature (an application's authentication challenge, say) from being mistaken for one,
+    /// sign only messages that start with a context string of your own, e.g.
+    /// `b"my-app-auth-v1\n" ‖ challenge`. Check a signature with [`IdentityKey::verify`].
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
         self.signing.sign(message).to_bytes()
     }
 
@@ -172,5 +188,53 @@ impl fmt::Debug for IdentityKeyPair {
         f.debug_struct("IdentityKeyPair")
             .field("public", public)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{OsRng, PreKey, PreKeyBundle, PreKeyId};
+
+    #[test]
+    fn signatures_verify_only_for_their_message_and_key() {
+        let alice = IdentityKeyPair::generate(&mut OsRng);
+        let bob = IdentityKeyPair::generate(&mut OsRng);
+        let message = b"relay-auth-v1\nchallenge";
+        let signature = alice.sign(message);
+        assert!(alice.public_key().verify(message, &signature));
+        assert!(
+            !alice
+                .public_key()
+                .verify(b"relay-auth-v1\nchallengE", &signature)
+        );
+        assert!(!bob.public_key().verify(message, &signature));
+        let mut flipped = signature;
+        flipped[0] ^= 1;
+        assert!(!alice.public_key().verify(message, &flipped));
+        assert!(!alice.public_key().verify(message, &[0; 64]));
+        // Deterministic, as Ed25519 is.
+        assert_eq!(alice.sign(message), signature);
+    }
+
+    #[test]
+    fn a_bundle_signature_is_the_identity_signing_the_prekey() {
+        let alice = IdentityKeyPair::from_seed(&[7; 32]);
+        let prekey = PreKey::from_seed(PreKeyId::new(1), &[9; 32]);
+        let bundle = PreKeyBundle::signed(&alice, &prekey);
+        let Some(crate::BundleSignature::Bare(signature)) = bundle.signature() else {
+            panic!("signed bundles carry a bare signature");
+        };
+        assert!(
+            alice
+                .public_key()
+                .verify(prekey.public_key().as_bytes(), signature)
+        );
+    }
+
+    #[test]
+    fn an_invalid_public_key_verifies_nothing() {
+        let weak = IdentityKey::new(PublicKey::from_bytes([0; 32]));
+        assert!(!weak.verify(b"", &[0; 64]));
     }
 }

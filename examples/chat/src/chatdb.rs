@@ -1,0 +1,236 @@
+//! The chat's own records, beside the engine's store: what the engine does not keep.
+//!
+//! * `messages`: every message shown or sent, by [`MessageId`]. It is also the log of seen ids
+//!   that makes delivery exactly-once: received plaintexts are written here **before** the
+//!   engine commits the batch they came in (in the batch's last `deliver` call), so a crash in
+//!   between re-delivers envelopes whose ids are already here, and they are dropped.
+//! * `peers`: each peer's identity fingerprint as first seen, and a changed one waiting to be
+//!   accepted.
+//! * `held`: messages from a changed identity, kept until the user accepts it.
+//! * `outbox`: envelopes encrypted but not yet accepted by the relay, in order.
+
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use proteus_store::MessageId;
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// A peer's pinned identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    /// The fingerprint first seen (or last accepted).
+    pub fingerprint: String,
+    /// A different fingerprint seen since, not yet accepted.
+    pub pending: Option<String>,
+}
+
+/// One received message for [`ChatDb::record_batch`].
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// Its id.
+    pub id: MessageId,
+    /// The sender.
+    pub from: String,
+    /// The text.
+    pub text: String,
+}
+
+/// One held envelope.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// Its id.
+    pub id: MessageId,
+    /// The sender.
+    pub from: String,
+    /// The envelope as received.
+    pub envelope: Vec<u8>,
+}
+
+/// The chat's SQLite file.
+#[derive(Debug)]
+pub struct ChatDb {
+    conn: Connection,
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS messages (
+        id BLOB PRIMARY KEY,
+        peer TEXT NOT NULL,
+        outgoing INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        at INTEGER NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS peers (
+        name TEXT PRIMARY KEY,
+        fingerprint TEXT NOT NULL,
+        pending TEXT
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS held (
+        n INTEGER PRIMARY KEY AUTOINCREMENT,
+        id BLOB NOT NULL UNIQUE,
+        peer TEXT NOT NULL,
+        envelope BLOB NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS outbox (
+        n INTEGER PRIMARY KEY AUTOINCREMENT,
+        peer TEXT NOT NULL,
+        envelope BLOB NOT NULL
+    );
+";
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+impl ChatDb {
+    /// Opens (or creates) the file. Commits are durable (`synchronous=FULL`): a message recorded
+    /// here must outlive the engine commit that follows.
+    pub fn open(path: &Path) -> rusqlite::Result<Self> {
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(Self { conn })
+    }
+
+    /// Records a batch's plaintexts and held envelopes in one transaction. Returns, for each
+    /// received message, whether it is new (false: seen before, drop it).
+    pub fn record_batch(
+        &mut self,
+        received: &[Received],
+        held: &[Held],
+    ) -> rusqlite::Result<Vec<bool>> {
+        let tx = self.conn.transaction()?;
+        let mut fresh = Vec::with_capacity(received.len());
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT OR IGNORE INTO messages (id, peer, outgoing, text, at) VALUES (?1, ?2, 0, ?3, ?4)",
+            )?;
+            let at = now();
+            for m in received {
+                fresh.push(insert.execute(params![m.id.as_bytes(), m.from, m.text, at])? == 1);
+            }
+            let mut hold = tx.prepare_cached(
+                "INSERT OR IGNORE INTO held (id, peer, envelope) VALUES (?1, ?2, ?3)",
+            )?;
+            for h in held {
+                hold.execute(params![h.id.as_bytes(), h.from, h.envelope])?;
+            }
+        }
+        tx.commit()?;
+        Ok(fresh)
+    }
+
+    /// Records a sent message and puts its envelope in the outbox, in one transaction.
+    pub fn record_sent(&mut self, peer: &str, text: &str, envelope: &[u8]) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT OR IGNORE INTO messages (id, peer, outgoing, text, at) VALUES (?1, ?2, 1, ?3, ?4)",
+            params![MessageId::of(envelope).as_bytes(), peer, text, now()],
+        )?;
+        tx.execute(
+            "INSERT INTO outbox (peer, envelope) VALUES (?1, ?2)",
+            params![peer, envelope],
+        )?;
+        tx.commit()
+    }
+
+    /// The outbox, oldest first: `(n, peer, envelope)`.
+    pub fn outbox(&self) -> rusqlite::Result<Vec<(i64, String, Vec<u8>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT n, peer, envelope FROM outbox ORDER BY n")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect()
+    }
+
+    /// Removes an envelope from the outbox (the relay has it).
+    pub fn outbox_done(&self, n: i64) -> rusqlite::Result<()> {
+        self.conn
+            .execute("DELETE FROM outbox WHERE n = ?1", [n])
+            .map(drop)
+    }
+
+    /// A peer's pinned identity.
+    pub fn peer(&self, name: &str) -> rusqlite::Result<Option<Peer>> {
+        self.conn
+            .query_row(
+                "SELECT fingerprint, pending FROM peers WHERE name = ?1",
+                [name],
+                |r| {
+                    Ok(Peer {
+                        fingerprint: r.get(0)?,
+                        pending: r.get(1)?,
+                    })
+                },
+            )
+            .optional()
+    }
+
+    /// Pins a peer's identity on first sight.
+    pub fn pin(&self, name: &str, fingerprint: &str) -> rusqlite::Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR IGNORE INTO peers (name, fingerprint) VALUES (?1, ?2)",
+                params![name, fingerprint],
+            )
+            .map(drop)
+    }
+
+    /// Notes a changed identity that waits for the user.
+    pub fn set_pending(&self, name: &str, fingerprint: &str) -> rusqlite::Result<()> {
+        self.conn
+            .execute(
+                "UPDATE peers SET pending = ?2 WHERE name = ?1",
+                params![name, fingerprint],
+            )
+            .map(drop)
+    }
+
+    /// The user accepted the changed identity: it becomes the pinned one.
+    pub fn accept(&self, name: &str) -> rusqlite::Result<()> {
+        self.conn
+            .execute(
+                "UPDATE peers SET fingerprint = pending, pending = NULL WHERE name = ?1 AND pending IS NOT NULL",
+                [name],
+            )
+            .map(drop)
+    }
+
+    /// The envelopes held for `peer`, oldest first: `(n, envelope)`.
+    pub fn held(&self, peer: &str) -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT n, envelope FROM held WHERE peer = ?1 ORDER BY n")?;
+        let rows = stmt.query_map([peer], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect()
+    }
+
+    /// Forgets held envelopes up to `n` of `peer`.
+    pub fn drop_held(&self, peer: &str, up_to: i64) -> rusqlite::Result<()> {
+        self.conn
+            .execute(
+                "DELETE FROM held WHERE peer = ?1 AND n <= ?2",
+                params![peer, up_to],
+            )
+            .map(drop)
+    }
+
+    /// How many messages were received from and sent to `peer`.
+    pub fn counts(&self, peer: &str) -> rusqlite::Result<(u64, u64)> {
+        self.conn.query_row(
+            "SELECT coalesce(sum(outgoing = 0), 0), coalesce(sum(outgoing = 1), 0) FROM messages WHERE peer = ?1",
+            [peer],
+            |r| {
+                let (received, sent): (i64, i64) = (r.get(0)?, r.get(1)?);
+                Ok((
+                    u64::try_from(received).unwrap_or(0),
+                    u64::try_from(sent).unwrap_or(0),
+                ))
+            },
+        )
+    }
+}

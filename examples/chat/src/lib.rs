@@ -1,0 +1,22 @@
+//! An end-to-end encrypted chat between terminals, over a small authenticated relay.
+//!
+//! * [`relay`]: the server. It keeps prekey bundles and queued envelopes in SQLite, and sees
+//!   neither plaintexts nor secret keys. Clients sign each request with their identity key
+//!   over a fresh challenge; see [`api`].
+//! * [`net`]: the relay's client side: signed requests, nonces, long-poll.
+//! * [`chat`]: the chat client: a [`proteus_store::Client`] in the data directory, the backlog
+//!   decrypted with the batch API, fingerprints checked on first use, prekeys refilled.
+//!
+//! The binary `proteus-chat` puts them together: `proteus-chat alice bob` chats, `proteus-chat
+//! relay` runs a relay on its own.
+
+#![forbid(unsafe_code)]
+
+pub mod api;
+pub mod chat;
+pub mod chatdb;
+pub mod net;
+pub mod relay;
+
+/// The relay's default address.
+pub const DEFAULT_RELAY: &str = "127.0.0.1:7417";
