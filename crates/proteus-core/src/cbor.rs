@@ -7,6 +7,8 @@
 //! borrowed slices (so the envelope MAC is checked over the exact bytes received and ciphertexts
 //! are not copied). Proteus needs only unsigned integers, byte strings, arrays, maps and `null`.
 
+use zeroize::Zeroize;
+
 use crate::error::DecodeError;
 use crate::limits::{MAX_ARRAY_LEN, MAX_BYTES_LEN, MAX_MAP_LEN, MAX_NESTING_DEPTH};
 
@@ -21,6 +23,9 @@ const MAJOR_SIMPLE: u8 = 7;
 const NULL: u8 = 0xf6;
 
 /// Canonical CBOR writer.
+///
+/// What it writes can hold secret keys (sessions, key pairs), so its buffer grows without
+/// leaving copies in freed memory: the old buffer is wiped after the move.
 #[derive(Default)]
 pub(crate) struct Encoder {
     buf: Vec<u8>,
@@ -37,22 +42,36 @@ impl Encoder {
         self.buf
     }
 
+    fn reserve(&mut self, additional: usize) {
+        let needed = self.buf.len().saturating_add(additional);
+        if needed > self.buf.capacity() {
+            let mut grown = Vec::with_capacity(needed.max(self.buf.capacity().saturating_mul(2)));
+            grown.extend_from_slice(&self.buf);
+            std::mem::replace(&mut self.buf, grown).zeroize();
+        }
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.reserve(bytes.len());
+        self.buf.extend_from_slice(bytes);
+    }
+
     fn head(&mut self, major: u8, value: u64) {
         let m = major << 5;
         // Preferred (shortest) encoding of the argument, as RFC 8949 §4.2.1 requires.
         if value < 24 {
-            self.buf.push(m | value as u8);
+            self.put(&[m | value as u8]);
         } else if value <= u64::from(u8::MAX) {
-            self.buf.extend_from_slice(&[m | 24, value as u8]);
+            self.put(&[m | 24, value as u8]);
         } else if value <= u64::from(u16::MAX) {
-            self.buf.push(m | 25);
-            self.buf.extend_from_slice(&(value as u16).to_be_bytes());
+            self.put(&[m | 25]);
+            self.put(&(value as u16).to_be_bytes());
         } else if value <= u64::from(u32::MAX) {
-            self.buf.push(m | 26);
-            self.buf.extend_from_slice(&(value as u32).to_be_bytes());
+            self.put(&[m | 26]);
+            self.put(&(value as u32).to_be_bytes());
         } else {
-            self.buf.push(m | 27);
-            self.buf.extend_from_slice(&value.to_be_bytes());
+            self.put(&[m | 27]);
+            self.put(&value.to_be_bytes());
         }
     }
 
@@ -63,7 +82,7 @@ impl Encoder {
 
     pub(crate) fn bytes(&mut self, value: &[u8]) -> &mut Self {
         self.head(MAJOR_BYTES, value.len() as u64);
-        self.buf.extend_from_slice(value);
+        self.put(value);
         self
     }
 
@@ -78,7 +97,7 @@ impl Encoder {
     }
 
     pub(crate) fn null(&mut self) -> &mut Self {
-        self.buf.push(NULL);
+        self.put(&[NULL]);
         self
     }
 

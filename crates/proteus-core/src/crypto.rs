@@ -149,7 +149,7 @@ impl DhPoint {
 
 /// Our side of Diffie-Hellman: the X25519 secret of an Ed25519 seed, SHA-512(seed)[..32]
 /// (libsodium's `crypto_sign_ed25519_sk_to_curve25519`; clamped when used).
-#[derive(Clone)]
+#[derive(Clone, Zeroize)]
 pub(crate) struct DhScalar(Secret32);
 
 impl DhScalar {

@@ -74,6 +74,7 @@ pub mod limits;
 mod message;
 mod prekey_store;
 mod rng;
+mod secret_vec;
 mod session;
 
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};

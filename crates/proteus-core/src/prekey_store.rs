@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 
+use zeroize::Zeroize;
+
 use crate::keys::{PreKey, PreKeyId};
 
 /// The prekeys a client has published, as the engine needs them.
@@ -30,6 +32,10 @@ impl PreKeyStore for BTreeMap<PreKeyId, PreKey> {
     }
 
     fn remove(&mut self, id: PreKeyId) -> Result<(), Infallible> {
+        // Wiped in place first: removing moves the value out and frees its node unwiped.
+        if let Some(prekey) = self.get_mut(&id) {
+            prekey.zeroize();
+        }
         BTreeMap::remove(self, &id);
         Ok(())
     }

@@ -46,7 +46,7 @@ impl TryCryptoRng for OsRng {}
 /// [`diverged`]: RecordedRng::diverged
 #[derive(Debug, Default, Clone)]
 pub struct RecordedRng {
-    draws: std::collections::VecDeque<Vec<u8>>,
+    draws: std::collections::VecDeque<zeroize::Zeroizing<Vec<u8>>>,
     diverged: bool,
 }
 
@@ -54,7 +54,7 @@ impl RecordedRng {
     /// Replays `draws` in order.
     pub fn new<I: IntoIterator<Item = Vec<u8>>>(draws: I) -> Self {
         Self {
-            draws: draws.into_iter().collect(),
+            draws: draws.into_iter().map(zeroize::Zeroizing::new).collect(),
             diverged: false,
         }
     }

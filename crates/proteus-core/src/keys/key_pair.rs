@@ -13,7 +13,7 @@ use crate::error::DecodeError;
 ///
 /// Holds the seed (what is stored), the Ed25519 public key (what travels) and the X25519 secret
 /// derived once from the seed (what DH uses). Secrets are wiped on drop.
-#[derive(Clone)]
+#[derive(Clone, zeroize::Zeroize)]
 pub(crate) struct KeyPair {
     seed: Secret32,
     public: PublicKey,

@@ -8,7 +8,7 @@ use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::DecodeError;
 
 /// A prekey id. One-time prekeys use 0..=65534; [`PreKeyId::LAST_RESORT`] is never consumed.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, zeroize::Zeroize)]
 pub struct PreKeyId(u16);
 
 impl PreKeyId {
@@ -44,7 +44,7 @@ impl fmt::Display for PreKeyId {
 }
 
 /// A prekey: an id and a key pair (spec §3.6). The secret is wiped on drop.
-#[derive(Clone)]
+#[derive(Clone, zeroize::Zeroize)]
 pub struct PreKey {
     id: PreKeyId,
     key_pair: KeyPair,

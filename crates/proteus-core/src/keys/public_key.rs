@@ -9,7 +9,7 @@ use crate::error::DecodeError;
 /// Keys from messages are kept as bytes and compared as bytes; they are converted to X25519
 /// (and validated) only when a Diffie-Hellman step needs them, which is what makes in-chain
 /// decryption cheap. Use [`PublicKey::validate`] to check one up front.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, zeroize::Zeroize)]
 pub struct PublicKey([u8; 32]);
 
 impl PublicKey {

@@ -3,7 +3,7 @@ use std::fmt;
 use rand_core::CryptoRng;
 
 /// 16 random bytes naming a session state; every message carries it (spec §4.5).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, zeroize::Zeroize)]
 pub struct SessionTag([u8; 16]);
 
 impl SessionTag {

@@ -1,15 +1,14 @@
 //! Sending and receiving chains (spec §6, §7.3, §9.3, §9.4).
 
-use std::collections::VecDeque;
-
 use super::derived::{ChainKey, MessageKeys};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::{CounterPosition, DecodeError, DecryptError};
 use crate::keys::{KeyPair, PublicKey};
 use crate::message::CipherMessage;
+use crate::secret_vec::SecretVec;
 
 /// A chain we send on: its chain key and our ratchet key pair.
-#[derive(Clone)]
+#[derive(Clone, zeroize::Zeroize)]
 pub(crate) struct SendChain {
     pub(crate) chain_key: ChainKey,
     pub(crate) ratchet_key: KeyPair,
@@ -42,11 +41,11 @@ impl SendChain {
 
 /// A chain we receive on: its chain key, the peer's ratchet key, and the keys of messages that
 /// were skipped on it (ascending counter), staged so late messages still decrypt.
-#[derive(Clone)]
+#[derive(Clone, zeroize::Zeroize)]
 pub(crate) struct RecvChain {
     pub(crate) chain_key: ChainKey,
     pub(crate) ratchet_key: PublicKey,
-    pub(crate) staged: VecDeque<MessageKeys>,
+    pub(crate) staged: SecretVec<MessageKeys>,
 }
 
 /// What a successful decryption changes in a receive chain, applied only after the MAC checked.
@@ -56,7 +55,7 @@ pub(crate) enum ChainUpdate {
     /// The chain moved past the message; the keys it skipped are staged.
     Advance {
         chain_key: ChainKey,
-        skipped: Vec<MessageKeys>,
+        skipped: SecretVec<MessageKeys>,
     },
 }
 
@@ -65,7 +64,7 @@ impl RecvChain {
         Self {
             chain_key,
             ratchet_key,
-            staged: VecDeque::new(),
+            staged: SecretVec::with_capacity(0),
         }
     }
 
@@ -79,7 +78,7 @@ impl RecvChain {
     ) -> Result<(Vec<u8>, ChainUpdate), DecryptError> {
         let (c, k) = (msg.counter, self.chain_key.idx);
         if c < k {
-            if self.staged.front().is_some_and(|oldest| oldest.counter > c) {
+            if self.staged.first().is_some_and(|oldest| oldest.counter > c) {
                 return Err(DecryptError::OutdatedMessage);
             }
             let Some(pos) = self.staged.iter().position(|mk| mk.counter == c) else {
@@ -118,10 +117,10 @@ impl RecvChain {
             chain_start: k == 0,
         })?;
         let plaintext = open(&mk, message_bytes, mac, msg, position)?;
-        let skipped = skipped_chain_keys
-            .iter()
-            .map(ChainKey::message_keys)
-            .collect();
+        let mut skipped = SecretVec::with_capacity(skipped_chain_keys.len());
+        for ck in &skipped_chain_keys {
+            skipped.push(ck.message_keys());
+        }
         Ok((plaintext, ChainUpdate::Advance { chain_key, skipped }))
     }
 
@@ -133,10 +132,9 @@ impl RecvChain {
             }
             ChainUpdate::Advance { chain_key, skipped } => {
                 self.chain_key = chain_key;
-                self.staged.extend(skipped);
-                while self.staged.len() > max_staged {
-                    self.staged.pop_front();
-                }
+                self.staged.extend_cloned(&skipped);
+                let excess = self.staged.len().saturating_sub(max_staged);
+                self.staged.remove_front(..excess);
             }
         }
     }
@@ -150,7 +148,7 @@ impl RecvChain {
         self.ratchet_key.encode(e);
         if with_staged {
             e.key(2).array(self.staged.len());
-            for mk in &self.staged {
+            for mk in self.staged.iter() {
                 mk.encode(e);
             }
         } else {
@@ -171,7 +169,8 @@ impl RecvChain {
     }
 
     pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
-        let (mut chain_key, mut ratchet_key, mut staged) = (None, None, VecDeque::new());
+        let (mut chain_key, mut ratchet_key, mut staged) =
+            (None, None, SecretVec::with_capacity(0));
         let mut seen = Seen::default();
         for _ in 0..d.map()? {
             match seen.key(d)? {
@@ -180,9 +179,9 @@ impl RecvChain {
                 // Wire's Rust treats a missing list as empty (spec §9.3).
                 2 => {
                     let n = d.array()?;
-                    staged = VecDeque::with_capacity(n);
+                    staged = SecretVec::with_capacity(n);
                     for _ in 0..n {
-                        staged.push_back(MessageKeys::decode(d)?);
+                        staged.push(MessageKeys::decode(d)?);
                     }
                 }
                 _ => d.skip()?,

@@ -1,13 +1,13 @@
 //! Keys derived by the ratchets (spec §5.2, §6, §7.2, §9.5).
 
-use zeroize::Zeroizing;
+use zeroize::{Zeroize, Zeroizing};
 
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf};
 use crate::error::DecodeError;
 
 /// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
-#[derive(Clone)]
+#[derive(Clone, Zeroize)]
 pub(crate) struct ChainKey {
     key: Secret32,
     pub(crate) idx: u32,
@@ -80,7 +80,7 @@ fn message_keys(base: &[u8; 32], counter: u32) -> MessageKeys {
 }
 
 /// The root key: `{0: CipherKey}` when stored.
-#[derive(Clone)]
+#[derive(Clone, Zeroize)]
 pub(crate) struct RootKey(Secret32);
 
 impl RootKey {
@@ -112,7 +112,7 @@ impl RootKey {
 }
 
 /// The keys of one message: `{0: CipherKey, 1: MacKey, 2: counter}` when stored.
-#[derive(Clone)]
+#[derive(Clone, Zeroize)]
 pub(crate) struct MessageKeys {
     cipher_key: Secret32,
     mac_key: Secret32,

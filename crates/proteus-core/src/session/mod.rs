@@ -20,7 +20,9 @@ use crate::limits::{
 };
 use crate::message::{Envelope, Message, SessionTag};
 use crate::prekey_store::PreKeyStore;
+use crate::secret_vec::SecretVec;
 
+#[derive(Clone, zeroize::Zeroize)]
 struct StateEntry {
     tag: SessionTag,
     /// Insertion order, for evicting the oldest state. Not serialised (spec §8.1).
@@ -40,7 +42,7 @@ pub struct Session {
     session_tag: SessionTag,
     pending_prekey: Option<PendingPreKey>,
     /// In insertion order, which is also the order they are serialised in (as Wire's JS does).
-    states: Vec<StateEntry>,
+    states: SecretVec<StateEntry>,
     next_insertion: u64,
     max_counter_gap: u32,
 }
@@ -114,7 +116,7 @@ impl Session {
             remote_identity,
             session_tag: tag,
             pending_prekey: None,
-            states: Vec::new(),
+            states: SecretVec::with_capacity(1),
             next_insertion: 0,
             max_counter_gap: MAX_COUNTER_GAP,
         }
@@ -405,9 +407,9 @@ fn decode_pending(d: &mut Decoder<'_>) -> Result<Option<PendingPreKey>, DecodeEr
     }))
 }
 
-fn decode_states(d: &mut Decoder<'_>) -> Result<Vec<StateEntry>, DecodeError> {
+fn decode_states(d: &mut Decoder<'_>) -> Result<SecretVec<StateEntry>, DecodeError> {
     let n = d.map()?;
-    let mut states: Vec<StateEntry> = Vec::with_capacity(n.min(MAX_SESSION_STATES));
+    let mut states: SecretVec<StateEntry> = SecretVec::with_capacity(n.min(MAX_SESSION_STATES));
     for i in 0..n {
         let tag = SessionTag::from_bytes(d.fixed::<16>("session tag")?);
         if states.iter().any(|e| e.tag == tag) {

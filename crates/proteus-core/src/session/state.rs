@@ -1,7 +1,5 @@
 //! One session state: a double ratchet between two parties (spec §5, §7, §9.2).
 
-use std::collections::VecDeque;
-
 use rand_core::CryptoRng;
 use zeroize::Zeroizing;
 
@@ -13,11 +11,12 @@ use crate::error::{DecodeError, DecryptError, EncryptError};
 use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId, PublicKey};
 use crate::limits::MAX_RECV_CHAINS;
 use crate::message::{CipherMessage, Message, PreKeyMessage, SessionTag};
+use crate::secret_vec::SecretVec;
 
-#[derive(Clone)]
+#[derive(Clone, zeroize::Zeroize)]
 pub(crate) struct SessionState {
     /// Newest first.
-    recv_chains: VecDeque<RecvChain>,
+    recv_chains: SecretVec<RecvChain>,
     send_chain: SendChain,
     root_key: RootKey,
     prev_counter: u32,
@@ -64,7 +63,7 @@ impl SessionState {
         let ratchet_key = KeyPair::generate(rng);
         let (root_key, send_chain_key) = root_key.dh_ratchet(&*ratchet_key.dh(&their_prekey)?);
         Some(Self {
-            recv_chains: VecDeque::from([RecvChain::new(chain_key, *bundle.public_key())]),
+            recv_chains: first_chain(RecvChain::new(chain_key, *bundle.public_key())),
             send_chain: SendChain {
                 chain_key: send_chain_key,
                 ratchet_key,
@@ -90,7 +89,7 @@ impl SessionState {
         let master = concat::<96>(&[&a, &b, &c]);
         let (root_key, chain_key) = handshake(&master);
         Ok(Self {
-            recv_chains: VecDeque::new(),
+            recv_chains: SecretVec::with_capacity(MAX_RECV_CHAINS + 1),
             send_chain: SendChain {
                 chain_key,
                 ratchet_key: prekey.clone(),
@@ -197,16 +196,13 @@ impl SessionState {
                     chain.apply(update, max_staged);
                 }
             }
-            StateUpdate::Ratchet(r) => {
-                let Ratchet {
-                    recv_chain,
-                    send_chain,
-                    root_key,
-                } = *r;
+            StateUpdate::Ratchet(mut r) => {
+                // Swapped rather than moved out of the box, so the old keys are dropped (and
+                // wiped) with it instead of leaving copies in the freed box.
                 self.prev_counter = self.send_chain.chain_key.idx;
-                self.send_chain = send_chain;
-                self.root_key = root_key;
-                self.recv_chains.push_front(recv_chain);
+                std::mem::swap(&mut self.send_chain, &mut r.send_chain);
+                std::mem::swap(&mut self.root_key, &mut r.root_key);
+                self.recv_chains.insert(0, r.recv_chain.clone());
                 self.recv_chains.truncate(MAX_RECV_CHAINS);
             }
         }
@@ -225,7 +221,7 @@ impl SessionState {
     /// `{0: [RecvChain] newest first, 1: SendChain, 2: RootKey, 3: prev_counter}`
     pub(crate) fn encode(&self, e: &mut Encoder, with_staged: bool) {
         e.map(4).key(0).array(self.recv_chains.len());
-        for chain in &self.recv_chains {
+        for chain in self.recv_chains.iter() {
             chain.encode(e, with_staged);
         }
         e.key(1);
@@ -243,9 +239,9 @@ impl SessionState {
             match seen.key(d)? {
                 0 => {
                     let n = d.array()?;
-                    let mut chains = VecDeque::with_capacity(n.min(MAX_RECV_CHAINS));
+                    let mut chains = SecretVec::with_capacity(n.min(MAX_RECV_CHAINS) + 1);
                     for _ in 0..n {
-                        chains.push_back(RecvChain::decode(d)?);
+                        chains.push(RecvChain::decode(d)?);
                     }
                     chains.truncate(MAX_RECV_CHAINS);
                     recv_chains = Some(chains);
@@ -264,6 +260,14 @@ impl SessionState {
             prev_counter: required(prev_counter, "previous counter")?,
         })
     }
+}
+
+/// Room for the most chains a state holds, plus the one a ratchet step adds before the oldest
+/// is dropped, so the list never has to grow.
+fn first_chain(chain: RecvChain) -> SecretVec<RecvChain> {
+    let mut chains = SecretVec::with_capacity(MAX_RECV_CHAINS + 1);
+    chains.push(chain);
+    chains
 }
 
 /// `(RK0 ‖ CK0) = KDF(master secret, "", "handshake")` (spec §5.2).
