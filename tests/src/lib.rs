@@ -2,4 +2,5 @@
 
 #![forbid(unsafe_code)]
 
+pub mod fuzzing;
 pub mod vectors;

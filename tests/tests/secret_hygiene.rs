@@ -52,12 +52,20 @@ unsafe impl GlobalAlloc for Inspecting {
         if WATCHING.load(Ordering::Relaxed) && layout.size() >= 32 && !INSPECTING.with(Cell::get) {
             INSPECTING.with(|i| i.set(true));
             let block = unsafe { std::slice::from_raw_parts(ptr, layout.size()) };
-            let secrets = SECRETS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let hits: Vec<&'static str> =
-                secrets.iter().filter(|(s, _)| block.windows(32).any(|w| w == s)).map(|(_, name)| *name).collect();
+            let secrets = SECRETS
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let hits: Vec<&'static str> = secrets
+                .iter()
+                .filter(|(s, _)| block.windows(32).any(|w| w == s))
+                .map(|(_, name)| *name)
+                .collect();
             drop(secrets);
             if !hits.is_empty() {
-                FOUND.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(hits);
+                FOUND
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .extend(hits);
             }
             INSPECTING.with(|i| i.set(false));
         }

@@ -84,6 +84,6 @@ pub use keys::{
 };
 pub use message::{CipherMessage, Envelope, Message, PreKeyMessage, SessionTag};
 pub use prekey_store::PreKeyStore;
-pub use rand_core::{CryptoRng, Rng};
+pub use rand_core::{self, CryptoRng, Rng};
 pub use rng::{OsRng, RecordedRng};
 pub use session::{InboundSession, Session, StagedKey, StagedKeyId};
