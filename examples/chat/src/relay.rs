@@ -757,6 +757,11 @@ impl Relay {
             }
         };
         tx.commit().map_err(db_err)?;
+        if !last_resort {
+            // Wake the owner's long-poll: its answer tells how many prekeys are left, so the
+            // owner can refill them in time.
+            self.queue_watch(name).send_modify(|_| {});
+        }
         json(
             StatusCode::OK,
             &ClaimedBundle {

@@ -185,3 +185,90 @@ fn a_second_client_for_the_same_user_is_refused() {
     assert!(!second.wait_exit().success());
     assert!(alice.quit().success());
 }
+
+#[test]
+fn prekeys_claimed_by_others_are_refilled_at_the_relay() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_relay, addr) = Proc::relay(dir.path(), &[]);
+    let mut bob = Proc::chat("bob", "alice", &addr, dir.path());
+    assert!(
+        bob.transcript
+            .iter()
+            .any(|l| l == "* published 100 new one-time prekeys at the relay (0 were left)")
+    );
+    assert!(status(&mut bob).ends_with("100 one-time prekeys on this device"));
+
+    // Someone claims 80 of bob's 100 prekeys at the relay.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let identity = std::sync::Arc::new(proteus_core::IdentityKeyPair::generate(
+            &mut proteus_core::OsRng,
+        ));
+        let signer = {
+            let identity = identity.clone();
+            std::sync::Arc::new(move |m: &[u8]| identity.sign(m))
+        };
+        let eve = proteus_chat::net::RelayClient::new(addr.parse().unwrap(), "eve", signer);
+        eve.register(identity.public_key()).await.unwrap();
+        for _ in 0..80 {
+            let (_, last_resort) = eve.claim("bob").await.unwrap();
+            assert!(!last_resort);
+        }
+    });
+    // Each claim wakes bob's long-poll; once fewer than 25 are left, he publishes more.
+    let refill = bob.wait_for(
+        |l| l.starts_with("* published 100 new one-time prekeys at the relay ("),
+        T,
+    );
+    let left: u64 = refill
+        .rsplit('(')
+        .next()
+        .and_then(|t| t.split_whitespace().next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((20..25).contains(&left), "{refill}");
+    assert!(status(&mut bob).ends_with("200 one-time prekeys on this device"));
+    assert!(bob.quit().success());
+}
+
+#[test]
+fn a_changed_identity_is_a_warning_and_nothing_is_sent_until_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut relay, addr) = Proc::relay(&dir.path().join("relay-1"), &[]);
+    let alice_data = dir.path().join("a");
+    let mut alice = Proc::chat("alice", "bob", &addr, &alice_data);
+    let mut bob = Proc::chat("bob", "alice", &addr, &dir.path().join("b"));
+    alice.type_line("hello bob");
+    bob.wait_for(|l| l == "alice: hello bob", T);
+    assert!(bob.quit().success());
+    assert!(alice.quit().success());
+    relay.kill();
+
+    // A new relay, and "bob" with a new identity (a reinstall, or an impostor).
+    let (_relay, addr) = Proc::relay(&dir.path().join("relay-2"), &[]);
+    let mut alice = Proc::chat("alice", "bob", &addr, &alice_data);
+    let mut bob = Proc::chat("bob", "alice", &addr, &dir.path().join("b-new"));
+    bob.type_line("it's me, new phone");
+    alice.wait_for(|l| l == "! WARNING: bob's identity key has CHANGED", T);
+    alice.wait_for(|l| l.starts_with("! messages from bob are held"), T);
+    alice.type_line("who are you?");
+    alice.wait_for(|l| l == "! not sent", T);
+    alice.type_line("/fingerprint");
+    alice.wait_for(|l| l.starts_with("! bob's identity CHANGED to"), T);
+    assert!(
+        !alice.transcript.iter().any(|l| l.starts_with("bob: ")),
+        "{:?}",
+        alice.transcript
+    );
+    bob.type_line("/status");
+    bob.wait_for(|l| l.contains("0 received, 1 sent"), T);
+
+    alice.type_line("/accept");
+    alice.wait_for(|l| l.starts_with("* bob's new identity"), T);
+    alice.wait_for(|l| l == "bob: it's me, new phone", T);
+    alice.type_line("welcome back");
+    bob.wait_for(|l| l == "alice: welcome back", T);
+    assert!(alice.quit().success());
+    assert!(bob.quit().success());
+}
