@@ -265,6 +265,19 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
         "* {} ↔ {}, end-to-end encrypted, via the relay at {}. /help lists the commands.",
         chat.me, chat.peer, options.relay
     ));
+    // Lines a crash kept from the screen last time (recorded, the batch committed, not shown).
+    let unshown = chat.db.unshown()?;
+    if !unshown.is_empty() {
+        say(format!(
+            "* {} message{} received just before the last stop, maybe not shown then:",
+            unshown.len(),
+            if unshown.len() == 1 { "" } else { "s" }
+        ));
+        for (from, text) in &unshown {
+            say(format!("{from}: {}", printable(text)));
+        }
+    }
+    chat.db.mark_shown()?;
     let cursor = chat.backlog().await?;
     chat.flush_outbox().await;
 
@@ -317,6 +330,7 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
     }
     poller.abort();
     embedder.stop().await;
+    chat.db.mark_shown()?;
     drop(chat);
     say("* bye");
     Ok(())
@@ -558,6 +572,7 @@ impl Chat {
             } else {
                 show(&outcome);
             }
+            self.db.mark_shown()?;
             self.acknowledge(last).await;
             cursor = last;
             self.top_up(page.prekeys_remaining, false).await;
@@ -586,6 +601,7 @@ impl Chat {
         };
         let outcome = self.process(&page, None, 0)?;
         show(&outcome);
+        self.db.mark_shown()?;
         self.acknowledge(last).await;
         self.top_up(page.prekeys_remaining, false).await;
         Ok(last)
@@ -867,6 +883,7 @@ impl Chat {
             let outcome = self.decrypt(&envelopes, None, 0, Vec::new())?;
             self.db.drop_held(&peer, last)?;
             show(&outcome);
+            self.db.mark_shown()?;
         }
         Ok(())
     }

@@ -3,7 +3,9 @@
 //! * `messages`: every message shown or sent, by [`MessageId`]. It is also the log of seen ids
 //!   that makes delivery exactly-once: received plaintexts are written here **before** the
 //!   engine commits the batch they came in (in the batch's last `deliver` call), so a crash in
-//!   between re-delivers envelopes whose ids are already here, and they are dropped.
+//!   between re-delivers envelopes whose ids are already here, and they are dropped. A received
+//!   message is marked shown once it is on the screen ([`ChatDb::mark_shown`]): the lines of a
+//!   batch that a crash kept from the screen are shown at the next start ([`ChatDb::unshown`]).
 //! * `peers`: each peer's identity fingerprint as first seen, and a changed one waiting to be
 //!   accepted.
 //! * `held`: messages from a changed identity, kept until the user accepts it.
@@ -57,9 +59,11 @@ const SCHEMA: &str = "
         id BLOB PRIMARY KEY,
         peer TEXT NOT NULL,
         outgoing INTEGER NOT NULL,
+        shown INTEGER NOT NULL,
         text TEXT NOT NULL,
         at INTEGER NOT NULL
     );
+    CREATE INDEX IF NOT EXISTS messages_unshown ON messages (shown) WHERE shown = 0;
     CREATE TABLE IF NOT EXISTS peers (
         name TEXT PRIMARY KEY,
         fingerprint TEXT NOT NULL,
@@ -107,7 +111,7 @@ impl ChatDb {
         let mut fresh = Vec::with_capacity(received.len());
         {
             let mut insert = tx.prepare_cached(
-                "INSERT OR IGNORE INTO messages (id, peer, outgoing, text, at) VALUES (?1, ?2, 0, ?3, ?4)",
+                "INSERT OR IGNORE INTO messages (id, peer, outgoing, shown, text, at) VALUES (?1, ?2, 0, 0, ?3, ?4)",
             )?;
             let at = now();
             for m in received {
@@ -128,7 +132,7 @@ impl ChatDb {
     pub fn record_sent(&mut self, peer: &str, text: &str, envelope: &[u8]) -> rusqlite::Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT OR IGNORE INTO messages (id, peer, outgoing, text, at) VALUES (?1, ?2, 1, ?3, ?4)",
+            "INSERT OR IGNORE INTO messages (id, peer, outgoing, shown, text, at) VALUES (?1, ?2, 1, 1, ?3, ?4)",
             params![MessageId::of(envelope).as_bytes(), peer, text, now()],
         )?;
         tx.execute(
@@ -219,6 +223,27 @@ impl ChatDb {
             .map(drop)
     }
 
+    /// Received messages recorded but maybe never shown (the process stopped between recording
+    /// and showing them), oldest first: `(sender, text)`.
+    pub fn unshown(&self) -> rusqlite::Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT peer, text FROM messages WHERE shown = 0 ORDER BY rowid")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect()
+    }
+
+    /// Marks every recorded message as shown. Without a sync to disk: it survives the process
+    /// being killed, and a power loss only shows some lines twice.
+    pub fn mark_shown(&self) -> rusqlite::Result<()> {
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let marked = self
+            .conn
+            .execute("UPDATE messages SET shown = 1 WHERE shown = 0", []);
+        self.conn.pragma_update(None, "synchronous", "FULL")?;
+        marked.map(drop)
+    }
+
     /// How many messages were received from and sent to `peer`.
     pub fn counts(&self, peer: &str) -> rusqlite::Result<(u64, u64)> {
         self.conn.query_row(
@@ -232,5 +257,44 @@ impl ChatDb {
                 ))
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn received(text: &str) -> Received {
+        Received {
+            id: MessageId::of(text.as_bytes()),
+            from: "bob".into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_batch_is_unshown_until_marked_and_seen_ids_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ChatDb::open(&dir.path().join("chat.sqlite")).unwrap();
+        let first = [received("a"), received("b")];
+        assert_eq!(db.record_batch(&first, &[]).unwrap(), [true, true]);
+        // A crash here: the next start shows them.
+        let db2 = ChatDb::open(&dir.path().join("chat.sqlite"));
+        drop(db2);
+        assert_eq!(
+            db.unshown().unwrap(),
+            [("bob".into(), "a".into()), ("bob".into(), "b".into())]
+        );
+        // Shown; a re-delivered one is not new.
+        db.mark_shown().unwrap();
+        assert_eq!(
+            db.record_batch(&[received("b"), received("c")], &[])
+                .unwrap(),
+            [false, true]
+        );
+        assert_eq!(db.unshown().unwrap(), [("bob".into(), "c".into())]);
+        db.mark_shown().unwrap();
+        assert!(db.unshown().unwrap().is_empty());
+        assert_eq!(db.counts("bob").unwrap(), (3, 0));
     }
 }

@@ -118,6 +118,7 @@ fn a_client_killed_while_it_decrypts_its_backlog_loses_nothing() {
     assert!(status(&mut alice).contains("1000 sent"));
 
     // Kill bob (SIGKILL) at a few points of his start and backlog; then let him finish.
+    let mut shown = Vec::new();
     for delay_ms in [30u64, 80, 150, 250, 400] {
         let mut bob = common::Proc::spawn(
             "bob",
@@ -133,10 +134,23 @@ fn a_client_killed_while_it_decrypts_its_backlog_loses_nothing() {
         );
         std::thread::sleep(Duration::from_millis(delay_ms));
         bob.kill();
+        bob.drain(Duration::from_millis(300));
+        let lines = received_from(&bob.transcript, "alice");
+        eprintln!(
+            "bob killed after {delay_ms} ms had shown {} lines",
+            lines.len()
+        );
+        shown.extend(lines);
     }
     let mut bob = Proc::chat("bob", "alice", &addr, dir.path());
     let line = status(&mut bob);
     assert!(line.contains("with alice: 1000 received"), "{line}");
+    // Every message reached the screen in one of the runs (a line recorded but not shown
+    // before a kill is shown at the next start).
+    shown.extend(received_from(&bob.transcript, "alice"));
+    shown.sort();
+    shown.dedup();
+    assert_eq!(shown, sent);
     assert!(bob.quit().success());
     assert!(alice.quit().success());
 }
