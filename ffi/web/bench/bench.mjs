@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// Decrypting 1000 queued messages with this package and with @wireapp/proteus 9.13.0, in the same
+// Node process, on the scenarios of the native bench (memory store).
+//
+//   npm run bench --prefix ffi/web -- [--json] [--runs N] [--scenario NAME]... [--impl ours|wire]...
+//                                     [--native]
+//
+// With --json: one object per line, {"impl", "scenario", "median_ms", "min_ms", "max_ms", "runs"},
+// then one line with the ratios (@wireapp/proteus median / ours). --native also runs the native
+// bench (cargo run --release -p proteus-bench, memory store) and adds ours / native.
+//
+// The timed part is what the native bench times: for a queue, one decryptBatch of the 1000
+// envelopes (for @wireapp/proteus: Envelope.deserialise + decrypt of each, sessions kept in
+// memory); for conv10, blocks of 10 encrypted by one side and decrypted by the other, 100 times.
+// Every run starts from the same serialised state, loaded before the clock starts; every
+// plaintext is checked (after the clock for queues, as it arrives for conv10). Each
+// implementation runs each scenario once untimed first, to let the JIT settle.
+
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { WireClient, wireVersion } from '../tests/support/wire.mjs';
+import { ALICE, BOB, SCENARIOS, build, equal, oursFrom } from './scenarios.mjs';
+
+const IMPLS = { ours: 'ours', wire: '@wireapp/proteus' };
+const MAX_RUNS = 15;
+const MIN_RUNS = 3;
+const BUDGET_MS = 2000;
+
+function parse(argv) {
+  const o = { json: false, runs: undefined, scenarios: [], impls: [], native: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--json') o.json = true;
+    else if (a === '--native') o.native = true;
+    else if (a === '--runs') o.runs = Number.parseInt(value(), 10);
+    else if (a === '--scenario') o.scenarios.push(value());
+    else if (a === '--impl') o.impls.push(value());
+    else if (a === '--help' || a === '-h') {
+      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10]... [--impl ours|wire]... [--native]');
+      process.exit(0);
+    } else throw new Error(`unknown argument ${a}`);
+  }
+  for (const s of o.scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const i of o.impls) if (!(i in IMPLS)) throw new Error(`unknown impl ${i} (ours, wire)`);
+  if (o.runs !== undefined && !(o.runs >= 1)) throw new Error('--runs must be at least 1');
+  if (!o.scenarios.length) o.scenarios = SCENARIOS;
+  if (!o.impls.length) o.impls = Object.keys(IMPLS);
+  return o;
+}
+
+function check(expected, got, what) {
+  if (expected.length !== got.length) throw new Error(`${what}: ${got.length} results for ${expected.length} messages`);
+  for (let i = 0; i < expected.length; i++) {
+    if (!equal(got[i], expected[i])) throw new Error(`${what}: message ${i} did not decrypt to what was sent`);
+  }
+}
+
+// --- one run of each implementation ------------------------------------------------------
+
+async function runOurs(sc) {
+  if (sc.kind === 'queue') {
+    const client = await oursFrom(sc.receiver);
+    const queue = sc.messages.map(({ sessionId, envelope }) => ({ sessionId, envelope }));
+    const start = performance.now();
+    const results = await client.decryptBatch(queue);
+    const ms = performance.now() - start;
+    check(sc.messages.map((m) => m.plaintext), results.map((r) => r.plaintext), 'ours');
+    await client.close();
+    return ms;
+  }
+  const alice = await oursFrom(sc.alice);
+  const bob = await oursFrom(sc.bob);
+  const start = performance.now();
+  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
+    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
+    const [sender, to, receiver, from] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
+    const envelopes = await sender.encryptBatch(block.map((plaintext) => ({ sessionId: to, plaintext })));
+    const results = await receiver.decryptBatch(envelopes.map((envelope) => ({ sessionId: from, envelope })));
+    check(block, results.map((r) => r.plaintext), 'ours');
+  }
+  const ms = performance.now() - start;
+  await alice.close();
+  await bob.close();
+  return ms;
+}
+
+async function runWire(sc) {
+  if (sc.kind === 'queue') {
+    const client = WireClient.fromRecords(sc.receiver);
+    const start = performance.now();
+    const plaintexts = [];
+    for (const m of sc.messages) plaintexts.push(await client.decrypt(m.sessionId, m.envelope));
+    const ms = performance.now() - start;
+    check(sc.messages.map((m) => m.plaintext), plaintexts, '@wireapp/proteus');
+    return ms;
+  }
+  const alice = WireClient.fromRecords(sc.alice);
+  const bob = WireClient.fromRecords(sc.bob);
+  const start = performance.now();
+  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
+    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
+    const [sender, to, receiver, from] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
+    const envelopes = block.map((p) => sender.encrypt(to, p));
+    const got = [];
+    for (const e of envelopes) got.push(await receiver.decrypt(from, e));
+    check(block, got, '@wireapp/proteus');
+  }
+  return performance.now() - start;
+}
+
+// --- statistics and output -----------------------------------------------------------------
+
+function summary(times) {
+  const sorted = [...times].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const r = (x) => Math.round(x * 1000) / 1000;
+  return { median_ms: r(median), min_ms: r(sorted[0]), max_ms: r(sorted[sorted.length - 1]), runs: sorted.length };
+}
+
+async function measure(run, sc, runs) {
+  await run(sc); // warm-up, untimed
+  const times = [];
+  const started = performance.now();
+  while (times.length < (runs ?? MAX_RUNS)) {
+    times.push(await run(sc));
+    if (runs === undefined && times.length >= MIN_RUNS && performance.now() - started > BUDGET_MS) break;
+  }
+  return summary(times);
+}
+
+function native(scenarios) {
+  const root = fileURLToPath(new URL('../../..', import.meta.url));
+  const args = ['run', '--release', '--locked', '-q', '-p', 'proteus-bench', '--', '--json', '--store', 'memory'];
+  for (const s of scenarios) args.push('--scenario', s);
+  const out = execFileSync('cargo', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  return Object.fromEntries(lines.map((l) => [l.scenario, l]));
+}
+
+async function main() {
+  const o = parse(process.argv.slice(2));
+  const results = {};
+  if (!o.json) {
+    console.log(`decrypting 1000 queued messages (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}`);
+    console.log('impl               scenario     median ms    min ms    max ms  runs');
+  }
+  for (const name of o.scenarios) {
+    const sc = await build(name);
+    for (const impl of o.impls) {
+      const s = await measure(impl === 'ours' ? runOurs : runWire, sc, o.runs);
+      (results[name] ??= {})[impl] = s;
+      const line = { impl: IMPLS[impl], scenario: name, ...s };
+      if (o.json) console.log(JSON.stringify(line));
+      else {
+        console.log(
+          `${IMPLS[impl].padEnd(18)} ${name.padEnd(10)} ${s.median_ms.toFixed(3).padStart(11)} ${s.min_ms.toFixed(3).padStart(9)} ${s.max_ms.toFixed(3).padStart(9)} ${String(s.runs).padStart(5)}`,
+        );
+      }
+    }
+  }
+  const ratios = {};
+  for (const [name, r] of Object.entries(results)) {
+    if (r.ours && r.wire) ratios[name] = Math.round((r.wire.median_ms / r.ours.median_ms) * 10) / 10;
+  }
+  const summaryLine = { ratios, ratio: '@wireapp/proteus median / ours median' };
+  if (o.native) {
+    const n = native(o.scenarios);
+    summaryLine.native_median_ms = {};
+    summaryLine.ours_over_native = {};
+    for (const [name, r] of Object.entries(results)) {
+      if (!n[name] || !r.ours) continue;
+      summaryLine.native_median_ms[name] = n[name].median_ms;
+      summaryLine.ours_over_native[name] = Math.round((r.ours.median_ms / n[name].median_ms) * 100) / 100;
+    }
+  }
+  if (o.json) console.log(JSON.stringify(summaryLine));
+  else {
+    for (const [name, x] of Object.entries(ratios)) console.log(`${name}: ours is ${x}x faster than @wireapp/proteus`);
+    for (const [name, x] of Object.entries(summaryLine.ours_over_native ?? {})) {
+      console.log(`${name}: ours takes ${x}x the time of the native engine (${summaryLine.native_median_ms[name]} ms)`);
+    }
+  }
+}
+
+await main();

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile), its JS glue
+# (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm binaryen),
+# and the package's own ES modules and types. Needs: the wasm32 target, wasm-bindgen-cli at the
+# version of the wasm-bindgen crate, and `npm ci` done here (scripts/suites/web.sh sees to both).
+set -euo pipefail
+cd "$(dirname "$0")"
+root=../..
+wasm="$root/target/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
+
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${WASM_RUSTFLAGS:-}" cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web
+rm -rf pkg
+wasm-bindgen --target web --out-dir pkg "$wasm"
+node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+  --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  pkg/proteus_web_bg.wasm -o pkg/proteus_web_bg.opt.wasm
+mv pkg/proteus_web_bg.opt.wasm pkg/proteus_web_bg.wasm
+rm -f pkg/.gitignore
+cp js/*.js js/*.d.ts pkg/
+cp README.md pkg/README.md
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)
+cat > pkg/package.json <<JSON
+{
+  "name": "proteus-web",
+  "version": "$version",
+  "description": "Proteus end-to-end encryption (wire-compatible with Wire's) as a small wasm module, with IndexedDB persistence",
+  "license": "MIT OR Apache-2.0",
+  "type": "module",
+  "main": "./index.js",
+  "types": "./index.d.ts",
+  "exports": {
+    ".": { "types": "./index.d.ts", "default": "./index.js" },
+    "./raw": { "types": "./proteus_web.d.ts", "default": "./proteus_web.js" }
+  },
+  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "README.md"],
+  "sideEffects": false
+}
+JSON
+raw=$(stat -c %s pkg/proteus_web_bg.wasm)
+gz=$(gzip -9 -c pkg/proteus_web_bg.wasm | wc -c)
+echo "pkg/proteus_web_bg.wasm: $raw bytes, $gz gzipped (gzip -9)"

@@ -1,0 +1,139 @@
+// Types of the package's ES module (index.js). The wasm layer's own types are in proteus_web.d.ts.
+
+/** What wasm-bindgen's init takes: a URL, a Response, bytes or a compiled module. */
+export type WasmSource =
+  | string
+  | URL
+  | Request
+  | Response
+  | BufferSource
+  | WebAssembly.Module
+  | Promise<Response | BufferSource | WebAssembly.Module>;
+
+/** Loads the wasm module once (Client.open and Client.inMemory call it). */
+export function init(input?: WasmSource): Promise<void>;
+
+/** Code when a batch callback threw (nothing of the batch was committed). */
+export const CALLBACK_FAILED: 112;
+/** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
+export const STORAGE_FAILURE: 507;
+/** Code of a bug inside the wasm client; close the client and open the store again. */
+export const INTERNAL: 508;
+
+/**
+ * Every failure of the client. `code` and `kind` are stable and the same as natively
+ * (Rust `ClientError::code()`/`kind()`, Kotlin, Swift): 1xx engine, 2xx decryption,
+ * 3xx decoding, 4xx input, 5xx system. Use of a closed client throws a plain Error named
+ * "ClientClosedError" instead; bad argument types throw TypeError or RangeError.
+ */
+export class ProteusError extends Error {
+  readonly name: 'ProteusError';
+  /** The stable numeric code, e.g. 209 for DuplicateMessage. */
+  readonly code: number;
+  /** The stable name of the condition, e.g. "DuplicateMessage", "SessionNotFound". */
+  readonly kind: string;
+}
+
+/** A one-time prekey's bundle, to publish. */
+export interface PrekeyBundle {
+  id: number;
+  /** The bundle's CBOR, as Wire's Proteus encodes it. */
+  bundle: Uint8Array;
+}
+
+export interface QueuedMessage {
+  sessionId: string;
+  envelope: Uint8Array;
+}
+
+export interface OutgoingMessage {
+  sessionId: string;
+  /** Bytes, or a string (encoded as UTF-8). */
+  plaintext: Uint8Array | string;
+}
+
+/** The result of one message of a batch: a plaintext, or why not. */
+export interface BatchResult {
+  /** Lowercase hex of SHA-256 of the envelope: the same envelope always has the same id. */
+  messageId: string;
+  sessionId: string;
+  plaintext?: Uint8Array;
+  errorCode?: number;
+  errorKind?: string;
+  /** The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it. */
+  alreadySeen: boolean;
+}
+
+export interface OpenOptions {
+  /** The IDBFactory to use (default: the global indexedDB). */
+  indexedDB?: IDBFactory;
+  /** The LockManager to use (default: navigator.locks, else a queue in this JS realm). */
+  locks?: { request<T>(name: string, callback: () => Promise<T>): Promise<T> };
+  /** Where to load the wasm from (default: next to this module). */
+  wasm?: WasmSource;
+}
+
+/**
+ * A Proteus client: an identity, its prekeys and its sessions, kept in a store. Every method
+ * returns a Promise; calls run one at a time, and a call that changes state resolves only once
+ * the change is stored. A failed call changes nothing.
+ */
+export class Client {
+  private constructor();
+  /** Opens (or creates, with a new identity) the client stored in IndexedDB under `name`. */
+  static open(name: string, options?: OpenOptions): Promise<Client>;
+  /** A client whose records live in memory only. */
+  static inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<Client>;
+  /** Deletes the IndexedDB database of store `name`. */
+  static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
+
+  /** Our fingerprint: lowercase hex of the identity key. */
+  fingerprint(): Promise<string>;
+  /** Raises the counter-gap limit of every session (default 1000). */
+  setMaxCounterGap(gap: number): Promise<void>;
+
+  generatePrekeys(n: number): Promise<PrekeyBundle[]>;
+  /** The bundle of the last-resort prekey (id 65535). */
+  lastResortBundle(): Promise<Uint8Array>;
+  prekeyBundle(id: number): Promise<Uint8Array>;
+  /** One-time prekeys left (the last-resort prekey not counted). */
+  prekeysRemaining(): Promise<number>;
+
+  createSession(sessionId: string, bundle: Uint8Array): Promise<void>;
+  hasSession(sessionId: string): Promise<boolean>;
+  sessionIds(): Promise<string[]>;
+  remoteFingerprint(sessionId: string): Promise<string>;
+  deleteSession(sessionId: string): Promise<void>;
+
+  /** Resolves to the envelope once the advanced sending chain is stored. */
+  encrypt(sessionId: string, plaintext: Uint8Array | string): Promise<Uint8Array>;
+  /** One commit for all; envelopes in the order of `messages`. */
+  encryptBatch(messages: OutgoingMessage[]): Promise<Uint8Array[]>;
+  decrypt(sessionId: string, envelope: Uint8Array): Promise<Uint8Array>;
+  /**
+   * Decrypts a queue with one commit. `onMessage` gets each result before the commit (store
+   * it there, keyed by messageId); returning false stops the batch (BatchAborted, 108) and a
+   * throw stops it too (CallbackFailed, 112): then nothing is committed.
+   */
+  decryptBatch(
+    messages: QueuedMessage[],
+    onMessage?: (result: BatchResult, done: number, total: number) => boolean | void,
+  ): Promise<BatchResult[]>;
+
+  importIdentity(identity: Uint8Array): Promise<void>;
+  /** Resolves to the prekey's id. */
+  importPrekey(prekey: Uint8Array): Promise<number>;
+  importSession(sessionId: string, session: Uint8Array): Promise<void>;
+  /** Holds the secret key. */
+  exportIdentity(): Promise<Uint8Array>;
+  /** Holds secret keys. */
+  exportSession(sessionId: string): Promise<Uint8Array>;
+
+  /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */
+  close(): Promise<void>;
+}
+
+/** Lowercase hex of SHA-256 of an envelope (the id batch results carry). Needs init(). */
+export function messageId(envelope: Uint8Array): string;
+/** The identity fingerprint in a prekey bundle. Needs init(). */
+export function bundleFingerprint(bundle: Uint8Array): string;

@@ -1,0 +1,520 @@
+// The Proteus client for the web: the public ES module of the package.
+//
+// `Client` wraps the wasm client (RawClient, synchronous, over an in-memory mirror of the
+// store) with Promises, persistence and locking:
+//   * Client.open(name): records in IndexedDB. Opening loads every record; every call that
+//     commits resolves only after its writes are stored in ONE IndexedDB transaction (so an
+//     envelope from encrypt() is returned only once the advanced chain is durable).
+//   * Client.inMemory(): records in memory only (Node, tests).
+//   * Calls on one store take turns through Web Locks (navigator.locks, across tabs) or an
+//     in-realm queue. Under the lock, a client whose store was changed by another tab reloads
+//     first, so two tabs of one client never interleave or lose commits.
+// Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
+
+import initWasm, {
+  RawClient,
+  bundleFingerprint as rawBundleFingerprint,
+  messageId as rawMessageId,
+  tableNames,
+} from './proteus_web.js';
+import { IdbStore, MemoryStore } from './stores.js';
+
+/** Codes of the bindings themselves (the same in Kotlin and Swift). */
+export const CALLBACK_FAILED = 112;
+export const STORAGE_FAILURE = 507;
+export const INTERNAL = 508;
+
+/** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
+export class ProteusError extends Error {
+  constructor(message, code, kind, options) {
+    super(message, options);
+    this.name = 'ProteusError';
+    this.code = code;
+    this.kind = kind;
+  }
+}
+
+// Errors made in wasm are Errors named ProteusError with code and kind: make them instances.
+function adopt(e) {
+  if (e instanceof Error && !(e instanceof ProteusError) && e.name === 'ProteusError' && typeof e.code === 'number') {
+    Object.setPrototypeOf(e, ProteusError.prototype);
+  }
+  return e;
+}
+
+function storageFailure(cause) {
+  const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+  return new ProteusError(`storage failure: ${detail}`, STORAGE_FAILURE, 'StorageFailure', { cause });
+}
+
+function internalError(cause) {
+  return new ProteusError(
+    'internal error in the wasm client; close it and open the store again (nothing committed is lost)',
+    INTERNAL,
+    'Internal',
+    { cause },
+  );
+}
+
+function closedError() {
+  const e = new Error('the client is closed');
+  e.name = 'ClientClosedError';
+  return e;
+}
+
+// --- wasm initialisation -------------------------------------------------------------------
+
+let ready;
+let initialised = false;
+
+function isNode() {
+  return typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+}
+
+/**
+ * Loads the wasm module (once). Optional: Client.open / Client.inMemory call it. `input` is what
+ * wasm-bindgen's init takes (URL, Response, bytes, WebAssembly.Module); by default the .wasm
+ * next to this module, read from disk in Node.
+ */
+export function init(input) {
+  ready ??= (async () => {
+    let source = input;
+    if (source === undefined && isNode()) {
+      const { readFile } = await import('node:fs/promises');
+      source = await readFile(new URL('./proteus_web_bg.wasm', import.meta.url));
+    }
+    await initWasm(source === undefined ? undefined : { module_or_path: source });
+    initialised = true;
+  })().catch((e) => {
+    ready = undefined;
+    throw e;
+  });
+  return ready;
+}
+
+function requireInit() {
+  if (!initialised) throw new Error('call `await init()` first');
+}
+
+// --- arguments -----------------------------------------------------------------------------
+
+const encoder = new TextEncoder();
+
+function bytes(value, what) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new TypeError(`${what} must be a Uint8Array`);
+}
+
+function plaintextBytes(value) {
+  return typeof value === 'string' ? encoder.encode(value) : bytes(value, 'plaintext');
+}
+
+function sessionId(value) {
+  if (typeof value !== 'string') throw new TypeError('a session id must be a string');
+  return value;
+}
+
+function integer(value, what, max) {
+  if (!Number.isInteger(value) || value < 0 || value > max) {
+    throw new RangeError(`${what} must be an integer from 0 to ${max}`);
+  }
+  return value;
+}
+
+/** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
+function packBatch(messages, field, toBytes) {
+  if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
+  const n = messages.length;
+  const ids = [];
+  const byId = new Map();
+  const index = new Uint32Array(n);
+  const lengths = new Uint32Array(n);
+  const parts = new Array(n);
+  let size = 0;
+  for (let i = 0; i < n; i++) {
+    const message = messages[i];
+    const id = sessionId(message?.sessionId);
+    let k = byId.get(id);
+    if (k === undefined) {
+      k = ids.length;
+      ids.push(id);
+      byId.set(id, k);
+    }
+    index[i] = k;
+    const part = toBytes(message[field]);
+    parts[i] = part;
+    lengths[i] = part.length;
+    size += part.length;
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    all.set(part, at);
+    at += part.length;
+  }
+  return [ids, index, all, lengths];
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+function hex(view) {
+  let s = '';
+  for (let i = 0; i < view.length; i++) s += HEX[view[i]];
+  return s;
+}
+
+function newRaw(records) {
+  try {
+    return new RawClient(records);
+  } catch (e) {
+    throw adopt(e);
+  }
+}
+
+// --- the client ----------------------------------------------------------------------------
+
+const CONSTRUCT = Symbol('construct');
+
+/**
+ * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
+ * method returns a Promise; calls run one at a time, in order.
+ */
+export class Client {
+  #raw;
+  #store;
+  #version;
+  #stale = false;
+  #closed = false;
+  #failed;
+  #maxCounterGap;
+
+  constructor(token, raw, store, version) {
+    if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
+    this.#raw = raw;
+    this.#store = store;
+    this.#version = version;
+  }
+
+  /**
+   * Opens the client stored in IndexedDB under `name`, creating it (with a new identity) if
+   * there is none. Options: `indexedDB` (an IDBFactory, default the global one), `locks` (a
+   * LockManager, default navigator.locks), `wasm` (what init() takes).
+   */
+  static async open(name, options = {}) {
+    if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
+    await init(options.wasm);
+    let store;
+    try {
+      store = await IdbStore.open(name, tableNames(), options);
+    } catch (e) {
+      throw storageFailure(e);
+    }
+    return Client.#start(store);
+  }
+
+  /** A client whose records live in memory only. */
+  static async inMemory(options = {}) {
+    await init(options.wasm);
+    return Client.#start(new MemoryStore());
+  }
+
+  /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
+  static async deleteStore(name, options = {}) {
+    try {
+      await IdbStore.delete(name, options);
+    } catch (e) {
+      throw storageFailure(e);
+    }
+  }
+
+  static async #start(store) {
+    try {
+      return await store.lock(async () => {
+        let loaded;
+        try {
+          loaded = await store.load();
+        } catch (e) {
+          throw storageFailure(e);
+        }
+        const raw = newRaw(loaded.records);
+        const client = new Client(CONSTRUCT, raw, store, loaded.version);
+        try {
+          await client.#persist();
+        } catch (e) {
+          raw.free();
+          throw e;
+        }
+        return client;
+      });
+    } catch (e) {
+      store.close();
+      throw e;
+    }
+  }
+
+  /** Runs `fn(raw)` under the store's lock, on fresh state, and persists what it committed. */
+  #run(fn) {
+    if (this.#closed) return Promise.reject(closedError());
+    return this.#store.lock(async () => {
+      if (this.#closed) throw closedError();
+      if (this.#failed) throw internalError(this.#failed);
+      let current;
+      try {
+        current = this.#stale ? undefined : await this.#store.version();
+      } catch (e) {
+        throw storageFailure(e);
+      }
+      if (current !== this.#version) await this.#reload();
+      let result;
+      try {
+        result = fn(this.#raw);
+      } catch (e) {
+        if (e instanceof WebAssembly.RuntimeError) {
+          this.#failed = e;
+          throw internalError(e);
+        }
+        // A failed call changes nothing; persist anyway should a commit be pending.
+        await this.#persist();
+        throw adopt(e);
+      }
+      await this.#persist();
+      return result;
+    });
+  }
+
+  async #reload() {
+    let loaded;
+    try {
+      loaded = await this.#store.load();
+    } catch (e) {
+      throw storageFailure(e);
+    }
+    const raw = newRaw(loaded.records);
+    if (this.#maxCounterGap !== undefined) raw.setMaxCounterGap(this.#maxCounterGap);
+    this.#raw.free();
+    this.#raw = raw;
+    this.#version = loaded.version;
+    this.#stale = false;
+    await this.#persist();
+  }
+
+  /** Stores the pending writes in one transaction; on failure the mirror is reloaded next call. */
+  async #persist() {
+    const writes = this.#raw.takeWrites();
+    if (writes === undefined) return;
+    try {
+      this.#version = await this.#store.persist(writes, this.#version);
+    } catch (e) {
+      this.#stale = true;
+      throw storageFailure(e);
+    }
+  }
+
+  /** Our fingerprint: lowercase hex of the identity key (64 characters). */
+  fingerprint() {
+    return this.#run((raw) => raw.fingerprint());
+  }
+
+  /** Raises the counter-gap limit of every session (default 1000). */
+  setMaxCounterGap(gap) {
+    integer(gap, 'gap', 0xffffffff);
+    return this.#run((raw) => {
+      raw.setMaxCounterGap(gap);
+      this.#maxCounterGap = gap;
+    });
+  }
+
+  /** Generates `n` one-time prekeys; returns `[{id, bundle}]` for publishing. */
+  generatePrekeys(n) {
+    integer(n, 'n', 0xfffe);
+    return this.#run((raw) => raw.generatePrekeys(n));
+  }
+
+  /** The bundle of the last-resort prekey (id 65535), which is never used up. */
+  lastResortBundle() {
+    return this.#run((raw) => raw.lastResortBundle());
+  }
+
+  /** The bundle of a stored prekey. */
+  prekeyBundle(id) {
+    integer(id, 'id', 0xffff);
+    return this.#run((raw) => raw.prekeyBundle(id));
+  }
+
+  /** How many one-time prekeys are left (the last-resort prekey is not counted). */
+  prekeysRemaining() {
+    return this.#run((raw) => raw.prekeysRemaining());
+  }
+
+  /** Starts a session with the owner of `bundle` under an id such as "user:device". */
+  createSession(id, bundle) {
+    sessionId(id);
+    const b = bytes(bundle, 'bundle');
+    return this.#run((raw) => raw.createSession(id, b));
+  }
+
+  /** Whether a session with this id exists. */
+  hasSession(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.hasSession(id));
+  }
+
+  /** The ids of all sessions. */
+  sessionIds() {
+    return this.#run((raw) => raw.sessionIds());
+  }
+
+  /** The peer's fingerprint in a session. */
+  remoteFingerprint(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.remoteFingerprint(id));
+  }
+
+  /** Deletes a session and its staged keys. */
+  deleteSession(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.deleteSession(id));
+  }
+
+  /** Encrypts for a session's peer; resolves once the advanced chain is stored. */
+  encrypt(id, plaintext) {
+    sessionId(id);
+    const p = plaintextBytes(plaintext);
+    return this.#run((raw) => raw.encrypt(id, p));
+  }
+
+  /** Encrypts `[{sessionId, plaintext}]` with one commit; resolves to the envelopes in order. */
+  encryptBatch(messages) {
+    const packed = packBatch(messages, 'plaintext', plaintextBytes);
+    return this.#run((raw) => raw.encryptBatch(...packed));
+  }
+
+  /** Decrypts one message and stores the result (a PreKeyMessage may create the session). */
+  decrypt(id, envelope) {
+    sessionId(id);
+    const e = bytes(envelope, 'envelope');
+    return this.#run((raw) => raw.decrypt(id, e));
+  }
+
+  /**
+   * Decrypts a queue `[{sessionId, envelope}]` and commits all of it in one transaction.
+   * `onMessage(result, done, total)` receives each result BEFORE the commit: store the
+   * plaintext there, keyed by `result.messageId`; return false to stop (nothing is committed,
+   * BatchAborted 108). If it throws, nothing is committed (CallbackFailed 112). Resolves to
+   * every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?, alreadySeen}` once
+   * the commit is stored. Rejected messages are results, not errors.
+   */
+  decryptBatch(messages, onMessage) {
+    if (onMessage !== undefined && typeof onMessage !== 'function') {
+      throw new TypeError('onMessage must be a function');
+    }
+    const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    const [ids, index] = packed;
+    return this.#run((raw) => {
+      const total = index.length;
+      const results = new Array(total);
+      let thrown;
+      const sink = {
+        deliver(i, id, plaintext, code, kind) {
+          const ok = code === 0;
+          const result = {
+            messageId: hex(id),
+            sessionId: ids[index[i]],
+            plaintext: ok ? plaintext.slice() : undefined,
+            errorCode: ok ? undefined : code,
+            errorKind: ok ? undefined : kind,
+            alreadySeen: code === 208 || code === 209,
+          };
+          results[i] = result;
+          if (onMessage === undefined) return true;
+          try {
+            return onMessage(result, i + 1, total) !== false;
+          } catch (e) {
+            thrown = { error: e };
+            return false;
+          }
+        },
+      };
+      try {
+        raw.decryptBatch(...packed, sink);
+      } catch (e) {
+        if (thrown) {
+          throw new ProteusError('the batch callback threw; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
+            cause: thrown.error,
+          });
+        }
+        throw e;
+      }
+      return results;
+    });
+  }
+
+  /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
+  importIdentity(identity) {
+    const b = bytes(identity, 'identity');
+    return this.#run((raw) => raw.importIdentity(b));
+  }
+
+  /** Stores a prekey serialised by Wire's Proteus; resolves to its id. */
+  importPrekey(prekey) {
+    const b = bytes(prekey, 'prekey');
+    return this.#run((raw) => raw.importPrekey(b));
+  }
+
+  /** Stores a session serialised by Wire's Proteus under `id`. */
+  importSession(id, session) {
+    sessionId(id);
+    const b = bytes(session, 'session');
+    return this.#run((raw) => raw.importSession(id, b));
+  }
+
+  /** The identity key pair as Wire's Proteus serialises it. It holds the secret key. */
+  exportIdentity() {
+    return this.#run((raw) => raw.exportIdentity());
+  }
+
+  /** A session as Wire's Proteus serialises it. It holds secret keys. */
+  exportSession(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.exportSession(id));
+  }
+
+  /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */
+  async close() {
+    if (this.#closed) return;
+    await this.#store
+      .lock(async () => {
+        if (this.#closed) return;
+        this.#closed = true;
+        try {
+          this.#raw.free();
+        } catch {
+          // a failed client may not free; its memory goes with the page
+        }
+      })
+      .finally(() => this.#store.close());
+  }
+
+  /** The same as close(), for `await using`. */
+  [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+    return this.close();
+  }
+}
+
+/** The stable id of a received message: lowercase hex of SHA-256 of the envelope. Needs init(). */
+export function messageId(envelope) {
+  requireInit();
+  return rawMessageId(bytes(envelope, 'envelope'));
+}
+
+/** The identity fingerprint in a prekey bundle, to compare with remoteFingerprint(). Needs init(). */
+export function bundleFingerprint(bundle) {
+  requireInit();
+  try {
+    return rawBundleFingerprint(bytes(bundle, 'bundle'));
+  } catch (e) {
+    throw adopt(e);
+  }
+}

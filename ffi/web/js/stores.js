@@ -1,0 +1,187 @@
+// Where a client's records live, and how concurrent users of one store take turns.
+//
+// A store offers: load() -> {version, records}, version() -> number, persist(writes, version)
+// -> new version (all writes in ONE transaction), lock(fn) (runs fn exclusively for this store
+// name: Web Locks across tabs, a queue within one JS realm), close(). `version` counts commits:
+// a client whose version differs from the store's was overtaken by another tab and reloads.
+
+import { DELETE, packRecords, unpackWrites } from './records.js';
+
+/** A queue per name, for runtimes without Web Locks (Node): one holder at a time. */
+class LocalLocks {
+  #tails = new Map();
+
+  request(name, fn) {
+    const previous = this.#tails.get(name) ?? Promise.resolve();
+    const run = previous.then(() => fn());
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(name, tail);
+    tail.then(() => {
+      if (this.#tails.get(name) === tail) this.#tails.delete(name);
+    });
+    return run;
+  }
+}
+
+const localLocks = new LocalLocks();
+
+/** Web Locks if the runtime has them (browsers, workers), else the in-realm queue. */
+export function defaultLocks() {
+  const locks = globalThis.navigator?.locks;
+  return locks && typeof locks.request === 'function' ? locks : localLocks;
+}
+
+/** Records in memory only: nothing survives the client. For Node, tests and short-lived clients. */
+export class MemoryStore {
+  #version = 0;
+  #name = `memory:${Math.random().toString(36).slice(2)}`;
+
+  async load() {
+    return { version: this.#version, records: new Uint8Array(0) };
+  }
+
+  async version() {
+    return this.#version;
+  }
+
+  async persist() {
+    this.#version += 1;
+    return this.#version;
+  }
+
+  lock(fn) {
+    return localLocks.request(this.#name, fn);
+  }
+
+  close() {}
+}
+
+const DB_VERSION = 1;
+/** The object store of the commit counter (web only; the record tables are proteus-store's). */
+const SYNC = 'sync';
+const COMMITS = 'commits';
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function done(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+  });
+}
+
+/** The IndexedDB database that holds store `name`. */
+export function databaseName(name) {
+  return `proteus:${name}`;
+}
+
+/**
+ * A store in IndexedDB: one object store per table of proteus-store (binary keys, the records
+ * as proteus-store writes them) and `sync` with the commit counter. Every commit is one
+ * readwrite transaction with strict durability.
+ */
+export class IdbStore {
+  #db;
+  #tables;
+  #lockName;
+  #locks;
+
+  constructor(db, name, tables, locks) {
+    this.#db = db;
+    this.#tables = tables;
+    this.#lockName = databaseName(name);
+    this.#locks = locks;
+  }
+
+  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks = defaultLocks() } = {}) {
+    if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
+    const req = indexedDB.open(databaseName(name), DB_VERSION);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      for (const table of [...tables, SYNC]) {
+        if (!db.objectStoreNames.contains(table)) db.createObjectStore(table);
+      }
+    };
+    const db = await request(req);
+    const missing = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
+    if (missing.length) {
+      db.close();
+      throw new Error(`IndexedDB database ${databaseName(name)} lacks ${missing.join(', ')}`);
+    }
+    // Let another tab upgrade or delete the database rather than block it.
+    db.onversionchange = () => db.close();
+    return new IdbStore(db, name, tables, locks);
+  }
+
+  static async delete(name, { indexedDB = globalThis.indexedDB } = {}) {
+    if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
+    const req = indexedDB.deleteDatabase(databaseName(name));
+    await request(req);
+  }
+
+  async load() {
+    const tx = this.#db.transaction([...this.#tables, SYNC], 'readonly');
+    const finished = done(tx);
+    const reads = this.#tables.map((table) => {
+      const store = tx.objectStore(table);
+      return Promise.all([request(store.getAllKeys()), request(store.getAll())]);
+    });
+    const version = request(tx.objectStore(SYNC).get(COMMITS));
+    const tables = await Promise.all(reads);
+    const commits = await version;
+    await finished;
+    const records = [];
+    tables.forEach(([keys, values], table) => {
+      keys.forEach((key, i) => {
+        records.push({ table, key: new Uint8Array(key), value: new Uint8Array(values[i]) });
+      });
+    });
+    return { version: commits ?? 0, records: packRecords(records) };
+  }
+
+  async version() {
+    const tx = this.#db.transaction(SYNC, 'readonly');
+    return (await request(tx.objectStore(SYNC).get(COMMITS))) ?? 0;
+  }
+
+  async persist(writes, version) {
+    const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability: 'strict' });
+    const finished = done(tx);
+    try {
+      for (const w of unpackWrites(writes)) {
+        const store = tx.objectStore(this.#tables[w.table]);
+        // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
+        if (w.op === DELETE) store.delete(w.key);
+        else store.put(w.value.slice(), w.key);
+      }
+      tx.objectStore(SYNC).put(version + 1, COMMITS);
+    } catch (e) {
+      try {
+        tx.abort();
+      } catch {
+        // already finished
+      }
+      finished.catch(() => {});
+      throw e;
+    }
+    await finished;
+    return version + 1;
+  }
+
+  lock(fn) {
+    return this.#locks.request(this.#lockName, fn);
+  }
+
+  close() {
+    this.#db.close();
+  }
+}

@@ -1,0 +1,377 @@
+//! The Proteus client for the web: a thin wasm-bindgen adapter over [`proteus_store::Client`].
+//!
+//! This crate is the low layer of the npm package built into `ffi/web/pkg/`. It exports one
+//! class, [`RawClient`], whose methods are synchronous and convert and delegate only: no protocol
+//! logic lives here. The package's ES module (`ffi/web/js/index.js`) wraps it into the public
+//! `Client` with Promises, IndexedDB persistence and Web Locks.
+//!
+//! Persistence works through a [`mirror`] of the store: the JS side loads every record when
+//! the client opens ([`RawClient::new`]), each commit of the client applies to the mirror and
+//! queues its writes, and after each call the JS side takes them ([`RawClient::take_writes`]) and
+//! persists them in one IndexedDB transaction before it resolves the call's Promise.
+//!
+//! Errors are JS `Error`s named `ProteusError` with the native numeric `code` and `kind` of
+//! [`ClientError`].
+
+mod codec;
+mod mirror;
+
+use std::ops::ControlFlow;
+
+use js_sys::{Array, Object, Reflect, Uint8Array};
+use proteus_core::{PreKeyBundle, PreKeyId};
+use proteus_store::{Client, ClientError, MessageId, QueuedMessage, StoreError, Table};
+use wasm_bindgen::prelude::*;
+
+use crate::mirror::Mirror;
+
+#[wasm_bindgen]
+extern "C" {
+    /// Where [`RawClient::decrypt_batch`] hands each result, before the batch commits.
+    pub type BatchSink;
+
+    /// Receives the result of message `index`: its message id (32 bytes), and its plaintext
+    /// (with `code` 0) or the error's `code` and `kind`. The slices are views into wasm memory,
+    /// valid during the call only. Returns whether to go on.
+    #[wasm_bindgen(method, catch)]
+    fn deliver(
+        this: &BatchSink,
+        index: u32,
+        message_id: &[u8],
+        plaintext: &[u8],
+        code: u32,
+        kind: &str,
+    ) -> Result<bool, JsValue>;
+}
+
+/// A [`ClientError`] as a JS `Error` with `name` "ProteusError", `code` and `kind`.
+fn js_error(error: &ClientError) -> JsValue {
+    let js = js_sys::Error::new(&error.to_string());
+    js.set_name("ProteusError");
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = Reflect::set(&js, &"code".into(), &error.code().into());
+    let _ = Reflect::set(&js, &"kind".into(), &error.kind().into());
+    js.into()
+}
+
+fn store_error(error: StoreError) -> JsValue {
+    js_error(&error.into())
+}
+
+/// Splits the concatenated `bytes` into parts of `lengths`.
+fn split<'a>(mut bytes: &'a [u8], lengths: &[u32]) -> Result<Vec<&'a [u8]>, JsValue> {
+    let mut parts = Vec::with_capacity(lengths.len());
+    for len in lengths {
+        let len = usize::try_from(*len).map_err(|_| js_sys::RangeError::new("length"))?;
+        let (part, rest) = bytes
+            .split_at_checked(len)
+            .ok_or_else(|| js_sys::RangeError::new("lengths exceed the bytes"))?;
+        parts.push(part);
+        bytes = rest;
+    }
+    Ok(parts)
+}
+
+/// The session id of each message: `ids[index[i]]`.
+fn session_ids<'a>(ids: &'a [String], index: &[u32]) -> Result<Vec<&'a str>, JsValue> {
+    index
+        .iter()
+        .map(|i| {
+            usize::try_from(*i)
+                .ok()
+                .and_then(|i| ids.get(i))
+                .map(String::as_str)
+                .ok_or_else(|| js_sys::RangeError::new("session index out of range").into())
+        })
+        .collect()
+}
+
+fn bundle_object(bundle: &PreKeyBundle) -> Result<JsValue, JsValue> {
+    let object = Object::new();
+    Reflect::set(&object, &"id".into(), &bundle.prekey_id().value().into())?;
+    Reflect::set(
+        &object,
+        &"bundle".into(),
+        &Uint8Array::from(bundle.to_bytes().as_slice()),
+    )?;
+    Ok(object.into())
+}
+
+/// The stable id of a received message, as batch results carry it: lowercase hex of SHA-256 of
+/// the envelope bytes.
+#[wasm_bindgen(js_name = messageId)]
+pub fn message_id(envelope: &[u8]) -> String {
+    MessageId::of(envelope).to_string()
+}
+
+/// The fingerprint of the identity in a prekey bundle (lowercase hex), to compare with
+/// `remoteFingerprint` or show before a session exists.
+#[wasm_bindgen(js_name = bundleFingerprint)]
+pub fn bundle_fingerprint(bundle: &[u8]) -> Result<String, JsValue> {
+    let bundle = PreKeyBundle::from_bytes(bundle).map_err(|e| js_error(&e.into()))?;
+    Ok(bundle.identity_key().fingerprint())
+}
+
+/// The names of the store's tables, by the index the record buffers use.
+#[wasm_bindgen(js_name = tableNames)]
+pub fn table_names() -> Vec<String> {
+    Table::ALL.iter().map(|t| t.name().to_owned()).collect()
+}
+
+/// A client over an in-memory mirror of the JS side's store. Synchronous; see the crate docs.
+#[wasm_bindgen]
+pub struct RawClient {
+    client: Client,
+    mirror: Mirror,
+}
+
+#[wasm_bindgen]
+impl RawClient {
+    /// Opens a client on the store's `records` (the record buffer format of the crate docs,
+    /// puts only). An empty store gets a new identity, whose writes are then pending.
+    #[wasm_bindgen(constructor)]
+    pub fn new(records: &[u8]) -> Result<RawClient, JsValue> {
+        let records = codec::decode(records).map_err(store_error)?;
+        let mirror = Mirror::loaded(&records).map_err(store_error)?;
+        let client = Client::with_storage(Box::new(mirror.clone())).map_err(|e| js_error(&e))?;
+        Ok(Self { client, mirror })
+    }
+
+    /// The writes committed since the last call (a record buffer), or `undefined` if none.
+    /// The JS side must persist them, in one transaction, before it reports success.
+    #[wasm_bindgen(js_name = takeWrites)]
+    pub fn take_writes(&self) -> Result<Option<Uint8Array>, JsValue> {
+        let writes = self.mirror.take_writes().map_err(store_error)?;
+        if writes.is_empty() {
+            return Ok(None);
+        }
+        let bytes = codec::encode(&writes).map_err(store_error)?;
+        Ok(Some(Uint8Array::from(bytes.as_slice())))
+    }
+
+    /// Our fingerprint: lowercase hex of the identity key.
+    pub fn fingerprint(&self) -> String {
+        self.client.fingerprint()
+    }
+
+    /// Raises the counter-gap limit of every session (default 1000).
+    #[wasm_bindgen(js_name = setMaxCounterGap)]
+    pub fn set_max_counter_gap(&mut self, gap: u32) {
+        self.client.set_max_counter_gap(gap);
+    }
+
+    /// Generates `n` one-time prekeys: `[{id, bundle}]`.
+    #[wasm_bindgen(js_name = generatePrekeys)]
+    pub fn generate_prekeys(&mut self, n: u32) -> Result<Array, JsValue> {
+        let n = usize::try_from(n).map_err(|_| js_sys::RangeError::new("n"))?;
+        let bundles = self.client.generate_prekeys(n).map_err(|e| js_error(&e))?;
+        bundles.iter().map(bundle_object).collect()
+    }
+
+    /// The bundle of the last-resort prekey (id 65535).
+    #[wasm_bindgen(js_name = lastResortBundle)]
+    pub fn last_resort_bundle(&self) -> Result<Vec<u8>, JsValue> {
+        let bundle = self.client.last_resort_bundle().map_err(|e| js_error(&e))?;
+        Ok(bundle.to_bytes())
+    }
+
+    /// The bundle of a stored prekey.
+    #[wasm_bindgen(js_name = prekeyBundle)]
+    pub fn prekey_bundle(&self, id: u16) -> Result<Vec<u8>, JsValue> {
+        let bundle = self
+            .client
+            .prekey_bundle(PreKeyId::new(id))
+            .map_err(|e| js_error(&e))?;
+        Ok(bundle.to_bytes())
+    }
+
+    /// How many one-time prekeys are left.
+    #[wasm_bindgen(js_name = prekeysRemaining)]
+    pub fn prekeys_remaining(&self) -> Result<u32, JsValue> {
+        let n = self.client.prekeys_remaining().map_err(|e| js_error(&e))?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// Starts a session from a prekey bundle.
+    #[wasm_bindgen(js_name = createSession)]
+    pub fn create_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), JsValue> {
+        self.client
+            .create_session(session_id, bundle)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Whether a session with this id exists.
+    #[wasm_bindgen(js_name = hasSession)]
+    pub fn has_session(&mut self, session_id: &str) -> Result<bool, JsValue> {
+        self.client
+            .has_session(session_id)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// The ids of all sessions.
+    #[wasm_bindgen(js_name = sessionIds)]
+    pub fn session_ids(&self) -> Result<Vec<String>, JsValue> {
+        self.client.session_ids().map_err(|e| js_error(&e))
+    }
+
+    /// The peer's fingerprint in a session.
+    #[wasm_bindgen(js_name = remoteFingerprint)]
+    pub fn remote_fingerprint(&mut self, session_id: &str) -> Result<String, JsValue> {
+        self.client
+            .remote_fingerprint(session_id)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Deletes a session and its staged keys.
+    #[wasm_bindgen(js_name = deleteSession)]
+    pub fn delete_session(&mut self, session_id: &str) -> Result<(), JsValue> {
+        self.client
+            .delete_session(session_id)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Encrypts for a session's peer. The chain advance is pending until persisted.
+    pub fn encrypt(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, JsValue> {
+        self.client
+            .encrypt(session_id, plaintext)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Encrypts message `i` (`plaintexts` split by `lengths`) for `session_ids[index[i]]`, with
+    /// one commit for all. Returns the envelopes in order.
+    #[wasm_bindgen(js_name = encryptBatch)]
+    pub fn encrypt_batch(
+        &mut self,
+        session_ids: Vec<String>,
+        index: &[u32],
+        plaintexts: &[u8],
+        lengths: &[u32],
+    ) -> Result<Array, JsValue> {
+        let ids = self::session_ids(&session_ids, index)?;
+        let plaintexts = split(plaintexts, lengths)?;
+        if ids.len() != plaintexts.len() {
+            return Err(js_sys::RangeError::new("one session index per message").into());
+        }
+        let messages: Vec<(&str, &[u8])> = ids.into_iter().zip(plaintexts).collect();
+        let envelopes = self
+            .client
+            .encrypt_batch(&messages)
+            .map_err(|e| js_error(&e))?;
+        Ok(envelopes
+            .iter()
+            .map(|e| JsValue::from(Uint8Array::from(e.as_slice())))
+            .collect())
+    }
+
+    /// Decrypts one message.
+    pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, JsValue> {
+        self.client
+            .decrypt(session_id, envelope)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Decrypts message `i` (`envelopes` split by `lengths`) of session `session_ids[index[i]]`
+    /// and hands each result to `sink` before the single commit of the batch. If the sink
+    /// returns false, nothing is committed and the call fails with `BatchAborted` (108); if it
+    /// throws, nothing is committed and its exception is rethrown.
+    #[wasm_bindgen(js_name = decryptBatch)]
+    pub fn decrypt_batch(
+        &mut self,
+        session_ids: Vec<String>,
+        index: &[u32],
+        envelopes: &[u8],
+        lengths: &[u32],
+        sink: &BatchSink,
+    ) -> Result<(), JsValue> {
+        let ids = self::session_ids(&session_ids, index)?;
+        let envelopes = split(envelopes, lengths)?;
+        if ids.len() != envelopes.len() {
+            return Err(js_sys::RangeError::new("one session index per message").into());
+        }
+        let queue: Vec<QueuedMessage<'_>> = ids
+            .into_iter()
+            .zip(envelopes)
+            .map(|(session_id, envelope)| QueuedMessage {
+                session_id,
+                envelope,
+            })
+            .collect();
+        let mut thrown = None;
+        let result = self.client.decrypt_batch(&queue, |decrypted, progress| {
+            let index = u32::try_from(progress.done.saturating_sub(1)).unwrap_or(u32::MAX);
+            let id = decrypted.message_id.as_bytes();
+            let delivered = match &decrypted.outcome {
+                Ok(plaintext) => sink.deliver(index, id, plaintext, 0, ""),
+                Err(e) => sink.deliver(index, id, &[], u32::from(e.code()), e.kind()),
+            };
+            match delivered {
+                Ok(true) => ControlFlow::Continue(()),
+                Ok(false) => ControlFlow::Break(()),
+                Err(exception) => {
+                    thrown = Some(exception);
+                    ControlFlow::Break(())
+                }
+            }
+        });
+        match (result, thrown) {
+            (Ok(_), _) => Ok(()),
+            (Err(_), Some(exception)) => Err(exception),
+            (Err(e), None) => Err(js_error(&e)),
+        }
+    }
+
+    /// Replaces the identity (only while there are no sessions).
+    #[wasm_bindgen(js_name = importIdentity)]
+    pub fn import_identity(&mut self, identity: &[u8]) -> Result<(), JsValue> {
+        self.client
+            .import_identity(identity)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Stores a prekey serialised by Wire's Proteus (or this library); returns its id.
+    #[wasm_bindgen(js_name = importPrekey)]
+    pub fn import_prekey(&mut self, prekey: &[u8]) -> Result<u16, JsValue> {
+        let id = self
+            .client
+            .import_prekey(prekey)
+            .map_err(|e| js_error(&e))?;
+        Ok(id.value())
+    }
+
+    /// Stores a session serialised by Wire's Proteus (or this library).
+    #[wasm_bindgen(js_name = importSession)]
+    pub fn import_session(&mut self, session_id: &str, session: &[u8]) -> Result<(), JsValue> {
+        self.client
+            .import_session(session_id, session)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// The identity key pair as Wire's Proteus serialises it (holds the secret key).
+    #[wasm_bindgen(js_name = exportIdentity)]
+    pub fn export_identity(&self) -> Uint8Array {
+        Uint8Array::from(self.client.export_identity().as_slice())
+    }
+
+    /// A session as Wire's Proteus serialises it (holds secret keys).
+    #[wasm_bindgen(js_name = exportSession)]
+    pub fn export_session(&mut self, session_id: &str) -> Result<Uint8Array, JsValue> {
+        let bytes = self
+            .client
+            .export_session(session_id)
+            .map_err(|e| js_error(&e))?;
+        Ok(Uint8Array::from(bytes.as_slice()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_the_stores() {
+        assert_eq!(
+            table_names(),
+            ["meta", "prekeys", "sessions", "staged_keys"]
+        );
+    }
+}
