@@ -58,10 +58,9 @@ type_line() { t send-keys -t "$1" -l -- "$2"; t send-keys -t "$1" Enter; }
 
 t -f /dev/null new-session -d -s alice -x 120 -y 40 "$(chat alice bob)"
 t set-option -g remain-on-exit on
-t new-session -d -s bob -x 120 -y 40 "$(chat bob alice)"
-
 check "alice's client starts the relay in its own process" shows alice "this process runs it now"
 check "alice's chat is ready" shows alice "alice ↔ bob, end-to-end encrypted"
+t new-session -d -s bob -x 120 -y 40 "$(chat bob alice)"
 check "bob's chat is ready" shows bob "bob ↔ alice, end-to-end encrypted"
 
 type_line alice "hello bob, this is alice"
@@ -93,6 +92,7 @@ check "bob's line is queued at the relay" shows bob "* outbox: 0 waiting"
 # Alice comes back in the same terminal: her queue is decrypted with the batch API.
 screen alice > "$OUT/alice-before-restart.txt"
 t respawn-pane -k -t alice "$(chat alice bob)"
+t clear-history -t alice
 check "alice gets the message sent while she was away" shows alice "bob: are you there? (sent while you were away)"
 check "alice's backlog is timed" shows alice "queued message from 1 sender decrypted in"
 type_line alice "back again"
