@@ -6,11 +6,13 @@
 #   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (../shared/vectors)
 #   wasm     the protocol core builds for wasm32-unknown-unknown
 #   bench    each criterion bench runs once (a smoke test; timings are not asserted)
+#   fuzz     every cargo-fuzz target for 15 s from its committed corpus (scripts/suites/fuzz.sh)
+#   chat     the chat example in two real terminals under tmux (scripts/suites/chat.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHARED=${PROTEUS_SHARED:-../shared}
-ALL_SUITES=(rust vectors wasm bench)
+ALL_SUITES=(rust vectors wasm bench fuzz chat)
 
 log() { printf '\n== %s\n' "$*"; }
 
