@@ -1,0 +1,152 @@
+package proteus
+
+import java.io.RandomAccessFile
+import java.nio.file.Files
+import kotlin.test.Test
+import kotlin.test.assertEquals
+import kotlin.test.assertTrue
+
+/**
+ * Every error kind an application can meet through this API, each with its stable code (the
+ * same as in Rust and JavaScript). Codes that need a corrupted session or a broken disk to
+ * appear are covered by the Rust tests of proteus-core and proteus-store.
+ */
+class ErrorsTest {
+    private fun decodeKinds() = setOf(
+        "Truncated", "TrailingBytes", "UnexpectedType", "UnsupportedCbor", "IntegerOutOfRange",
+        "MissingField", "DuplicateField", "InvalidLength", "LimitExceeded", "TooDeep",
+        "UnknownMessageType",
+    )
+
+    @Test
+    fun `exceptions carry code, kind and a message`() {
+        val e = expectError(104, "SessionNotFound") { Client.inMemory().encrypt("nobody", bytes("x")) }
+        assertTrue(e.message!!.contains("nobody"), e.message)
+        assertTrue(e is ProteusException.Failure)
+    }
+
+    @Test
+    fun `client misuse - 104 to 110`() {
+        val (alice, bob) = establishedPair()
+        expectError(104, "SessionNotFound") { alice.encrypt("carol", bytes("x")) }
+        expectError(104, "SessionNotFound") { alice.remoteFingerprint("carol") }
+        expectError(104, "SessionNotFound") { alice.exportSession("carol") }
+        expectError(105, "SessionExists") { alice.createSession("bob", bob.lastResortBundle().bytes) }
+        expectError(106, "InvalidSessionId") { alice.encrypt("", bytes("x")) }
+        expectError(106, "InvalidSessionId") { alice.createSession("x".repeat(1025), bob.lastResortBundle().bytes) }
+        expectError(107, "IdentityInUse") { alice.importIdentity(Client.inMemory().exportIdentity()) }
+        expectError(108, "BatchAborted") {
+            bob.decryptBatch(queueFrom(alice, 1), Collector { _, _ -> false })
+        }
+        expectError(109, "PreKeyNotFound") { bob.prekeyBundle(4242u) }
+        expectError(110, "PreKeyIdsExhausted") { bob.generatePrekeys(70_000u) }
+    }
+
+    @Test
+    fun `binding errors - 120 and 121`() {
+        val (alice, bob) = pair()
+        expectError(120, "ClientBusy") {
+            bob.decryptBatch(queueFrom(alice, 1), Collector { _, _ -> bob.prekeysRemaining(); true })
+        }
+        expectError(121, "CallbackFailed") {
+            bob.decryptBatch(queueFrom(alice, 1), Collector { _, _ -> error("boom") })
+        }
+    }
+
+    @Test
+    fun `handshake errors - 101 prekey used up, 204 remote identity changed`() {
+        val bob = Client.inMemory()
+        val bundle = bob.generatePrekeys(1u).single()
+        val alice = Client.inMemory().apply { createSession("bob", bundle.bytes) }
+        val mallory = Client.inMemory().apply { createSession("bob", bundle.bytes) }
+        bob.decrypt("alice", alice.encrypt("bob", bytes("first")))
+        // The one-time prekey was used up by Alice's handshake.
+        expectError(101, "PreKeyNotFound") { bob.decrypt("mallory", mallory.encrypt("bob", bytes("late"))) }
+        // A handshake from another identity under Alice's session id.
+        val carol = Client.inMemory().apply { createSession("bob", bob.lastResortBundle().bytes) }
+        expectError(204, "RemoteIdentityChanged") { bob.decrypt("alice", carol.encrypt("bob", bytes("me?"))) }
+    }
+
+    @Test
+    fun `message errors - 206 bad MAC, 209 duplicate, 211 or 212 too far ahead`() {
+        val (alice, bob) = establishedPair()
+        val envelope = alice.encrypt("bob", bytes("once"))
+        val tampered = envelope.copyOf().also { it[it.size - 1] = (it[it.size - 1] + 1).toByte() }
+        expectError(206, "InvalidSignature") { bob.decrypt("alice", tampered) }
+        assertEquals("once", text(bob.decrypt("alice", envelope)))
+        expectError(209, "DuplicateMessage") { bob.decrypt("alice", envelope) }
+        // More than 1000 messages skipped (the default limit).
+        val skipped = (0 until 1002).map { alice.encrypt("bob", bytes("m$it")) }
+        val e = assertFailsWithKind("TooDistantFuture") { bob.decrypt("alice", skipped.last()) }
+        assertTrue(e.code == 211 || e.code == 212, "code ${e.code}")
+    }
+
+    @Test
+    fun `decoding errors - 3xx for bytes that are not what they claim`() {
+        val client = Client.inMemory()
+        for (garbage in listOf(byteArrayOf(), byteArrayOf(0x01), byteArrayOf(0xa1.toByte(), 0x00), ByteArray(64) { 0x5a })) {
+            val e = kotlin.test.assertFailsWith<ProteusException> { client.decrypt("peer", garbage) }
+            assertEquals(3, e.code / 100, "${e.kind} ${e.code}")
+            assertTrue(e.kind in decodeKinds(), e.kind)
+            val b = kotlin.test.assertFailsWith<ProteusException> { client.createSession("peer", garbage) }
+            assertEquals(3, b.code / 100, "${b.kind} ${b.code}")
+            kotlin.test.assertFailsWith<ProteusException> { bundleFingerprint(garbage) }
+            kotlin.test.assertFailsWith<ProteusException> { client.importPrekey(garbage) }
+            kotlin.test.assertFailsWith<ProteusException> { client.importSession("peer", garbage) }
+        }
+        expectError(300, "LocalIdentityChanged") {
+            // A session made by another identity does not belong to this client.
+            val (alice, _) = establishedPair()
+            client.importSession("bob", alice.exportSession("bob"))
+        }
+    }
+
+    @Test
+    fun `input errors - 409 invalid key, 410 plaintext too long`() {
+        val bob = Client.inMemory()
+        val bundle = bob.generatePrekeys(1u).single().bytes
+        // Replace the identity key inside the bundle with an invalid point (all zeros).
+        val identity = bob.fingerprint().chunked(2).map { it.toInt(16).toByte() }.toByteArray()
+        val at = (0..bundle.size - 32).first { i -> (0 until 32).all { bundle[i + it] == identity[it] } }
+        val broken = bundle.copyOf().also { for (i in 0 until 32) it[at + i] = 0 }
+        expectError(409, "InvalidKey") { Client.inMemory().createSession("bob", broken) }
+        val (alice, _) = pair()
+        expectError(410, "PlaintextTooLong") { alice.encrypt("bob", ByteArray(5 * 1024 * 1024)) }
+    }
+
+    @Test
+    fun `store errors - 502 to 506`() {
+        val path = tempStore()
+        expectError(504, "StoreNotFound") { Client.openWith(path.toString(), OpenMode.EXISTING, ClientOptions()) }
+        Client.openWith(path.toString(), OpenMode.NEW, ClientOptions()).use {
+            expectError(502, "StoreBusy") {
+                Client.openWith(path.toString(), OpenMode.EXISTING_OR_NEW, ClientOptions(busyTimeoutMs = 50u))
+            }
+        }
+        expectError(505, "StoreAlreadyExists") { Client.openWith(path.toString(), OpenMode.NEW, ClientOptions()) }
+        // A newer schema version (SQLite's user_version, at offset 60 of the header).
+        val newer = tempStore()
+        Client.open(newer.toString()).close()
+        RandomAccessFile(newer.toFile(), "rw").use { it.seek(60); it.writeInt(99) }
+        expectError(506, "UnsupportedSchema") { Client.open(newer.toString()) }
+        // Not a store at all: reported, and left as it was.
+        val corrupt = tempStore()
+        val junk = ByteArray(8192) { (it * 7).toByte() }
+        Files.write(corrupt, junk)
+        val e = kotlin.test.assertFailsWith<ProteusException> { Client.open(corrupt.toString()) }
+        assertTrue(e.code == 503 || e.code == 507, "${e.kind} ${e.code}")
+        kotlin.test.assertContentEquals(junk, Files.readAllBytes(corrupt))
+    }
+
+    @Test
+    fun `store errors - 507 storage failure`() {
+        val dir = Files.createTempDirectory("proteus-kotlin-dir-")
+        expectError(507, "StorageFailure") { Client.open(dir.toString()) }
+    }
+
+    private inline fun assertFailsWithKind(kind: String, block: () -> Unit): ProteusException {
+        val e = kotlin.test.assertFailsWith<ProteusException> { block() }
+        assertEquals(kind, e.kind, e.message)
+        return e
+    }
+}

@@ -1,0 +1,89 @@
+package proteus
+
+import kotlin.test.Test
+import kotlin.test.assertEquals
+import kotlin.test.assertFalse
+import kotlin.test.assertTrue
+
+class SessionsTest {
+    @Test
+    fun `a session from a bundle works both ways`() {
+        val (alice, bob) = pair()
+        assertEquals(1u, bob.prekeysRemaining())
+        val hello = alice.encrypt("bob", bytes("hello bob"))
+        // Bob has no session yet: the PreKeyMessage creates it and uses up the prekey.
+        assertFalse(bob.hasSession("alice"))
+        assertEquals("hello bob", text(bob.decrypt("alice", hello)))
+        assertTrue(bob.hasSession("alice"))
+        assertEquals(0u, bob.prekeysRemaining())
+        assertEquals(alice.fingerprint(), bob.remoteFingerprint("alice"))
+        assertEquals(bob.fingerprint(), alice.remoteFingerprint("bob"))
+
+        repeat(3) { round ->
+            val toAlice = bob.encrypt("alice", bytes("reply $round"))
+            assertEquals("reply $round", text(alice.decrypt("bob", toAlice)))
+            val toBob = alice.encrypt("bob", bytes("again $round"))
+            assertEquals("again $round", text(bob.decrypt("alice", toBob)))
+        }
+        alice.close()
+        bob.close()
+    }
+
+    @Test
+    fun `out of order messages decrypt`() {
+        val (alice, bob) = establishedPair()
+        val envelopes = (0 until 5).map { alice.encrypt("bob", bytes("m$it")) }
+        for (i in listOf(4, 0, 3, 1, 2)) {
+            assertEquals("m$i", text(bob.decrypt("alice", envelopes[i])))
+        }
+    }
+
+    @Test
+    fun `session ids, has session and delete`() {
+        val alice = Client.inMemory()
+        val peers = (0 until 3).map { Client.inMemory() }
+        peers.forEachIndexed { i, peer ->
+            alice.createSession("peer:$i", peer.generatePrekeys(1u).single().bytes)
+        }
+        assertEquals(listOf("peer:0", "peer:1", "peer:2"), alice.sessionIds().sorted())
+        alice.deleteSession("peer:1")
+        assertFalse(alice.hasSession("peer:1"))
+        assertEquals(listOf("peer:0", "peer:2"), alice.sessionIds().sorted())
+        expectError(104, "SessionNotFound") { alice.encrypt("peer:1", bytes("x")) }
+    }
+
+    @Test
+    fun `encrypt batch commits several messages for several sessions at once`() {
+        val alice = Client.inMemory()
+        val phone = Client.inMemory()
+        val laptop = Client.inMemory()
+        alice.createSession("bob:phone", phone.generatePrekeys(1u).single().bytes)
+        alice.createSession("bob:laptop", laptop.generatePrekeys(1u).single().bytes)
+        val envelopes = alice.encryptBatch(
+            listOf(
+                OutgoingMessage("bob:phone", bytes("to phone")),
+                OutgoingMessage("bob:laptop", bytes("to laptop")),
+                OutgoingMessage("bob:phone", bytes("phone again")),
+            ),
+        )
+        assertEquals(3, envelopes.size)
+        assertEquals("to phone", text(phone.decrypt("alice", envelopes[0])))
+        assertEquals("to laptop", text(laptop.decrypt("alice", envelopes[1])))
+        assertEquals("phone again", text(phone.decrypt("alice", envelopes[2])))
+        // One unknown session: nothing is encrypted or committed.
+        expectError(104, "SessionNotFound") {
+            alice.encryptBatch(listOf(OutgoingMessage("bob:phone", bytes("a")), OutgoingMessage("nobody", bytes("b"))))
+        }
+    }
+
+    @Test
+    fun `an exported session continues in a client of the same identity`() {
+        val (alice, bob) = establishedPair()
+        val copy = Client.inMemory()
+        copy.importIdentity(alice.exportIdentity())
+        copy.importSession("bob", alice.exportSession("bob"))
+        assertEquals(bob.fingerprint(), copy.remoteFingerprint("bob"))
+        assertEquals("from the copy", text(bob.decrypt("alice", copy.encrypt("bob", bytes("from the copy")))))
+        assertEquals("to the copy", text(copy.decrypt("bob", bob.encrypt("alice", bytes("to the copy")))))
+    }
+}

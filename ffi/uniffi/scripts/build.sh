@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds the native library for this machine (release: the Kotlin benchmark and the jar use it)
+# and generates the Kotlin and Swift sources from it, into target/uniffi/ (gitignored):
+#
+#   target/uniffi/kotlin/proteus/proteus.kt                        Kotlin (package `proteus`)
+#   target/uniffi/swift/{Proteus.swift,ProteusFFI.h,...}           Swift (module `Proteus`)
+#   target/uniffi/jvm-resources/linux-x86-64/libproteus_uniffi.so  for the jar (JNA's resource path)
+#
+# uniffi-bindgen is built in the dev profile, which `cargo test --workspace` has mostly built
+# already. Incremental: a second run takes seconds.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+
+out=target/uniffi
+lib=target/release/libproteus_uniffi.so
+
+echo "== cargo build --release -p proteus-uniffi"
+cargo build --locked --release -p proteus-uniffi
+echo "== uniffi-bindgen (Kotlin, Swift)"
+cargo build --locked -p proteus-uniffi-bindgen
+rm -rf "$out/kotlin" "$out/swift"
+target/debug/uniffi-bindgen generate --no-format "$lib" --language kotlin --out-dir "$out/kotlin"
+target/debug/uniffi-bindgen generate --no-format "$lib" --language swift --out-dir "$out/swift"
+mkdir -p "$out/jvm-resources/linux-x86-64"
+cp "$lib" "$out/jvm-resources/linux-x86-64/libproteus_uniffi.so"

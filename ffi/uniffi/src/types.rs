@@ -1,0 +1,167 @@
+//! The records and the callback interface that cross the boundary.
+
+use proteus_store::{ClientError, Decrypted};
+
+use crate::bytes::Bytes;
+use crate::error::{ProteusError, code_and_kind};
+
+/// A prekey bundle as published: its prekey id and its CBOR bytes (what `createSession` takes).
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct PreKeyBundle {
+    /// The prekey id (65535 is the last-resort prekey).
+    pub id: u16,
+    /// The bundle's CBOR, as Wire's Proteus serialises it.
+    pub bytes: Bytes,
+}
+
+impl From<proteus_core::PreKeyBundle> for PreKeyBundle {
+    fn from(bundle: proteus_core::PreKeyBundle) -> Self {
+        Self {
+            id: bundle.prekey_id().value(),
+            bytes: Bytes(bundle.to_bytes()),
+        }
+    }
+}
+
+/// One received message waiting to be decrypted.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct QueuedMessage {
+    /// The session it belongs to (the sender, e.g. `"user:device"`).
+    pub session_id: String,
+    /// The envelope as received.
+    pub envelope: Bytes,
+}
+
+/// One message to encrypt in `encryptBatch`.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+pub struct OutgoingMessage {
+    /// The session to encrypt for.
+    pub session_id: String,
+    /// The plaintext.
+    pub plaintext: Bytes,
+}
+
+/// The result of one message of a batch.
+///
+/// Exactly one of `plaintext` and `error_code` is set. Messages that were decrypted before
+/// (a re-delivery after the commit) come back with `already_seen` set and code 208 or 209:
+/// drop them silently.
+#[derive(Clone, PartialEq, Eq, uniffi::Record)]
+pub struct BatchResult {
+    /// The message's stable id: lowercase hex of SHA-256 of the envelope. The same envelope
+    /// always has the same id, so the application can recognise a re-delivery after a crash.
+    pub message_id: String,
+    /// Its session.
+    pub session_id: String,
+    /// The plaintext, if the message decrypted.
+    pub plaintext: Option<Bytes>,
+    /// Why it did not: the stable code.
+    pub error_code: Option<i32>,
+    /// Why it did not: the stable kind name.
+    pub error_kind: Option<String>,
+    /// The message was decrypted before (a duplicate or an outdated message).
+    pub already_seen: bool,
+}
+
+impl std::fmt::Debug for BatchResult {
+    /// Leaves the plaintext out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BatchResult")
+            .field("message_id", &self.message_id)
+            .field("session_id", &self.session_id)
+            .field("plaintext_len", &self.plaintext.as_ref().map(|p| p.len()))
+            .field("error_code", &self.error_code)
+            .field("error_kind", &self.error_kind)
+            .finish()
+    }
+}
+
+impl BatchResult {
+    pub(crate) fn of(decrypted: &Decrypted) -> Self {
+        let (plaintext, error_code, error_kind) = match &decrypted.outcome {
+            Ok(plaintext) => (Some(Bytes(plaintext.clone())), None, None),
+            Err(e) => {
+                let (code, kind) = code_and_kind(e);
+                (None, Some(code), Some(kind))
+            }
+        };
+        Self {
+            message_id: hex(decrypted.message_id.as_bytes()),
+            session_id: decrypted.session_id.clone(),
+            plaintext,
+            error_code,
+            error_kind,
+            already_seen: decrypted.is_already_seen(),
+        }
+    }
+}
+
+/// Lowercase hex, as `MessageId`'s `Display` writes it, without the formatting machinery: this
+/// runs once per message of a batch.
+fn hex(bytes: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in bytes {
+        for nibble in [b >> 4, b & 0xf] {
+            out.push(char::from(
+                DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'),
+            ));
+        }
+    }
+    out
+}
+
+/// How far a batch has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Record)]
+pub struct BatchProgress {
+    /// Messages processed so far.
+    pub done: u32,
+    /// Messages in the batch.
+    pub total: u32,
+}
+
+/// What a batch did, once committed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, uniffi::Record)]
+pub struct BatchSummary {
+    /// Messages in the batch.
+    pub total: u32,
+    /// Messages that decrypted.
+    pub decrypted: u32,
+    /// Messages decrypted before (duplicates, outdated), to be dropped silently.
+    pub already_seen: u32,
+    /// Other rejected messages.
+    pub failed: u32,
+}
+
+impl BatchSummary {
+    pub(crate) fn count(&mut self, outcome: &Result<Vec<u8>, ClientError>) {
+        let field = match outcome {
+            Ok(_) => &mut self.decrypted,
+            Err(ClientError::Decrypt(e)) if e.is_already_seen() => &mut self.already_seen,
+            Err(_) => &mut self.failed,
+        };
+        *field = field.saturating_add(1);
+        self.total = self.total.saturating_add(1);
+    }
+}
+
+/// Receives the results of `decryptBatch`, in queue order and in chunks, **before** the batch
+/// is committed.
+///
+/// Store (or show) each plaintext here, keyed by its message id, and return `true` to go on.
+/// Returning `false`, or throwing, stops the batch: nothing of it is committed, and
+/// `decryptBatch` throws (`BatchAborted`, 108, or the error thrown here; any other exception
+/// becomes `CallbackFailed`, 121).
+///
+/// The client is busy while this runs: calling the same client from here fails with
+/// `ClientBusy` (120) rather than deadlocking.
+#[uniffi::export(callback_interface)]
+pub trait BatchDelivery: Send + Sync {
+    /// Delivers the next results of the batch; `progress` counts every message up to the last
+    /// one of `results`. Returns whether to go on.
+    fn deliver(
+        &self,
+        results: Vec<BatchResult>,
+        progress: BatchProgress,
+    ) -> Result<bool, ProteusError>;
+}

@@ -1,0 +1,325 @@
+//! The adapter from Rust: the lock (re-entrancy, waiting, timeouts), batch chunking and the
+//! error mapping. The same API is tested from Kotlin and Swift by scripts/suites/{kotlin,swift}.sh.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use proteus_uniffi::{
+    BatchDelivery, BatchProgress, BatchResult, Client, ClientOptions, OpenMode, ProteusError,
+    QueuedMessage, bundle_fingerprint, message_id,
+};
+
+type Deliver = dyn Fn(&[BatchResult], BatchProgress) -> Result<bool, ProteusError> + Send + Sync;
+
+/// A delivery that records what it got and then runs `then`.
+struct Recorder {
+    results: Mutex<Vec<BatchResult>>,
+    progress: Mutex<Vec<BatchProgress>>,
+    then: Box<Deliver>,
+}
+
+impl Recorder {
+    fn new(
+        then: impl Fn(&[BatchResult], BatchProgress) -> Result<bool, ProteusError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            results: Mutex::new(Vec::new()),
+            progress: Mutex::new(Vec::new()),
+            then: Box::new(then),
+        })
+    }
+}
+
+/// The delivery handed to the client; the test keeps the other reference.
+struct Shared(Arc<Recorder>);
+
+impl BatchDelivery for Shared {
+    fn deliver(
+        &self,
+        results: Vec<BatchResult>,
+        progress: BatchProgress,
+    ) -> Result<bool, ProteusError> {
+        let go_on = (self.0.then)(&results, progress);
+        self.0.results.lock().unwrap().extend(results);
+        self.0.progress.lock().unwrap().push(progress);
+        go_on
+    }
+}
+
+fn boxed(
+    then: impl Fn(&[BatchResult], BatchProgress) -> Result<bool, ProteusError> + Send + Sync + 'static,
+) -> Box<dyn BatchDelivery> {
+    Box::new(Shared(Recorder::new(then)))
+}
+
+fn pair() -> (Arc<Client>, Arc<Client>) {
+    let alice = Client::in_memory().unwrap();
+    let bob = Client::in_memory().unwrap();
+    let bundle = bob.generate_prekeys(1).unwrap().remove(0);
+    alice.create_session("bob".into(), bundle.bytes).unwrap();
+    (alice, bob)
+}
+
+fn queue(alice: &Client, n: usize) -> Vec<QueuedMessage> {
+    (0..n)
+        .map(|i| QueuedMessage {
+            session_id: "alice".into(),
+            envelope: alice
+                .encrypt("bob".into(), format!("message {i}").into_bytes().into())
+                .unwrap(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_batch_is_delivered_in_chunks_before_its_commit() {
+    let (alice, bob) = pair();
+    let queue = queue(&alice, 250);
+    let recorder = Recorder::new(|_, _| Ok(true));
+    let summary = bob
+        .decrypt_batch(queue.clone(), Box::new(Shared(recorder.clone())), 100, 0)
+        .unwrap();
+    assert_eq!(
+        (summary.total, summary.decrypted, summary.failed),
+        (250, 250, 0)
+    );
+    let progress: Vec<u32> = recorder
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.done)
+        .collect();
+    assert_eq!(progress, [100, 200, 250]);
+    let results = recorder.results.lock().unwrap();
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(
+            r.plaintext.as_deref(),
+            Some(format!("message {i}").as_bytes())
+        );
+        assert_eq!(r.message_id, message_id(queue[i].envelope.clone()));
+    }
+    // Committed: the same envelopes are now already seen.
+    let again = bob
+        .decrypt_batch(queue, boxed(|_, _| Ok(true)), 1000, 0)
+        .unwrap();
+    assert_eq!(again.already_seen, 250);
+}
+
+#[test]
+fn a_zero_max_chunk_means_one_message_at_a_time() {
+    let (alice, bob) = pair();
+    let recorder = Recorder::new(|results, _| {
+        assert_eq!(results.len(), 1);
+        Ok(true)
+    });
+    bob.decrypt_batch(queue(&alice, 5), Box::new(Shared(recorder.clone())), 0, 0)
+        .unwrap();
+    assert_eq!(recorder.progress.lock().unwrap().len(), 5);
+}
+
+#[test]
+fn stopping_or_throwing_commits_nothing() {
+    let (alice, bob) = pair();
+    let queue = queue(&alice, 10);
+    let stop = bob
+        .decrypt_batch(queue.clone(), boxed(|_, _| Ok(false)), 3, 0)
+        .unwrap_err();
+    assert_eq!((stop.code(), stop.kind()), (108, "BatchAborted"));
+    let thrown = bob
+        .decrypt_batch(
+            queue.clone(),
+            boxed(|_, _| {
+                Err(ProteusError::from(
+                    uniffi::UnexpectedUniFFICallbackError::new("boom"),
+                ))
+            }),
+            3,
+            0,
+        )
+        .unwrap_err();
+    assert_eq!((thrown.code(), thrown.kind()), (121, "CallbackFailed"));
+    // Nothing was committed: everything decrypts now.
+    let summary = bob
+        .decrypt_batch(queue, boxed(|_, _| Ok(true)), 100, 0)
+        .unwrap();
+    assert_eq!(summary.decrypted, 10);
+}
+
+#[test]
+fn a_call_from_inside_the_callback_fails_instead_of_deadlocking() {
+    let (alice, bob) = pair();
+    let inner = bob.clone();
+    let seen = Arc::new(Mutex::new(None));
+    let seen_in = seen.clone();
+    let recorder = Recorder::new(move |_, _| {
+        *seen_in.lock().unwrap() = Some(inner.fingerprint().unwrap_err());
+        Ok(true)
+    });
+    bob.decrypt_batch(queue(&alice, 2), Box::new(Shared(recorder)), 100, 0)
+        .unwrap();
+    let e = seen.lock().unwrap().clone().unwrap();
+    assert_eq!((e.code(), e.kind()), (120, "ClientBusy"));
+    // The client is usable again afterwards.
+    assert_eq!(bob.fingerprint().unwrap().len(), 64);
+}
+
+#[test]
+fn a_callback_waiting_for_another_thread_on_the_same_client_times_out() {
+    let alice = Client::in_memory().unwrap();
+    let options = ClientOptions {
+        wait_timeout_ms: 200,
+        ..ClientOptions::default()
+    };
+    let bob = Client::in_memory_with(options).unwrap();
+    let bundle = bob.generate_prekeys(1).unwrap().remove(0);
+    alice.create_session("bob".into(), bundle.bytes).unwrap();
+    let other = bob.clone();
+    let recorder = Recorder::new(move |_, _| {
+        let other = other.clone();
+        let (tx, rx) = mpsc::channel();
+        thread::spawn(move || tx.send(other.session_ids()).unwrap());
+        // The other thread waits for this batch, which waits for it: it gives up.
+        let e = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.kind(), "ClientBusy");
+        Ok(true)
+    });
+    let start = Instant::now();
+    bob.decrypt_batch(queue(&alice, 1), Box::new(Shared(recorder)), 1, 0)
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn threads_wait_for_each_other() {
+    let (alice, bob) = pair();
+    let first = alice.encrypt("bob".into(), b"hello"[..].into()).unwrap();
+    bob.decrypt("alice".into(), first).unwrap();
+    let reply = bob.encrypt("alice".into(), b"hi"[..].into()).unwrap();
+    alice.decrypt("bob".into(), reply).unwrap();
+    let handles: Vec<_> = (0..8)
+        .map(|t| {
+            let alice = alice.clone();
+            thread::spawn(move || {
+                (0..50)
+                    .map(|i| {
+                        alice
+                            .encrypt("bob".into(), format!("{t}/{i}").into_bytes().into())
+                            .unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut envelopes = Vec::new();
+    for h in handles {
+        envelopes.extend(h.join().unwrap());
+    }
+    // Every envelope decrypts exactly once, whatever the interleaving was.
+    let mut got = Vec::new();
+    for e in envelopes {
+        got.push(String::from_utf8(bob.decrypt("alice".into(), e).unwrap().into_vec()).unwrap());
+    }
+    got.sort();
+    got.dedup();
+    assert_eq!(got.len(), 400);
+}
+
+#[test]
+fn errors_keep_the_codes_of_the_client() {
+    let client = Client::in_memory().unwrap();
+    let e = client.encrypt("nobody".into(), vec![1].into()).unwrap_err();
+    assert_eq!((e.code(), e.kind()), (104, "SessionNotFound"));
+    let e = client.encrypt(String::new(), vec![1].into()).unwrap_err();
+    assert_eq!((e.code(), e.kind()), (106, "InvalidSessionId"));
+    let e = client.prekey_bundle(7).unwrap_err();
+    assert_eq!((e.code(), e.kind()), (109, "PreKeyNotFound"));
+    let e = client.generate_prekeys(u32::MAX).unwrap_err();
+    assert_eq!((e.code(), e.kind()), (110, "PreKeyIdsExhausted"));
+    let e = bundle_fingerprint(vec![0xff].into()).unwrap_err();
+    assert_eq!(e.code() / 100, 3, "{e}");
+    let e = client
+        .decrypt("someone".into(), vec![0xa1, 0x00].into())
+        .unwrap_err();
+    assert_eq!(e.code() / 100, 3, "{e}");
+}
+
+#[test]
+fn stores_open_close_and_refuse_as_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").to_str().unwrap().to_owned();
+    let missing =
+        Client::open_with(path.clone(), OpenMode::Existing, ClientOptions::default()).unwrap_err();
+    assert_eq!(missing.code(), 504);
+    let client = Client::open(path.clone()).unwrap();
+    let fingerprint = client.fingerprint().unwrap();
+    let busy = Client::open_with(
+        path.clone(),
+        OpenMode::ExistingOrNew,
+        ClientOptions {
+            busy_timeout_ms: 50,
+            ..ClientOptions::default()
+        },
+    )
+    .unwrap_err();
+    assert_eq!((busy.code(), busy.kind()), (502, "StoreBusy"));
+    drop(client);
+    let again =
+        Client::open_with(path.clone(), OpenMode::Existing, ClientOptions::default()).unwrap();
+    assert_eq!(again.fingerprint().unwrap(), fingerprint);
+    drop(again);
+    let exists = Client::open_with(path, OpenMode::New, ClientOptions::default()).unwrap_err();
+    assert_eq!(exists.code(), 505);
+}
+
+#[test]
+fn bundles_carry_their_id_and_identity() {
+    let client = Client::in_memory().unwrap();
+    let bundles = client.generate_prekeys(3).unwrap();
+    let ids: Vec<u16> = bundles.iter().map(|b| b.id).collect();
+    assert_eq!(ids.len(), 3);
+    assert!(!ids.contains(&u16::MAX));
+    assert_eq!(client.last_resort_bundle().unwrap().id, u16::MAX);
+    assert_eq!(client.prekey_bundle(ids[1]).unwrap(), bundles[1]);
+    assert_eq!(
+        bundle_fingerprint(bundles[0].bytes.clone()).unwrap(),
+        client.fingerprint().unwrap()
+    );
+    assert_eq!(client.prekeys_remaining().unwrap(), 3);
+}
+
+#[test]
+fn a_progress_interval_delivers_at_a_steady_rate() {
+    let (alice, bob) = pair();
+    let recorder = Recorder::new(|_, _| Ok(true));
+    // 1000 messages take more than a millisecond: at least two deliveries, in order.
+    bob.decrypt_batch(
+        queue(&alice, 1000),
+        Box::new(Shared(recorder.clone())),
+        1000,
+        1,
+    )
+    .unwrap();
+    let progress = recorder.progress.lock().unwrap();
+    assert!(progress.len() >= 2, "{progress:?}");
+    assert!(progress.windows(2).all(|w| w[0].done < w[1].done));
+    assert_eq!(
+        progress.last().map(|p| (p.done, p.total)),
+        Some((1000, 1000))
+    );
+    assert_eq!(recorder.results.lock().unwrap().len(), 1000);
+}
