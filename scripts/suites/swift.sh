@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Swift bindings (UniFFI) tested with XCTest on a real Swift toolchain. Debian 12 has no Swift;
+# Debian 13's `swiftlang` (Swift 6) runs in a debootstrap chroot outside the repo
+# (../shared/reference/toolchain.md, section 3), which this script sets up when it is missing
+# (about 3.4 GB, 2-3 minutes) and reuses afterwards: the mounts are checked on every run.
+#
+# The package (ffi/uniffi/swift) gets the generated Proteus.swift and ProteusFFI.h, links the
+# native library built by ffi/uniffi/scripts/build.sh, and `swift test` runs inside the chroot,
+# which sees the repo at the same path through a bind mount.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+root=${PROTEUS_SWIFT_ROOT:-/var/lib/proteus-swift-trixie}
+mirror=${PROTEUS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+swift_pkg=ffi/uniffi/swift
+
+unmount_all() {
+  # Everything mounted below the chroot, deepest first.
+  findmnt -rn -o TARGET | grep -F "$root/" | sort -r | while read -r m; do umount -l "$m"; done
+}
+
+mount_all() {
+  mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
+  mkdir -p "$root$repo"
+  mountpoint -q "$root$repo" || mount --bind "$repo" "$root$repo"
+}
+
+ensure_chroot() {
+  if [ -f "$root/.proteus-ready" ]; then
+    return
+  fi
+  echo "== setting up the Swift toolchain: Debian 13 (trixie) chroot in $root"
+  local start=$SECONDS
+  if [ -e "$root" ]; then
+    # An earlier setup did not finish: start over (never following a mount into the repo).
+    unmount_all
+    rm -rf --one-file-system "$root"
+  fi
+  if ! command -v debootstrap >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  fi
+  debootstrap --variant=minbase trixie "$root" "$mirror" >/dev/null
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  mount_all
+  chroot "$root" apt-get update -qq
+  chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    swiftlang libc6-dev libgcc-14-dev libstdc++-14-dev >/dev/null
+  touch "$root/.proteus-ready"
+  echo "== Swift toolchain ready in $((SECONDS - start)) s"
+}
+
+ensure_chroot
+mount_all
+chroot "$root" swift --version 2>&1 | head -1
+
+bash ffi/uniffi/scripts/build.sh
+
+echo "== generated sources into the Swift package"
+cp target/uniffi/swift/Proteus.swift "$swift_pkg/Sources/Proteus/Proteus.swift"
+cp target/uniffi/swift/ProteusFFI.h "$swift_pkg/Sources/ProteusFFI/ProteusFFI.h"
+
+echo "== swift test (XCTest)"
+# The build directory stays inside the chroot, out of the repo.
+chroot "$root" env HOME=/root LD_LIBRARY_PATH="$repo/target/release" PROTEUS_LIB_DIR="$repo/target/release" \
+  bash -c "cd '$repo/$swift_pkg' && swift test --scratch-path /var/tmp/proteus-swift-build 2>&1"
