@@ -8,11 +8,15 @@ cd "$(dirname "$0")"
 root=../..
 wasm="$root/target/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
-CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${WASM_RUSTFLAGS:-}" cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web
+# simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
+# threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
+RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30}
+CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
+  cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web
 rm -rf pkg
 wasm-bindgen --target web --out-dir pkg "$wasm"
 node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
   pkg/proteus_web_bg.wasm -o pkg/proteus_web_bg.opt.wasm
 mv pkg/proteus_web_bg.opt.wasm pkg/proteus_web_bg.wasm
 rm -f pkg/.gitignore

@@ -22,9 +22,9 @@ import { WireClient, wireVersion } from '../tests/support/wire.mjs';
 import { ALICE, BOB, SCENARIOS, build, equal, oursFrom } from './scenarios.mjs';
 
 const IMPLS = { ours: 'ours', wire: '@wireapp/proteus' };
-const MAX_RUNS = 15;
+const MAX_RUNS = 31;
 const MIN_RUNS = 3;
-const BUDGET_MS = 2000;
+const BUDGET_MS = 3000;
 
 function parse(argv) {
   const o = { json: false, runs: undefined, scenarios: [], impls: [], native: false };

@@ -14,11 +14,11 @@ export type WasmSource =
 export function init(input?: WasmSource): Promise<void>;
 
 /** Code when a batch callback threw (nothing of the batch was committed). */
-export const CALLBACK_FAILED: 112;
+export const CALLBACK_FAILED: 121;
 /** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
 export const STORAGE_FAILURE: 507;
 /** Code of a bug inside the wasm client; close the client and open the store again. */
-export const INTERNAL: 508;
+export const INTERNAL: 599;
 
 /**
  * Every failure of the client. `code` and `kind` are stable and the same as natively
@@ -113,7 +113,7 @@ export class Client {
   /**
    * Decrypts a queue with one commit. `onMessage` gets each result before the commit (store
    * it there, keyed by messageId); returning false stops the batch (BatchAborted, 108) and a
-   * throw stops it too (CallbackFailed, 112): then nothing is committed.
+   * throw stops it too (CallbackFailed, 121): then nothing is committed.
    */
   decryptBatch(
     messages: QueuedMessage[],

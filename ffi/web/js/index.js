@@ -20,9 +20,9 @@ import initWasm, {
 import { IdbStore, MemoryStore } from './stores.js';
 
 /** Codes of the bindings themselves (the same in Kotlin and Swift). */
-export const CALLBACK_FAILED = 112;
+export const CALLBACK_FAILED = 121;
 export const STORAGE_FAILURE = 507;
-export const INTERNAL = 508;
+export const INTERNAL = 599;
 
 /** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
 export class ProteusError extends Error {
@@ -159,9 +159,9 @@ function packBatch(messages, field, toBytes) {
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
-function hex(view) {
+function hex(view, at = 0, length = 32) {
   let s = '';
-  for (let i = 0; i < view.length; i++) s += HEX[view[i]];
+  for (let i = at; i < at + length; i++) s += HEX[view[i]];
   return s;
 }
 
@@ -402,39 +402,66 @@ export class Client {
    * Decrypts a queue `[{sessionId, envelope}]` and commits all of it in one transaction.
    * `onMessage(result, done, total)` receives each result BEFORE the commit: store the
    * plaintext there, keyed by `result.messageId`; return false to stop (nothing is committed,
-   * BatchAborted 108). If it throws, nothing is committed (CallbackFailed 112). Resolves to
+   * BatchAborted 108). If it throws, nothing is committed (CallbackFailed 121). Resolves to
    * every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?, alreadySeen}` once
-   * the commit is stored. Rejected messages are results, not errors.
+   * the commit is stored. Rejected messages are results, not errors. The plaintexts of a batch
+   * are views into one buffer.
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
       throw new TypeError('onMessage must be a function');
     }
     const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
-    const [ids, index] = packed;
+    const [sessionIds, index, envelopes] = packed;
     return this.#run((raw) => {
       const total = index.length;
       const results = new Array(total);
+      // The plaintexts are copied out of wasm memory into one buffer (a plaintext is never longer
+      // than its envelope), each result's a view of its part: one allocation per batch.
+      const buffer = new Uint8Array(envelopes.length);
+      let used = 0;
       let thrown;
       const sink = {
-        deliver(i, id, plaintext, code, kind) {
-          const ok = code === 0;
-          const result = {
-            messageId: hex(id),
-            sessionId: ids[index[i]],
-            plaintext: ok ? plaintext.slice() : undefined,
-            errorCode: ok ? undefined : code,
-            errorKind: ok ? undefined : kind,
-            alreadySeen: code === 208 || code === 209,
-          };
-          results[i] = result;
-          if (onMessage === undefined) return true;
-          try {
-            return onMessage(result, i + 1, total) !== false;
-          } catch (e) {
-            thrown = { error: e };
-            return false;
+        // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
+        // length) per message; ids 32 bytes each; the plaintexts back to back; the error kinds
+        // of the failed ones, each ending in a newline. All are views into wasm memory.
+        deliver(first, meta, ids, plaintexts, kinds) {
+          buffer.set(plaintexts, used);
+          let at = used;
+          used += plaintexts.length;
+          let kindAt = 0;
+          for (let j = 0; 2 * j < meta.length; j++) {
+            const i = first + j;
+            const code = meta[2 * j];
+            const length = meta[2 * j + 1];
+            let kind;
+            if (code !== 0) {
+              const end = kinds.indexOf('\n', kindAt);
+              kind = kinds.slice(kindAt, end);
+              kindAt = end + 1;
+            }
+            const result = {
+              messageId: hex(ids, 32 * j),
+              sessionId: sessionIds[index[i]],
+              plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
+              errorCode: code === 0 ? undefined : code,
+              errorKind: kind,
+              alreadySeen: code === 208 || code === 209,
+            };
+            at += length;
+            results[i] = result;
+            if (onMessage !== undefined) {
+              let goOn;
+              try {
+                goOn = onMessage(result, i + 1, total) !== false;
+              } catch (e) {
+                thrown = { error: e };
+                return false;
+              }
+              if (!goOn) return false;
+            }
           }
+          return true;
         },
       };
       try {

@@ -14,6 +14,7 @@
 //! [`ClientError`].
 
 mod codec;
+mod delivery;
 mod mirror;
 
 use std::ops::ControlFlow;
@@ -23,26 +24,18 @@ use proteus_core::{PreKeyBundle, PreKeyId};
 use proteus_store::{Client, ClientError, MessageId, QueuedMessage, StoreError, Table};
 use wasm_bindgen::prelude::*;
 
+pub use crate::delivery::BatchSink;
+use crate::delivery::{CHUNK, Chunk};
 use crate::mirror::Mirror;
 
-#[wasm_bindgen]
-extern "C" {
-    /// Where [`RawClient::decrypt_batch`] hands each result, before the batch commits.
-    pub type BatchSink;
-
-    /// Receives the result of message `index`: its message id (32 bytes), and its plaintext
-    /// (with `code` 0) or the error's `code` and `kind`. The slices are views into wasm memory,
-    /// valid during the call only. Returns whether to go on.
-    #[wasm_bindgen(method, catch)]
-    fn deliver(
-        this: &BatchSink,
-        index: u32,
-        message_id: &[u8],
-        plaintext: &[u8],
-        code: u32,
-        kind: &str,
-    ) -> Result<bool, JsValue>;
-}
+/// Talc: smaller than the default allocator (dlmalloc) and faster.
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
 /// A [`ClientError`] as a JS `Error` with `name` "ProteusError", `code` and `kind`.
 fn js_error(error: &ClientError) -> JsValue {
@@ -271,9 +264,9 @@ impl RawClient {
     }
 
     /// Decrypts message `i` (`envelopes` split by `lengths`) of session `session_ids[index[i]]`
-    /// and hands each result to `sink` before the single commit of the batch. If the sink
-    /// returns false, nothing is committed and the call fails with `BatchAborted` (108); if it
-    /// throws, nothing is committed and its exception is rethrown.
+    /// and hands the results to `sink`, in chunks, before the single commit of the batch. If the
+    /// sink returns false, nothing is committed and the call fails with `BatchAborted` (108); if
+    /// it throws, nothing is committed and its exception is rethrown.
     #[wasm_bindgen(js_name = decryptBatch)]
     pub fn decrypt_batch(
         &mut self,
@@ -296,15 +289,14 @@ impl RawClient {
                 envelope,
             })
             .collect();
+        let mut chunk = Chunk::default();
         let mut thrown = None;
         let result = self.client.decrypt_batch(&queue, |decrypted, progress| {
-            let index = u32::try_from(progress.done.saturating_sub(1)).unwrap_or(u32::MAX);
-            let id = decrypted.message_id.as_bytes();
-            let delivered = match &decrypted.outcome {
-                Ok(plaintext) => sink.deliver(index, id, plaintext, 0, ""),
-                Err(e) => sink.deliver(index, id, &[], u32::from(e.code()), e.kind()),
-            };
-            match delivered {
+            chunk.push(progress.done.saturating_sub(1), decrypted);
+            if chunk.len() < CHUNK && progress.done < progress.total {
+                return ControlFlow::Continue(());
+            }
+            match chunk.flush(sink) {
                 Ok(true) => ControlFlow::Continue(()),
                 Ok(false) => ControlFlow::Break(()),
                 Err(exception) => {
