@@ -341,9 +341,9 @@ describe('lifecycle', () => {
 
   test('the constructor is not public; error codes of the bindings', () => {
     assert.throws(() => new Client(), TypeError);
-    assert.equal(CALLBACK_FAILED, 112);
+    assert.equal(CALLBACK_FAILED, 121);
     assert.equal(STORAGE_FAILURE, 507);
-    assert.equal(INTERNAL, 508);
+    assert.equal(INTERNAL, 599);
   });
 });
 

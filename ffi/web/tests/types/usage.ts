@@ -1,0 +1,25 @@
+// Compiled (not run) by `tsc -p tests/types`: the package's types describe what the tests use.
+import { Client, ProteusError, bundleFingerprint, init, messageId, type BatchResult } from '../../pkg/index.js';
+
+export async function usage(): Promise<number> {
+  await init();
+  const alice: Client = await Client.inMemory();
+  const bob = await Client.open('bob');
+  const [{ id, bundle }] = await bob.generatePrekeys(1);
+  const fp: string = bundleFingerprint(bundle);
+  await alice.createSession('bob', bundle);
+  const envelope: Uint8Array = await alice.encrypt('bob', 'hello');
+  const envelopes: Uint8Array[] = await alice.encryptBatch([{ sessionId: 'bob', plaintext: new Uint8Array([1]) }]);
+  const results: BatchResult[] = await bob.decryptBatch(
+    [{ sessionId: 'alice', envelope }, ...envelopes.map((e) => ({ sessionId: 'alice', envelope: e }))],
+    (result, done, total) => done < total && result.messageId === messageId(envelope),
+  );
+  try {
+    await bob.decrypt('alice', envelope);
+  } catch (e) {
+    if (e instanceof ProteusError && e.kind === 'DuplicateMessage') return e.code;
+  }
+  const remaining: number = await bob.prekeysRemaining();
+  await bob.close();
+  return id + remaining + results.length + fp.length;
+}
