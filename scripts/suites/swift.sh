@@ -53,7 +53,7 @@ ensure_chroot() {
 
 ensure_chroot
 mount_all
-chroot "$root" swift --version 2>&1 | head -1
+chroot "$root" swift --version 2>&1 | sed -n 1p
 
 bash ffi/uniffi/scripts/build.sh
 
