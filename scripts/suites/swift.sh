@@ -53,6 +53,8 @@ ensure_chroot() {
 
 ensure_chroot
 mount_all
+# The repo's mount is this run's; /proc stays for the next one.
+trap 'umount -l "$root$repo" 2>/dev/null || true' EXIT
 chroot "$root" swift --version 2>&1 | sed -n 1p
 
 bash ffi/uniffi/scripts/build.sh

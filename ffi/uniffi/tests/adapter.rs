@@ -13,8 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use proteus_uniffi::{
-    BatchDelivery, BatchProgress, BatchResult, Client, ClientOptions, OpenMode, ProteusError,
-    QueuedMessage, bundle_fingerprint, message_id,
+    BatchDelivery, BatchProgress, BatchResult, Bytes, Client, ClientOptions, OpenMode,
+    ProteusError, QueuedMessage, bundle_fingerprint, message_id,
 };
 
 type Deliver = dyn Fn(&[BatchResult], BatchProgress) -> Result<bool, ProteusError> + Send + Sync;
@@ -322,4 +322,65 @@ fn a_progress_interval_delivers_at_a_steady_rate() {
         Some((1000, 1000))
     );
     assert_eq!(recorder.results.lock().unwrap().len(), 1000);
+}
+
+#[test]
+fn no_input_reaches_a_panic() {
+    // Random and truncated bytes into every method that takes bytes: errors, never a panic
+    // (which the lock would turn into an `Internal` error and a retired client).
+    let (alice, bob) = pair();
+    let good = alice.encrypt("bob".into(), b"x"[..].into()).unwrap();
+    let bundle = bob.last_resort_bundle().unwrap().bytes;
+    let session = {
+        bob.decrypt("alice".into(), good.clone()).unwrap();
+        bob.export_session("alice".into()).unwrap()
+    };
+    let identity = bob.export_identity().unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let victim = Client::in_memory().unwrap();
+    for round in 0..2000 {
+        let base: &[u8] = match round % 4 {
+            0 => &good,
+            1 => &bundle,
+            2 => &session,
+            _ => &identity,
+        };
+        let mut input = base.to_vec();
+        match next() % 3 {
+            0 => input.truncate(usize::try_from(next()).unwrap() % (input.len() + 1)),
+            1 => {
+                for _ in 0..1 + next() % 4 {
+                    let i = usize::try_from(next()).unwrap() % input.len().max(1);
+                    if let Some(b) = input.get_mut(i) {
+                        *b ^= 1 << (next() % 8);
+                    }
+                }
+            }
+            _ => input = (0..next() % 64).map(|_| next() as u8).collect(),
+        }
+        let input = Bytes(input);
+        let results = [
+            victim.decrypt("peer".into(), input.clone()).err(),
+            bob.decrypt("alice".into(), input.clone()).err(),
+            victim
+                .create_session(format!("s{round}"), input.clone())
+                .err(),
+            victim
+                .import_session(format!("i{round}"), input.clone())
+                .err(),
+            victim.import_prekey(input.clone()).err(),
+            bundle_fingerprint(input.clone()).err(),
+        ];
+        for e in results.into_iter().flatten() {
+            assert_ne!(e.kind(), "Internal", "{e}");
+        }
+        let _ = victim.import_identity(input);
+    }
+    assert_eq!(victim.fingerprint().unwrap().len(), 64);
 }
