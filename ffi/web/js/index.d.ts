@@ -89,6 +89,8 @@ export class Client {
 
   /** Our fingerprint: lowercase hex of the identity key. */
   fingerprint(): Promise<string>;
+  /** Our identity's public key: the 32 bytes of the Ed25519 key. */
+  identityKey(): Promise<Uint8Array>;
   /** Raises the counter-gap limit of every session (default 1000). */
   setMaxCounterGap(gap: number): Promise<void>;
 

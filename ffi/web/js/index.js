@@ -133,16 +133,22 @@ function packBatch(messages, field, toBytes) {
   const lengths = new Uint32Array(n);
   const parts = new Array(n);
   let size = 0;
+  let lastId;
+  let lastK = 0;
   for (let i = 0; i < n; i++) {
     const message = messages[i];
-    const id = sessionId(message?.sessionId);
-    let k = byId.get(id);
-    if (k === undefined) {
-      k = ids.length;
-      ids.push(id);
-      byId.set(id, k);
+    const id = message?.sessionId;
+    if (id !== lastId) {
+      let k = byId.get(sessionId(id));
+      if (k === undefined) {
+        k = ids.length;
+        ids.push(id);
+        byId.set(id, k);
+      }
+      lastId = id;
+      lastK = k;
     }
-    index[i] = k;
+    index[i] = lastK;
     const part = toBytes(message[field]);
     parts[i] = part;
     lengths[i] = part.length;
@@ -302,7 +308,13 @@ export class Client {
 
   /** Stores the pending writes in one transaction; on failure the mirror is reloaded next call. */
   async #persist() {
-    const writes = this.#raw.takeWrites();
+    let writes;
+    try {
+      writes = this.#raw.takeWrites();
+    } catch (e) {
+      this.#stale = true;
+      throw adopt(e);
+    }
     if (writes === undefined) return;
     try {
       this.#version = await this.#store.persist(writes, this.#version);
@@ -315,6 +327,11 @@ export class Client {
   /** Our fingerprint: lowercase hex of the identity key (64 characters). */
   fingerprint() {
     return this.#run((raw) => raw.fingerprint());
+  }
+
+  /** Our identity's public key: the 32 bytes of the Ed25519 key (fingerprint() is its hex). */
+  identityKey() {
+    return this.#run((raw) => raw.identityKey());
   }
 
   /** Raises the counter-gap limit of every session (default 1000). */

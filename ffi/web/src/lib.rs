@@ -147,6 +147,12 @@ impl RawClient {
         self.client.fingerprint()
     }
 
+    /// Our identity's public key (the 32 bytes of the Ed25519 key).
+    #[wasm_bindgen(js_name = identityKey)]
+    pub fn identity_key(&self) -> Vec<u8> {
+        self.client.identity().public_key().as_bytes().to_vec()
+    }
+
     /// Raises the counter-gap limit of every session (default 1000).
     #[wasm_bindgen(js_name = setMaxCounterGap)]
     pub fn set_max_counter_gap(&mut self, gap: u32) {

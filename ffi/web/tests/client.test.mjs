@@ -50,6 +50,9 @@ describe('identity and prekeys', () => {
     const fp = await c.fingerprint();
     assert.ok(isHex64(fp), fp);
     assert.equal(await c.fingerprint(), fp);
+    const key = await c.identityKey();
+    assert.ok(key instanceof Uint8Array && key.length === 32);
+    assert.equal(Buffer.from(key).toString('hex'), fp, 'the fingerprint is the hex of the identity key');
     assert.equal(await c.prekeysRemaining(), 0);
     const lastResort = await c.lastResortBundle();
     assert.ok(lastResort instanceof Uint8Array);
