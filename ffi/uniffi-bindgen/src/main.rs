@@ -5,6 +5,9 @@
 //! cargo run -p proteus-uniffi-bindgen -- generate --no-format \
 //!     target/release/libproteus_uniffi.so --language kotlin --out-dir target/uniffi/kotlin
 //! ```
+//!
+//! ffi/uniffi/scripts/build.sh builds it in an unoptimised profile of its own, which compiles
+//! much faster than the workspace's dev profile.
 
 fn main() {
     uniffi::uniffi_bindgen_main()
