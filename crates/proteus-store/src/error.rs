@@ -1,7 +1,8 @@
 //! Errors of the client layer, each with a stable numeric code.
 //!
 //! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–510 (system).
+//! storage codes 502–510 (system). The bindings add 120 (client busy: a re-entrant call),
+//! 121 (the application's callback failed) and 599 (internal error); they are reserved here.
 
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
 

@@ -53,7 +53,8 @@ pub(crate) fn allocate_ids(
     n: usize,
 ) -> Result<Result<(Vec<PreKeyId>, u16), usize>, StoreError> {
     const ONE_TIME_IDS: u32 = PreKeyId::LAST_RESORT.value() as u32;
-    let mut ids = Vec::with_capacity(n);
+    // At most 65,535 ids exist: a larger `n` must not size the allocation.
+    let mut ids = Vec::with_capacity(n.min(ONE_TIME_IDS as usize));
     let mut candidate = u32::from(next) % ONE_TIME_IDS;
     for _ in 0..ONE_TIME_IDS {
         if ids.len() == n {

@@ -761,3 +761,13 @@ fn an_exported_identity_imports_into_a_new_client() {
     b.import_identity(&a.export_identity()).unwrap();
     assert_eq!(b.fingerprint(), a.fingerprint());
 }
+
+#[test]
+fn an_absurd_prekey_count_is_refused_without_allocating_for_it() {
+    let mut c = Client::in_memory().unwrap();
+    let e = c.generate_prekeys(usize::MAX).unwrap_err();
+    assert!(
+        matches!(e, ClientError::PreKeyIdsExhausted { free: 65_535 }),
+        "{e:?}"
+    );
+}
