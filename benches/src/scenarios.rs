@@ -288,11 +288,8 @@ pub fn queued_messages(messages: &[Queued]) -> Vec<QueuedMessage<'_>> {
         .collect()
 }
 
-fn fresh() -> Result<Workload, BoxError> {
-    let mut bob = SetupParty::new()?;
-    let mut alice = SetupParty::new()?;
-    let bundle = bob.add_prekeys(1)?.pop().ok_or("no bundle")?;
-    alice.client.create_session(BOB, &bundle)?;
+/// Alice encrypts the queue for Bob, who is offline; Bob's state now is the run's start.
+fn alice_queues_for(alice: &mut SetupParty, bob: &mut SetupParty) -> Result<Workload, BoxError> {
     let messages = (0..QUEUE_LEN)
         .map(|i| {
             let plaintext = chat_plaintext(i);
@@ -310,25 +307,19 @@ fn fresh() -> Result<Workload, BoxError> {
     })
 }
 
+fn fresh() -> Result<Workload, BoxError> {
+    let mut bob = SetupParty::new()?;
+    let mut alice = SetupParty::new()?;
+    let bundle = bob.add_prekeys(1)?.pop().ok_or("no bundle")?;
+    alice.client.create_session(BOB, &bundle)?;
+    alice_queues_for(&mut alice, &mut bob)
+}
+
 fn established() -> Result<Workload, BoxError> {
     let mut bob = SetupParty::new()?;
     let mut alice = SetupParty::new()?;
     establish(&mut alice, ALICE, &mut bob, BOB)?;
-    let messages = (0..QUEUE_LEN)
-        .map(|i| {
-            let plaintext = chat_plaintext(i);
-            let envelope = alice.client.encrypt(BOB, &plaintext)?;
-            Ok(Queued {
-                session_id: ALICE.to_owned(),
-                envelope,
-                plaintext,
-            })
-        })
-        .collect::<Result<Vec<_>, BoxError>>()?;
-    Ok(Workload::Queue {
-        receiver: bob.seed()?,
-        messages,
-    })
+    alice_queues_for(&mut alice, &mut bob)
 }
 
 /// The receiver's id of sender `i`'s session.
