@@ -91,6 +91,8 @@ export class Client {
   fingerprint(): Promise<string>;
   /** Our identity's public key: the 32 bytes of the Ed25519 key. */
   identityKey(): Promise<Uint8Array>;
+  /** An Ed25519 signature (64 bytes) of `message` (a string is signed as UTF-8) by our identity key. */
+  sign(message: Uint8Array | string): Promise<Uint8Array>;
   /** Raises the counter-gap limit of every session (default 1000). */
   setMaxCounterGap(gap: number): Promise<void>;
 

@@ -334,6 +334,15 @@ export class Client {
     return this.#run((raw) => raw.identityKey());
   }
 
+  /**
+   * An Ed25519 signature (64 bytes) of `message` (bytes or a string, as UTF-8) by our identity
+   * key, e.g. to authenticate to a server that knows identityKey().
+   */
+  sign(message) {
+    const m = typeof message === 'string' ? encoder.encode(message) : bytes(message, 'message');
+    return this.#run((raw) => raw.sign(m));
+  }
+
   /** Raises the counter-gap limit of every session (default 1000). */
   setMaxCounterGap(gap) {
     integer(gap, 'gap', 0xffffffff);

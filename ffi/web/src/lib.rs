@@ -153,6 +153,12 @@ impl RawClient {
         self.client.identity().public_key().as_bytes().to_vec()
     }
 
+    /// An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to authenticate
+    /// to a server that knows the identity key.
+    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
+        self.client.sign(message).to_vec()
+    }
+
     /// Raises the counter-gap limit of every session (default 1000).
     #[wasm_bindgen(js_name = setMaxCounterGap)]
     pub fn set_max_counter_gap(&mut self, gap: u32) {

@@ -2,6 +2,7 @@
 // in-memory implementation of the IndexedDB API) for the persistence layer, failures included.
 // Run: node --test tests/ (after ./build.sh).
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { describe, test } from 'node:test';
 import { IDBFactory, IDBObjectStore as FDBObjectStore } from 'fake-indexeddb';
 import {
@@ -59,6 +60,23 @@ describe('identity and prekeys', () => {
     assert.equal(bundleFingerprint(lastResort), fp);
     assert.deepEqual(await c.prekeyBundle(0xffff), lastResort);
     assert.notEqual((await Client.inMemory()).fingerprint(), fp);
+  });
+
+  test('sign makes Ed25519 signatures that verify with the identity key', async () => {
+    const c = await Client.inMemory();
+    const key = crypto.createPublicKey({
+      key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(await c.identityKey()).toString('base64url') },
+      format: 'jwk',
+    });
+    const message = new TextEncoder().encode('proteus-chat-relay-v1\nalice\n');
+    const signature = await c.sign(message);
+    assert.ok(signature instanceof Uint8Array && signature.length === 64);
+    assert.ok(crypto.verify(null, message, key, signature));
+    assert.ok(crypto.verify(null, message, key, await c.sign('proteus-chat-relay-v1\nalice\n')), 'a string is signed as UTF-8');
+    assert.ok(!crypto.verify(null, new TextEncoder().encode('another message'), key, signature));
+    const other = await Client.inMemory();
+    assert.ok(!crypto.verify(null, message, key, await other.sign(message)), 'another identity signs differently');
+    assert.throws(() => c.sign(42), TypeError);
   });
 
   test('generatePrekeys returns distinct ids and bundles of our identity', async () => {
