@@ -44,6 +44,8 @@ pub struct ChatOptions {
     pub embed: bool,
     /// Static files for an embedded relay to serve (the web client).
     pub web_dir: Option<PathBuf>,
+    /// The web package for an embedded relay to serve at `/pkg/`.
+    pub web_pkg_dir: Option<PathBuf>,
 }
 
 /// The chat could not start or had to stop.
@@ -141,6 +143,9 @@ impl Embedder {
                     self.addr,
                     config.db.display()
                 ));
+                if config.web_dir.is_some() && config.web_pkg_dir.is_some() {
+                    say(format!("* the web client: http://{}/", self.addr));
+                }
                 *running = Some(handle);
                 true
             }
@@ -227,6 +232,7 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
     let embedder = Arc::new(Embedder {
         config: (options.embed && options.relay.ip().is_loopback()).then(|| RelayConfig {
             web_dir: options.web_dir.clone(),
+            web_pkg_dir: options.web_pkg_dir.clone(),
             ..RelayConfig::new(options.data.join("relay").join("relay.sqlite"))
         }),
         addr: options.relay,

@@ -14,7 +14,7 @@ use proteus_chat::relay::{self, RelayConfig};
 
 const USAGE: &str = "\
 usage: proteus-chat <me> <peer> [--relay ADDR] [--data DIR] [--no-embed]
-       proteus-chat relay [--listen ADDR] [--data DIR | --db FILE] [--web DIR]
+       proteus-chat relay [--listen ADDR] [--data DIR | --db FILE] [--web DIR] [--web-pkg DIR]
                           [--rate N] [--burst N] [--max-message BYTES]
 
   <me> <peer>    chat as <me> with <peer>, end-to-end encrypted. If no relay answers at a
@@ -25,7 +25,10 @@ usage: proteus-chat <me> <peer> [--relay ADDR] [--data DIR] [--no-embed]
   --data DIR     data directory (default $XDG_DATA_HOME/proteus-chat or
                  ~/.local/share/proteus-chat): <me>'s state in DIR/<me>/, the relay's in DIR/relay/
   --db FILE      the relay's SQLite file (default DIR/relay/relay.sqlite)
-  --web DIR      static files the relay serves at / (the web client)
+  --web DIR      static files the relay serves at / (the web client; default, in a
+                 checkout: examples/chat/web)
+  --web-pkg DIR  the web package the relay serves at /pkg/ (default, in a checkout:
+                 ffi/web/pkg once ffi/web/build.sh has built it)
   --rate N       requests per second per user (default 200), --burst N (default 3000)
   --max-message BYTES  the largest envelope accepted (default 65536)";
 
@@ -57,8 +60,8 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
         match arg.as_str() {
             "-h" | "--help" => return Err(String::new()),
             "--no-embed" => parsed.no_embed = true,
-            "--relay" | "--data" | "--listen" | "--db" | "--web" | "--rate" | "--burst"
-            | "--max-message" => {
+            "--relay" | "--data" | "--listen" | "--db" | "--web" | "--web-pkg" | "--rate"
+            | "--burst" | "--max-message" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
                 parsed.options.push((arg, value));
             }
@@ -119,6 +122,12 @@ fn default_web_dir() -> Option<PathBuf> {
     dir.join("index.html").is_file().then_some(dir)
 }
 
+/// The web package built in the checkout (`ffi/web/build.sh` writes it to `ffi/web/pkg`).
+fn default_web_pkg_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ffi/web/pkg");
+    dir.join("index.js").is_file().then_some(dir)
+}
+
 fn run(args: Vec<String>) -> Result<(), String> {
     let args = parse(args).map_err(|e| {
         if e.is_empty() {
@@ -136,6 +145,10 @@ fn run(args: Vec<String>) -> Result<(), String> {
         .get("--web")
         .map(PathBuf::from)
         .or_else(default_web_dir);
+    let web_pkg_dir = args
+        .get("--web-pkg")
+        .map(PathBuf::from)
+        .or_else(default_web_pkg_dir);
     let result = match args.positional.as_slice() {
         [relay] if relay == "relay" => {
             let listen = address(args.get("--listen").unwrap_or(DEFAULT_RELAY))?;
@@ -145,6 +158,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
             };
             let mut config = RelayConfig::new(db);
             config.web_dir = web_dir;
+            config.web_pkg_dir = web_pkg_dir;
             if let Some(rate) = args.number("--rate")? {
                 config.rate_per_second = rate;
             }
@@ -164,6 +178,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
                 data: data_dir(&args)?,
                 embed: !args.no_embed,
                 web_dir,
+                web_pkg_dir,
             };
             runtime
                 .block_on(chat::run(options))
@@ -181,14 +196,25 @@ async fn serve_relay(listen: SocketAddr, config: RelayConfig) -> Result<(), Stri
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let db = config.db.display().to_string();
-    let web = config.web_dir.as_ref().map(|d| d.display().to_string());
+    let page = config.web_dir.is_some() && config.web_pkg_dir.is_some();
+    let web = match (&config.web_dir, &config.web_pkg_dir) {
+        (Some(web), Some(pkg)) => {
+            format!("; web client from {} and {}", web.display(), pkg.display())
+        }
+        (Some(web), None) => format!(
+            "; web client from {} (no web package: build it with ffi/web/build.sh or pass --web-pkg)",
+            web.display()
+        ),
+        (None, _) => String::new(),
+    };
     let handle = relay::start(listener, config).map_err(|e| e.to_string())?;
     println!(
-        "proteus-chat relay listening on {} (state: {db}{})",
-        handle.local_addr(),
-        web.map(|w| format!("; web client from {w}"))
-            .unwrap_or_default()
+        "proteus-chat relay listening on {} (state: {db}{web})",
+        handle.local_addr()
     );
+    if page {
+        println!("the web client: http://{}/", handle.local_addr());
+    }
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

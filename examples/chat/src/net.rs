@@ -92,6 +92,8 @@ impl std::fmt::Debug for RelayClient {
 pub struct RawResponse {
     /// The HTTP status.
     pub status: StatusCode,
+    /// The headers.
+    pub headers: hyper::HeaderMap,
     /// The body.
     pub body: Bytes,
 }
@@ -184,6 +186,7 @@ impl RelayClient {
         }
         Ok(RawResponse {
             status: parts.status,
+            headers: parts.headers,
             body,
         })
     }

@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use hyper::header::{
+    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER,
+};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -41,6 +43,9 @@ pub struct RelayConfig {
     pub db: PathBuf,
     /// A directory of static files served at `/` (the web client), if any.
     pub web_dir: Option<PathBuf>,
+    /// The web package (`ffi/web/pkg`: its ES module and `.wasm`) served at [`PKG_PREFIX`],
+    /// if any. It takes that prefix from `web_dir`.
+    pub web_pkg_dir: Option<PathBuf>,
     /// The largest envelope accepted, in bytes.
     pub max_envelope: usize,
     /// The largest request body accepted, in bytes.
@@ -67,6 +72,7 @@ impl RelayConfig {
         Self {
             db: db.into(),
             web_dir: None,
+            web_pkg_dir: None,
             max_envelope: 64 * 1024,
             max_body: 256 * 1024,
             rate_per_second: 200.0,
@@ -79,6 +85,9 @@ impl RelayConfig {
         }
     }
 }
+
+/// Where the web package is served: `/pkg/index.js`, `/pkg/proteus_web_bg.wasm`, ...
+pub const PKG_PREFIX: &str = "/pkg/";
 
 /// The relay could not start.
 #[derive(Debug)]
@@ -323,16 +332,16 @@ impl Relay {
     }
 
     async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
-        let (status, content_type, body) = match self.clone().route(req).await {
-            Ok(Routed::Json(status, body)) => (status, "application/json", body),
-            Ok(Routed::File(content_type, body)) => (StatusCode::OK, content_type, body),
+        let (status, content_type, body, file) = match self.clone().route(req).await {
+            Ok(Routed::Json(status, body)) => (status, "application/json", body, false),
+            Ok(Routed::File(content_type, body)) => (StatusCode::OK, content_type, body, true),
             Err(e) => {
                 let body = serde_json::to_vec(&ErrorBody {
                     error: e.code.to_owned(),
                     message: e.message,
                 })
                 .unwrap_or_default();
-                (e.status, "application/json", body)
+                (e.status, "application/json", body, false)
             }
         };
         let nonce = lock(&self.nonces).issue();
@@ -342,6 +351,14 @@ impl Relay {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         if let Ok(value) = HeaderValue::from_str(&nonce) {
             headers.insert(HEADER_REPLAY_NONCE, value);
+        }
+        if file {
+            // Revalidated on every load, so a rebuilt page or package is picked up at once.
+            headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            headers.insert(
+                HeaderName::from_static("x-content-type-options"),
+                HeaderValue::from_static("nosniff"),
+            );
         }
         if status == StatusCode::TOO_MANY_REQUESTS {
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
@@ -944,38 +961,60 @@ impl Relay {
 
     // --- static files ---------------------------------------------------------------------
 
+    /// A file of the web client (`web_dir`) or, under [`PKG_PREFIX`], of the web package.
     async fn static_file(&self, path: &str) -> Result<Routed, ApiError> {
         let not_found = || err(StatusCode::NOT_FOUND, "not_found", "no such file");
-        let Some(root) = &self.config.web_dir else {
-            return Err(not_found());
+        let (root, rest) = match path.strip_prefix(PKG_PREFIX) {
+            Some(rest) => (&self.config.web_pkg_dir, rest),
+            None => (&self.config.web_dir, path),
         };
-        let relative = path.trim_start_matches('/');
-        let relative = if relative.is_empty() || relative.ends_with('/') {
-            format!("{relative}index.html")
-        } else {
-            relative.to_owned()
-        };
-        let relative = Path::new(&relative);
-        if !relative
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
-        {
-            return Err(not_found());
-        }
-        let file = root.join(relative);
-        let body = std::fs::read(&file).map_err(|_| not_found())?;
-        let content_type = match file.extension().and_then(|e| e.to_str()) {
-            Some("html") => "text/html; charset=utf-8",
-            Some("js" | "mjs") => "text/javascript; charset=utf-8",
-            Some("wasm") => "application/wasm",
-            Some("css") => "text/css; charset=utf-8",
-            Some("json") => "application/json",
-            Some("svg") => "image/svg+xml",
-            Some("png") => "image/png",
-            Some("txt" | "md") => "text/plain; charset=utf-8",
-            _ => "application/octet-stream",
-        };
+        let file = root
+            .as_deref()
+            .and_then(|root| static_path(root, rest))
+            .ok_or_else(not_found)?;
+        let content_type = content_type(&file);
+        let body = tokio::task::spawn_blocking(move || std::fs::read(file))
+            .await
+            .map_err(internal)?
+            .map_err(|_| not_found())?;
         Ok(Routed::File(content_type, body))
+    }
+}
+
+/// The file under `root` that the URL path `url_path` names (`index.html` for a directory),
+/// or `None` if the path could leave `root`: only plain names are allowed between slashes (no
+/// `..`, `.`, empty or absolute parts, no backslash, NUL or `%`-escape), and no hidden files.
+pub fn static_path(root: &Path, url_path: &str) -> Option<PathBuf> {
+    let relative = url_path.trim_start_matches('/');
+    let relative = if relative.is_empty() || relative.ends_with('/') {
+        format!("{relative}index.html")
+    } else {
+        relative.to_owned()
+    };
+    let plain = |part: &str| {
+        !part.is_empty()
+            && !part.starts_with('.')
+            && !part.contains(['\\', '\0', '%', ':'])
+            && Path::new(part)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)))
+    };
+    relative.split('/').all(plain).then(|| root.join(relative))
+}
+
+/// The `Content-Type` of a static file, by its extension.
+pub fn content_type(file: &Path) -> &'static str {
+    match file.extension().and_then(|e| e.to_str()) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("wasm") => "application/wasm",
+        Some("css") => "text/css; charset=utf-8",
+        Some("json" | "map") => "application/json",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("txt" | "md" | "ts") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
     }
 }
 
@@ -1051,4 +1090,54 @@ fn to_u64(n: i64) -> u64 {
 
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_paths_stay_under_the_root() {
+        let root = Path::new("/srv/web");
+        for (url, file) in [
+            ("/", "/srv/web/index.html"),
+            ("", "/srv/web/index.html"),
+            ("/chat.js", "/srv/web/chat.js"),
+            ("/a/b.css", "/srv/web/a/b.css"),
+            ("/a/", "/srv/web/a/index.html"),
+            ("index.js", "/srv/web/index.js"),
+            ("//etc/passwd", "/srv/web/etc/passwd"),
+        ] {
+            assert_eq!(static_path(root, url), Some(PathBuf::from(file)), "{url}");
+        }
+        for url in [
+            "/../secret",
+            "/a/../../secret",
+            "/..",
+            "/./index.html",
+            "/a//b",
+            "/%2e%2e/secret",
+            "/a\\..\\secret",
+            "/.git/config",
+            "/C:/x",
+            "/a\0b",
+        ] {
+            assert_eq!(static_path(root, url), None, "{url:?}");
+        }
+    }
+
+    #[test]
+    fn content_types() {
+        for (file, ty) in [
+            ("x/proteus_web_bg.wasm", "application/wasm"),
+            ("index.js", "text/javascript; charset=utf-8"),
+            ("index.html", "text/html; charset=utf-8"),
+            ("style.css", "text/css; charset=utf-8"),
+            ("index.d.ts", "text/plain; charset=utf-8"),
+            ("package.json", "application/json"),
+            ("noext", "application/octet-stream"),
+        ] {
+            assert_eq!(content_type(Path::new(file)), ty, "{file}");
+        }
+    }
 }

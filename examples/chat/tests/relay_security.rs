@@ -609,3 +609,87 @@ async fn static_files_are_served_from_the_web_directory_only() {
     }
     relay.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_package_is_served_under_pkg_with_its_content_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let (web, pkg) = (dir.path().join("web"), dir.path().join("pkg"));
+    std::fs::create_dir(&web).unwrap();
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(web.join("index.html"), "<h1>chat</h1>").unwrap();
+    std::fs::write(web.join("chat.js"), "export {};").unwrap();
+    std::fs::write(pkg.join("index.js"), "export const pkg = 1;").unwrap();
+    std::fs::write(pkg.join("proteus_web_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "no").unwrap();
+    let (relay, _) = start(dir.path(), |c| {
+        c.web_dir = Some(web.clone());
+        c.web_pkg_dir = Some(pkg.clone());
+    })
+    .await;
+    let visitor = User::new("visitor", &relay);
+    let get = |path: &'static str| {
+        let relay = &visitor.relay;
+        async move {
+            relay
+                .raw(Method::GET, path, &[], Vec::new(), T)
+                .await
+                .unwrap()
+        }
+    };
+    for (path, body, ty) in [
+        ("/", &b"<h1>chat</h1>"[..], "text/html; charset=utf-8"),
+        ("/chat.js", b"export {};", "text/javascript; charset=utf-8"),
+        (
+            "/pkg/index.js",
+            b"export const pkg = 1;",
+            "text/javascript; charset=utf-8",
+        ),
+        (
+            "/pkg/proteus_web_bg.wasm",
+            b"\0asm\x01\0\0\0",
+            "application/wasm",
+        ),
+    ] {
+        let r = get(path).await;
+        assert_eq!((r.status.as_u16(), &r.body[..]), (200, body), "{path}");
+        assert_eq!(r.headers["content-type"], ty, "{path}");
+        assert_eq!(r.headers["x-content-type-options"], "nosniff", "{path}");
+    }
+    for path in [
+        "/pkg/../secret.txt",
+        "/pkg/../web/index.html",
+        "/pkg/%2e%2e/secret.txt",
+        "/pkg/",
+        "/pkg",
+        "/index.js",
+        "/../secret.txt",
+        "/.hidden",
+    ] {
+        assert_refused(&get(path).await, 404, "not_found");
+    }
+    // Files are read-only: other methods on them are no route.
+    let r = visitor
+        .relay
+        .raw(Method::POST, "/pkg/index.js", &[], b"x".to_vec(), T)
+        .await
+        .unwrap();
+    assert_refused(&r, 404, "not_found");
+    relay.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_package_directory_pkg_is_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let web = dir.path().join("web");
+    std::fs::create_dir_all(web.join("pkg")).unwrap();
+    std::fs::write(web.join("pkg").join("index.js"), "shadowed").unwrap();
+    let (relay, _) = start(dir.path(), |c| c.web_dir = Some(web.clone())).await;
+    let visitor = User::new("visitor", &relay);
+    let r = visitor
+        .relay
+        .raw(Method::GET, "/pkg/index.js", &[], Vec::new(), T)
+        .await
+        .unwrap();
+    assert_refused(&r, 404, "not_found");
+    relay.shutdown().await;
+}
