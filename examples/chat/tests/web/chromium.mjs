@@ -1,0 +1,230 @@
+// The chat's web client in a real headless Chromium (Debian's, driven by playwright-core from
+// ffi/web/node_modules) against a real terminal client: a `proteus-chat relay` serving the page
+// and the web package, `proteus-chat bob alice` on piped stdin/stdout, and the page as alice.
+// Lines flow both ways, fingerprints match, and after a reload and while the page is closed the
+// state and the queue carry on.
+//
+//   node --test examples/chat/tests/web/chromium.mjs
+// Needs: target/debug/proteus-chat (cargo build -p proteus-chat; or PROTEUS_CHAT_BIN), the web
+// package in ffi/web/pkg (ffi/web/build.sh), npm ci in ffi/web, /usr/bin/chromium (or CHROMIUM).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
+const { chromium } = createRequire(path.join(REPO, 'ffi/web/package.json'))('playwright-core');
+const BIN = process.env.PROTEUS_CHAT_BIN ?? path.join(process.env.CARGO_TARGET_DIR ?? path.join(REPO, 'target'), 'debug/proteus-chat');
+const WEB = path.join(REPO, 'examples/chat/web');
+const PKG = process.env.PROTEUS_WEB_PKG ?? path.join(REPO, 'ffi/web/pkg');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+// As in ffi/web/tests/browser/chromium.mjs: headless, as root, no background connections.
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+const T = 20_000;
+const QUEUED = 120; // sent while the page is closed: enough for the page's progress bar
+
+/** A running proteus-chat: its output lines, and a way to type. */
+class Proc {
+  constructor(name, args) {
+    this.name = name;
+    this.lines = [];
+    this.waiters = [];
+    this.child = spawn(BIN, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    for (const stream of [this.child.stdout, this.child.stderr]) {
+      let rest = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk) => {
+        const parts = (rest + chunk).split('\n');
+        rest = parts.pop();
+        for (const l of parts) this.#add(l);
+      });
+    }
+    this.child.on('exit', (code) => this.#add(`[${name} exited with ${code}]`));
+  }
+
+  #add(l) {
+    this.lines.push(l);
+    this.waiters = this.waiters.filter((w) => !w(l));
+  }
+
+  /** The first line (from now on, or already seen if `seen`) that contains `text`. */
+  waitFor(text, { timeout = T, seen = false } = {}) {
+    const old = seen && this.lines.find((l) => l.includes(text));
+    if (old) return Promise.resolve(old);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(new Error(`${this.name} did not print "${text}" in ${timeout} ms; it printed:\n${this.lines.join('\n')}`));
+      }, timeout);
+      this.waiters.push((l) => {
+        if (!l.includes(text)) return false;
+        clearTimeout(timer);
+        resolve(l);
+        return true;
+      });
+    });
+  }
+
+  type(text) {
+    this.child.stdin.write(`${text}\n`);
+  }
+
+  stop() {
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    return new Promise((resolve) => (this.child.exitCode !== null ? resolve() : this.child.once('exit', resolve)));
+  }
+}
+
+let data;
+let relay;
+let bob;
+let url;
+let context;
+let userDataDir;
+const pageErrors = [];
+const consoleLines = [];
+
+before(async () => {
+  for (const [what, file] of [
+    ['the proteus-chat binary (cargo build -p proteus-chat)', BIN],
+    ['the web package (ffi/web/build.sh)', path.join(PKG, 'index.js')],
+    ['chromium', CHROMIUM],
+  ]) {
+    assert.ok(existsSync(file), `missing ${what}: ${file}`);
+  }
+  data = await mkdtemp(path.join(tmpdir(), 'proteus-chat-web-'));
+  relay = new Proc('relay', ['relay', '--listen', '127.0.0.1:0', '--data', data, '--web', WEB, '--web-pkg', PKG]);
+  const listening = await relay.waitFor('listening on', { seen: true });
+  const addr = listening.match(/listening on (127\.0\.0\.1:\d+)/)[1];
+  url = `http://${addr}/`;
+  bob = new Proc('bob', ['bob', 'alice', '--relay', addr, '--data', data, '--no-embed']);
+  await bob.waitFor('bob ↔ alice, end-to-end encrypted', { seen: true });
+  userDataDir = await mkdtemp(path.join(tmpdir(), 'proteus-chat-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+});
+
+after(async () => {
+  await context?.close();
+  await bob?.stop();
+  await relay?.stop();
+  for (const dir of [data, userDataDir]) if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function newPage(address) {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => pageErrors.push(e));
+  page.on('console', (m) => consoleLines.push(m.text()));
+  await page.goto(address);
+  return page;
+}
+
+async function ready(page) {
+  try {
+    await page.locator('#status', { hasText: 'ready' }).waitFor({ timeout: T });
+  } catch (e) {
+    const state = await page.evaluate(() => ['status', 'error', 'log'].map((id) => `${id}: ${document.getElementById(id)?.innerText}`).join('\n'));
+    throw new Error(`the page is not ready: ${e.message}\n${state}\nconsole: ${consoleLines.join('\n')}`);
+  }
+}
+const logLine = (page, text) => page.locator('#log li', { hasText: text }).waitFor({ timeout: T });
+const errorShown = async (page) => ((await page.locator('#error').isVisible()) ? page.locator('#error').textContent() : '');
+
+async function say(page, text) {
+  await page.fill('#input', text);
+  await page.press('#input', 'Enter');
+}
+
+describe('the web client against a terminal client', () => {
+  let page;
+  let myFingerprint;
+
+  test('the relay serves the page and the package with their content types', async () => {
+    for (const [file, type] of [
+      ['', 'text/html'],
+      ['chat.js', 'text/javascript'],
+      ['pkg/index.js', 'text/javascript'],
+      ['pkg/proteus_web_bg.wasm', 'application/wasm'],
+    ]) {
+      const response = await fetch(url + file);
+      assert.equal(response.status, 200, file);
+      assert.ok(response.headers.get('content-type').startsWith(type), `${file}: ${response.headers.get('content-type')}`);
+    }
+    assert.equal((await fetch(`${url}pkg/..%2f..%2fCargo.toml`)).status, 404);
+  });
+
+  test('alice in the page and bob in the terminal: lines flow both ways', async () => {
+    page = await newPage(`${url}?me=alice&peer=bob`);
+    await page.click('#start');
+    await ready(page);
+    assert.equal(await errorShown(page), '');
+    myFingerprint = await page.locator('#my-fp').textContent();
+    assert.match(myFingerprint, /^([0-9a-f]{8} ){7}[0-9a-f]{8}$/);
+
+    await say(page, 'hello bob, this is alice in a browser');
+    await bob.waitFor('alice: hello bob, this is alice in a browser', { seen: true });
+    await logLine(page, 'alice: hello bob, this is alice in a browser');
+    bob.type('hi alice! bob in a terminal');
+    await logLine(page, 'bob: hi alice! bob in a terminal');
+    await say(page, 'ratchet turns: émoji ✓');
+    await bob.waitFor('alice: ratchet turns: émoji ✓', { seen: true });
+    bob.type('and back');
+    await logLine(page, 'bob: and back');
+
+    // Each side shows the other's fingerprint as the other shows its own.
+    bob.type('/fingerprint');
+    const bobsOwn = (await bob.waitFor('* you (bob):')).split(':  ')[1];
+    const bobsAlice = (await bob.waitFor('* alice:  ', { seen: true })).split(':  ')[1];
+    assert.equal(bobsAlice, myFingerprint);
+    assert.equal(await page.locator('#peer-fp').textContent(), bobsOwn);
+    assert.ok(await page.locator('#warning').isHidden(), 'no identity warning');
+  });
+
+  test('after a reload the state is the same, and what came while the page was closed arrives', async () => {
+    await page.reload();
+    await ready(page);
+    assert.equal(await page.locator('#my-fp').textContent(), myFingerprint, 'the identity came back from IndexedDB');
+    await logLine(page, 'bob: and back'); // the history too
+    await say(page, 'reloaded');
+    await bob.waitFor('alice: reloaded', { seen: true });
+    await page.close();
+
+    const started = Date.now();
+    for (let i = 1; i <= QUEUED; i++) bob.type(`queued line ${i} of ${QUEUED}`);
+    bob.type('/status');
+    await bob.waitFor('* outbox: 0 waiting', { timeout: 60_000 });
+    const queuing = Date.now() - started;
+
+    // A fresh page: it remembers who it was (no ?me=), and gets the backlog.
+    page = await newPage(url);
+    await ready(page);
+    assert.equal(await page.locator('#my-fp').textContent(), myFingerprint);
+    await logLine(page, `bob: queued line ${QUEUED} of ${QUEUED}`);
+    const received = await page.locator('#log li.in').allTextContents();
+    const queued = received.filter((l) => l.startsWith('bob: queued line '));
+    assert.deepEqual(queued, Array.from({ length: QUEUED }, (_, i) => `bob: queued line ${i + 1} of ${QUEUED}`), 'each once, in order');
+    const timing = await page.locator('#log li.note', { hasText: 'queued messages from 1 sender decrypted in' }).textContent();
+    assert.equal(await page.locator('#progress').evaluate((p) => [p.value, p.max].join('/')), `${QUEUED}/${QUEUED}`);
+    console.log(`# bob queued ${QUEUED} lines in ${queuing} ms; the page: ${timing}`);
+
+    await say(page, 'back again');
+    await bob.waitFor('alice: back again', { seen: true });
+    bob.type('welcome back');
+    await logLine(page, 'bob: welcome back');
+    assert.equal(await errorShown(page), '');
+    assert.deepEqual(pageErrors, []);
+    await page.close();
+  });
+});

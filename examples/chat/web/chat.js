@@ -1,0 +1,770 @@
+// The web client of proteus-chat: the same chat as the terminal client (src/chat.rs), in a page
+// served by the relay. The engine is the web package (served at /pkg/), its state in IndexedDB;
+// the chat's own records (messages by id, pinned fingerprints, held messages, the outbox) are
+// in a second IndexedDB database. The relay's protocol is in README.md beside this file.
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,31}$/;
+const LOW_PREKEYS = 25; // refill the relay's one-time prekeys below this many…
+const PREKEY_BATCH = 100; // …with this many
+const MAX_TEXT = 4000; // bytes in a line
+const PAGE = 1000; // messages per fetch
+const CHUNK = 250; // messages per decryption batch, so the progress bar moves between them
+const PROGRESS_FROM = 100; // show a progress bar for a backlog of at least this many
+const LONG_POLL = 20; // seconds
+const LAST = 'proteus-chat:last'; // localStorage: who this page was, for the next load
+
+const $ = (id) => document.getElementById(id);
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+let pkg; // the web package's module
+let me;
+let peer;
+let client;
+let records;
+let relay;
+let outboxBlocked = false;
+
+// --- small helpers -------------------------------------------------------------------------
+
+function b64(bytes) {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+function unb64(text) {
+  try {
+    const s = atob(text);
+    return Uint8Array.from(s, (c) => c.charCodeAt(0));
+  } catch {
+    return undefined;
+  }
+}
+
+const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+const grouped = (fingerprint) => fingerprint.match(/.{1,8}/g).join(' ');
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** An error to show as it is. */
+class ChatError extends Error {}
+
+/** Runs the functions given one after the other (decryption, sending, prekeys, accepting). */
+function serial() {
+  let tail = Promise.resolve();
+  return (fn) => {
+    const run = tail.then(fn);
+    tail = run.catch(() => {});
+    return run;
+  };
+}
+const turn = serial();
+
+// --- the page ------------------------------------------------------------------------------
+
+function showError(message) {
+  $('error').textContent = message;
+  $('error').hidden = false;
+}
+
+function status(text, warn = false) {
+  $('status').textContent = text;
+  $('status').className = warn ? 'warn' : '';
+}
+
+/** Adds a line to the log: kind is 'in', 'out', 'note' or 'warn'. */
+function line(text, kind) {
+  const li = document.createElement('li');
+  li.textContent = text;
+  li.className = kind;
+  const log = $('log');
+  const atBottom = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
+  log.append(li);
+  while (log.children.length > 2000) log.firstElementChild.remove();
+  if (atBottom) log.scrollTop = log.scrollHeight;
+}
+
+const note = (text) => line(`* ${text}`, 'note');
+const warn = (text) => line(`! ${text}`, 'warn');
+
+function showMessage(m) {
+  line(`${m.outgoing ? me : m.peer}: ${m.text}`, m.outgoing ? 'out' : 'in');
+}
+
+async function showFingerprints() {
+  $('my-fp').textContent = grouped(await client.fingerprint());
+  const p = await records.peer(peer);
+  if (p) $('peer-fp').textContent = grouped(p.fingerprint);
+  $('warning').hidden = !p?.pending;
+  if (p?.pending) {
+    $('warning-text').textContent =
+      `WARNING: ${peer}'s identity key has CHANGED. Known: ${grouped(p.fingerprint)}; now: ${grouped(p.pending)}. ` +
+      `${peer} may have reinstalled, or someone may be impersonating ${peer}. Compare fingerprints with ${peer} ` +
+      `over another channel. Nothing is sent to ${peer}, and ${peer}'s new messages are held, until you accept.`;
+  }
+}
+
+// --- the chat's records (IndexedDB) -----------------------------------------------------------
+
+const request = (req) =>
+  new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+
+const finished = (tx) =>
+  new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+  });
+
+// Increasing numbers that order the records (milliseconds × 1000 + a counter).
+let tick = 0;
+const order = () => Date.now() * 1000 + (tick++ % 1000);
+
+/**
+ * `messages`: every message shown or sent, by message id (hex SHA-256 of the envelope); it is
+ * also the log of seen ids that makes delivery exactly-once. `peers`: the pinned fingerprint of
+ * each peer and a changed one waiting to be accepted. `held`: messages from a changed identity.
+ * `outbox`: envelopes not yet accepted by the relay, in order.
+ */
+class Records {
+  #db;
+
+  constructor(db) {
+    this.#db = db;
+  }
+
+  static async open(user) {
+    const req = indexedDB.open(`proteus-chat:${user}`, 1);
+    req.onupgradeneeded = () => {
+      const db = req.result;
+      db.createObjectStore('messages', { keyPath: 'id' }).createIndex('n', 'n');
+      db.createObjectStore('peers', { keyPath: 'name' });
+      db.createObjectStore('held', { keyPath: 'id' }).createIndex('n', 'n');
+      db.createObjectStore('outbox', { autoIncrement: true });
+    };
+    return new Records(await request(req));
+  }
+
+  #tx(stores, mode = 'readonly') {
+    return this.#db.transaction(stores, mode);
+  }
+
+  /** The last `limit` messages, oldest first. */
+  async messages(limit) {
+    const all = await request(this.#tx('messages').objectStore('messages').index('n').getAll());
+    return all.slice(-limit);
+  }
+
+  /**
+   * Records received messages and held envelopes in one transaction; returns the received ones
+   * not recorded before (a page delivered again is dropped by id).
+   */
+  async recordBatch(received, held) {
+    const tx = this.#tx(['messages', 'held'], 'readwrite');
+    const messages = tx.objectStore('messages');
+    const fresh = [];
+    for (const m of received) {
+      const seen = messages.getKey(m.id);
+      seen.onsuccess = () => {
+        if (seen.result !== undefined) return;
+        messages.put({ ...m, n: order() });
+        fresh.push(m);
+      };
+    }
+    for (const h of held) tx.objectStore('held').put({ ...h, n: order() });
+    await finished(tx);
+    return fresh;
+  }
+
+  /** A sent line, and its envelope in the outbox: one transaction. */
+  async recordSent(to, text, envelope) {
+    const tx = this.#tx(['messages', 'outbox'], 'readwrite');
+    const m = { id: pkg.messageId(envelope), peer: to, outgoing: true, text, n: order() };
+    tx.objectStore('messages').put(m);
+    tx.objectStore('outbox').add({ peer: to, envelope });
+    await finished(tx);
+    return m;
+  }
+
+  async outbox() {
+    const tx = this.#tx('outbox');
+    const [keys, values] = await Promise.all([
+      request(tx.objectStore('outbox').getAllKeys()),
+      request(tx.objectStore('outbox').getAll()),
+    ]);
+    return values.map((v, i) => ({ key: keys[i], ...v }));
+  }
+
+  async outboxDone(key) {
+    const tx = this.#tx('outbox', 'readwrite');
+    tx.objectStore('outbox').delete(key);
+    await finished(tx);
+  }
+
+  peer(name) {
+    return request(this.#tx('peers').objectStore('peers').get(name));
+  }
+
+  async #putPeer(value) {
+    const tx = this.#tx('peers', 'readwrite');
+    tx.objectStore('peers').put(value);
+    await finished(tx);
+  }
+
+  pin(name, fingerprint) {
+    return this.#putPeer({ name, fingerprint, pending: null });
+  }
+
+  async setPending(name, fingerprint) {
+    const p = await this.peer(name);
+    return this.#putPeer({ ...p, pending: fingerprint });
+  }
+
+  async accept(name) {
+    const p = await this.peer(name);
+    if (p?.pending) await this.#putPeer({ name, fingerprint: p.pending, pending: null });
+  }
+
+  async held(from) {
+    const all = await request(this.#tx('held').objectStore('held').index('n').getAll());
+    return all.filter((h) => h.from === from);
+  }
+
+  async dropHeld(ids) {
+    const tx = this.#tx('held', 'readwrite');
+    for (const id of ids) tx.objectStore('held').delete(id);
+    await finished(tx);
+  }
+}
+
+// --- the relay -----------------------------------------------------------------------------
+
+class RelayError extends Error {
+  constructor(status, code, message) {
+    super(status === 0 ? message : `the relay refused (${status} ${code}): ${message}`);
+    this.status = status;
+    this.code = code;
+  }
+
+  /** Worth trying again later: the relay was away, busy or failing. */
+  get transient() {
+    return this.status === 0 || this.status === 429 || this.status >= 500;
+  }
+}
+
+/** Signed requests to the relay this page came from (see README.md). */
+class Relay {
+  #nonces = [];
+
+  constructor(user, sign) {
+    this.user = user;
+    this.sign = sign;
+  }
+
+  async #fetch(path, init) {
+    let response;
+    let text;
+    try {
+      response = await fetch(path, { cache: 'no-store', ...init });
+      text = await response.text();
+    } catch (e) {
+      throw new RelayError(0, 'unreachable', `the relay is unreachable (${e.message})`);
+    }
+    const nonce = response.headers.get('replay-nonce');
+    if (nonce && this.#nonces.length < 8) this.#nonces.push(nonce);
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new RelayError(response.status, 'protocol', `not a JSON answer (HTTP ${response.status})`);
+    }
+    if (!response.ok) throw new RelayError(response.status, body.error ?? 'unknown', body.message ?? '');
+    return body;
+  }
+
+  async #nonce() {
+    return this.#nonces.pop() ?? (await this.#fetch('/v1/nonce')).nonce;
+  }
+
+  /** A signed request; `body` is bytes, an object (sent as JSON) or nothing. */
+  async call(method, path, body) {
+    const bytes = body === undefined ? new Uint8Array() : body instanceof Uint8Array ? body : utf8.encode(JSON.stringify(body));
+    for (let attempt = 0; ; attempt++) {
+      const nonce = await this.#nonce();
+      // The package's messageId is lowercase hex of SHA-256: what the signed message needs
+      // (and unlike WebCrypto it works outside secure contexts too).
+      const signed = `proteus-chat-relay-v1\n${this.user}\n${nonce}\n${method}\n${path}\n${pkg.messageId(bytes)}`;
+      const signature = await this.sign(signed);
+      const headers = { 'proteus-user': this.user, 'proteus-nonce': nonce, 'proteus-signature': b64(signature) };
+      if (bytes.length > 0) headers['content-type'] = body instanceof Uint8Array ? 'application/octet-stream' : 'application/json';
+      try {
+        return await this.#fetch(path, { method, headers, body: bytes.length > 0 ? bytes : undefined });
+      } catch (e) {
+        // A stale nonce (the relay restarted): take a fresh one and try again.
+        if (!(e instanceof RelayError && e.code === 'bad_nonce' && attempt < 3)) throw e;
+        this.#nonces = [];
+      }
+    }
+  }
+}
+
+// --- CBOR, just enough to read the identity key of a PreKeyMessage ---------------------------
+
+/** Reads one CBOR item at `at`: [value, next offset]. Maps become Maps. */
+function cbor(b, at) {
+  const major = b[at] >> 5;
+  const info = b[at] & 31;
+  let n = info;
+  let next = at + 1;
+  if (info >= 24 && info <= 27) {
+    const size = 1 << (info - 24);
+    n = 0;
+    for (let i = 0; i < size; i++) n = n * 256 + b[next + i];
+    next += size;
+  } else if (info > 27) {
+    throw new Error('unsupported CBOR');
+  }
+  if (next > b.length) throw new Error('truncated CBOR');
+  switch (major) {
+    case 0:
+    case 7:
+      return [n, next];
+    case 1:
+      return [-1 - n, next];
+    case 2:
+    case 3:
+      if (next + n > b.length) throw new Error('truncated CBOR');
+      return [b.subarray(next, next + n), next + n];
+    case 4: {
+      const items = [];
+      for (let i = 0; i < n; i++) [items[i], next] = cbor(b, next);
+      return [items, next];
+    }
+    case 5: {
+      const map = new Map();
+      for (let i = 0; i < n; i++) {
+        let key;
+        let value;
+        [key, next] = cbor(b, next);
+        [value, next] = cbor(b, next);
+        map.set(key, value);
+      }
+      return [map, next];
+    }
+    default:
+      return cbor(b, next); // a tag: its item
+  }
+}
+
+/** The sender's fingerprint in a PreKeyMessage envelope (spec §4.1, §4.4), else undefined. */
+function prekeyMessageFingerprint(envelope) {
+  try {
+    const message = cbor(envelope, 0)[0].get(2);
+    const [type, at] = cbor(message, 0);
+    if (type !== 2) return undefined;
+    const key = cbor(message, at)[0].get(2).get(0).get(0);
+    return key?.length === 32 ? hex(key) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// --- the chat ------------------------------------------------------------------------------
+
+/** Registers our name with our identity key, then tops up our prekeys at the relay. */
+async function announce() {
+  let answer;
+  try {
+    answer = await relay.call('POST', `/v1/users/${me}`, { identity: b64(await client.identityKey()) });
+  } catch (e) {
+    if (e.code === 'identity_conflict') {
+      throw new ChatError(
+        `The relay has ${me} registered with another identity key (a terminal client or another browser?). ` +
+          `Pick another name, or use the browser that holds ${me}'s keys.`,
+      );
+    }
+    throw e;
+  }
+  if (answer.created) note(`registered ${me} at the relay with your identity key`);
+  await topUp(answer.prekeys_remaining, true);
+}
+
+/** Publishes new one-time prekeys when the relay has fewer than LOW_PREKEYS left. */
+async function topUp(remaining, withLastResort) {
+  if (remaining >= LOW_PREKEYS && !withLastResort) return;
+  const prekeys = remaining < LOW_PREKEYS ? await client.generatePrekeys(PREKEY_BATCH) : [];
+  const lastResort = await client.lastResortBundle();
+  try {
+    await relay.call('PUT', `/v1/prekeys/${me}`, { prekeys: prekeys.map((p) => b64(p.bundle)), last_resort: b64(lastResort) });
+    if (prekeys.length > 0) note(`published ${prekeys.length} new one-time prekeys at the relay (${remaining} were left)`);
+  } catch (e) {
+    warn(`could not publish prekeys: ${e.message}`);
+  }
+}
+
+/** Compares a peer's identity with the pinned one; pins it on first sight. */
+async function checkIdentity(from, fingerprint) {
+  const p = await records.peer(from);
+  if (!p) {
+    await records.pin(from, fingerprint);
+    note(`${from}'s fingerprint: ${grouped(fingerprint)} (first seen; compare it with what ${from}'s client shows)`);
+  } else if (p.fingerprint !== fingerprint && p.pending !== fingerprint) {
+    await records.setPending(from, fingerprint);
+    warn(`WARNING: ${from}'s identity key has CHANGED (known ${grouped(p.fingerprint)}, now ${grouped(fingerprint)})`);
+  }
+  if (from === peer) await showFingerprints();
+}
+
+/**
+ * Decrypts a batch `[{sessionId, envelope}]` so that its plaintexts are in IndexedDB before the
+ * engine commits. The package's onMessage callback is synchronous and IndexedDB is not, so
+ * this takes two passes: the first decrypts and stops at the last message (BatchAborted:
+ * nothing committed), the plaintexts are then stored, and the second pass decrypts the same
+ * batch again and commits. A crash in between re-delivers the batch; its ids are dropped.
+ */
+async function decrypt(batch) {
+  const changed = new Set();
+  for (const from of new Set(batch.map((m) => m.sessionId))) if ((await records.peer(from))?.pending) changed.add(from);
+
+  const results = [];
+  try {
+    await client.decryptBatch(batch, (r, done, total) => {
+      results.push({ ...r, text: r.plaintext && fromUtf8.decode(r.plaintext) });
+      return done < total;
+    });
+  } catch (e) {
+    if (e.code !== 108) throw e; // BatchAborted: the first pass, as planned
+  }
+  const received = [];
+  const held = [];
+  const notes = [];
+  results.forEach((r, i) => {
+    if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: r.text });
+    else if (r.alreadySeen) return;
+    else if (r.errorCode === 204 || (r.errorCode === 205 && changed.has(r.sessionId))) {
+      held.push({ id: r.messageId, from: r.sessionId, envelope: batch[i].envelope });
+    } else {
+      notes.push(`a message from ${r.sessionId} could not be decrypted: ${r.errorKind} (${r.errorCode})`);
+    }
+  });
+  const fresh = await records.recordBatch(received, held);
+  await client.decryptBatch(batch);
+
+  // Pin first-seen identities; a changed one waits for the user.
+  const seen = new Set();
+  for (const m of received) {
+    if (seen.has(m.peer)) continue;
+    seen.add(m.peer);
+    await checkIdentity(m.peer, await client.remoteFingerprint(m.peer));
+  }
+  for (const h of held) {
+    if (seen.has(h.from)) continue;
+    seen.add(h.from);
+    const fingerprint = prekeyMessageFingerprint(h.envelope);
+    if (fingerprint) await checkIdentity(h.from, fingerprint);
+    notes.push(`messages from ${h.from} are held until you accept ${h.from}'s new identity`);
+  }
+  for (const n of notes) warn(n);
+  for (const m of fresh) showMessage(m);
+  return batch.length;
+}
+
+/** Decrypts a page of the queue (in chunks, moving `bar`), then acknowledges it. */
+async function receive(page, bar) {
+  const last = page.messages.at(-1).seq;
+  const batch = [];
+  for (const m of page.messages) {
+    const envelope = unb64(m.envelope);
+    if (envelope && NAME.test(m.from)) batch.push({ sessionId: m.from, envelope });
+    else warn(`the relay sent a malformed message (#${m.seq}); dropped`);
+  }
+  for (let i = 0; i < batch.length; i += CHUNK) {
+    await decrypt(batch.slice(i, i + CHUNK));
+    if (bar) {
+      bar.done += Math.min(CHUNK, batch.length - i);
+      $('progress').value = bar.done;
+      $('backlog-text').textContent = `decrypting the backlog: ${bar.done} of ${bar.total} messages`;
+      await sleep(0); // let the page paint the bar
+    }
+  }
+  try {
+    await relay.call('DELETE', `/v1/queues/${me}?up_to=${last}`);
+  } catch (e) {
+    // Only means the same envelopes come again: they are dropped by id.
+    warn(`could not acknowledge messages at the relay: ${e.message}`);
+  }
+  await topUp(page.prekeys_remaining, false);
+  return last;
+}
+
+/** Everything queued while the page was closed, with a progress bar for a large backlog. */
+async function backlog() {
+  let cursor = 0;
+  let total = 0;
+  let bar;
+  const senders = new Set();
+  const started = performance.now();
+  for (;;) {
+    const page = await relay.call('GET', `/v1/queues/${me}?after=${cursor}&limit=${PAGE}`);
+    if (page.messages.length === 0) {
+      await topUp(page.prekeys_remaining, false);
+      break;
+    }
+    const queued = page.messages.length + page.remaining;
+    if (!bar && total === 0 && queued >= PROGRESS_FROM) {
+      bar = { done: 0, total: queued };
+      $('progress').max = queued;
+      $('backlog').hidden = false;
+    }
+    for (const m of page.messages) senders.add(m.from);
+    cursor = await turn(() => receive(page, bar));
+    total += page.messages.length;
+  }
+  $('backlog').hidden = true;
+  if (total > 0) {
+    const ms = (performance.now() - started).toFixed(1);
+    note(`${plural(total, 'queued message')} from ${plural(senders.size, 'sender')} decrypted in ${ms} ms`);
+  }
+  return cursor;
+}
+
+/** Long-polls the queue; notices a lost relay and carries on when it is back. */
+async function poll(cursor) {
+  let failures = 0;
+  for (;;) {
+    let page;
+    try {
+      page = await relay.call('GET', `/v1/queues/${me}?after=${cursor}&wait=${LONG_POLL}`);
+    } catch (e) {
+      if (e.code === 'unknown_user') {
+        // A new relay (its state lost): register again.
+        await turn(announce).catch((e2) => warn(e2.message));
+        await sleep(200);
+        continue;
+      }
+      failures += 1;
+      if (failures === 1) status(`lost the relay (${e.message}); reconnecting. What you type is kept and sent when it is back.`, true);
+      await sleep(failures < 5 ? 300 : 2000);
+      continue;
+    }
+    if (failures > 0) {
+      failures = 0;
+      cursor = 0; // maybe another relay, with its own numbering: seen ids are dropped
+      status('the relay is back');
+      await turn(async () => {
+        await announce();
+        await flushOutbox();
+      }).catch((e) => warn(e.message));
+      continue;
+    }
+    if (page.messages.length === 0) {
+      if (page.prekeys_remaining < LOW_PREKEYS) await turn(() => topUp(page.prekeys_remaining, false));
+      continue;
+    }
+    try {
+      cursor = await turn(() => receive(page));
+    } catch (e) {
+      warn(`could not decrypt or store messages: ${e.message}`);
+      await sleep(1000);
+    }
+  }
+}
+
+/** Sends what waits in the outbox, in order; stops at the first transient failure. */
+async function flushOutbox() {
+  for (const { key, peer: to, envelope } of await records.outbox()) {
+    try {
+      await relay.call('POST', `/v1/queues/${to}`, envelope);
+      await records.outboxDone(key);
+    } catch (e) {
+      if (!(e instanceof RelayError) || e.transient) {
+        if (!outboxBlocked) note(`kept in the outbox, sent when the relay is back (${e.message})`);
+        outboxBlocked = true;
+        return;
+      }
+      warn(`the relay refused a message to ${to} (${e.code}: ${e.message}); dropped`);
+      await records.outboxDone(key);
+    }
+  }
+  outboxBlocked = false;
+}
+
+/** Encrypts and sends a line (through the outbox, so nothing typed is lost while the relay is away). */
+async function send(text) {
+  if (utf8.encode(text).length > MAX_TEXT) return warn(`not sent: a line is at most ${MAX_TEXT} bytes`);
+  if ((await records.peer(peer))?.pending) {
+    await showFingerprints();
+    return warn(`not sent: ${peer}'s identity key has changed; compare fingerprints and accept it first`);
+  }
+  if (!(await client.hasSession(peer))) {
+    let claimed;
+    try {
+      claimed = await relay.call('POST', `/v1/prekeys/${peer}/claim`);
+    } catch (e) {
+      if (e.code === 'unknown_user' || e.code === 'no_prekeys') {
+        return warn(`not sent: ${peer} has not joined the relay yet (run \`proteus-chat ${peer} ${me}\`)`);
+      }
+      return warn(`not sent: ${e.message}`);
+    }
+    const bundle = unb64(claimed.bundle);
+    let fingerprint;
+    try {
+      fingerprint = pkg.bundleFingerprint(bundle ?? new Uint8Array());
+    } catch (e) {
+      return warn(`not sent: the relay gave a bad bundle for ${peer}: ${e.message}`);
+    }
+    await checkIdentity(peer, fingerprint);
+    if ((await records.peer(peer))?.pending) return warn('not sent');
+    await client.createSession(peer, bundle);
+  }
+  const envelope = await client.encrypt(peer, text);
+  showMessage(await records.recordSent(peer, text, envelope));
+  await flushOutbox();
+}
+
+/** Trusts the peer's changed identity and decrypts what was held. */
+async function accept() {
+  const p = await records.peer(peer);
+  if (!p?.pending) return;
+  if ((await client.hasSession(peer)) && (await client.remoteFingerprint(peer)) !== p.pending) {
+    await client.deleteSession(peer);
+  }
+  await records.accept(peer);
+  note(`${peer}'s new identity ${grouped(p.pending)} is accepted`);
+  const held = await records.held(peer);
+  if (held.length > 0) {
+    await decrypt(held.map((h) => ({ sessionId: peer, envelope: h.envelope })));
+    await records.dropHeld(held.map((h) => h.id));
+  }
+  await showFingerprints();
+}
+
+const tabLocks = new Set();
+
+/** Only one page per user: a second one would race the first for the queue. */
+async function holdTabLock(user) {
+  if (!navigator.locks || tabLocks.has(user)) return true;
+  const got = await new Promise((resolve) => {
+    navigator.locks.request(`proteus-chat-page:${user}`, { ifAvailable: true }, (lock) => {
+      resolve(lock !== null);
+      return lock ? new Promise(() => {}) : undefined; // held until the page goes
+    });
+  });
+  if (got) tabLocks.add(user);
+  return got;
+}
+
+async function start(meName, peerName) {
+  for (const name of [meName, peerName]) {
+    if (!NAME.test(name)) throw new ChatError(`invalid user name "${name}": 1 to 32 of a-z, 0-9, '.', '_', '-', starting with a letter or digit`);
+  }
+  if (meName === peerName) throw new ChatError('chatting with yourself is not supported');
+  [me, peer] = [meName, peerName];
+  if (!(await holdTabLock(me))) throw new ChatError(`${me} is already open in another tab of this browser: use that one`);
+  try {
+    pkg = await import('/pkg/index.js');
+  } catch (e) {
+    throw new ChatError(
+      `The web package did not load from /pkg/ (${e.message}). Build it with ffi/web/build.sh, ` +
+        'and start the relay from the checkout or with --web-pkg ffi/web/pkg.',
+    );
+  }
+  if (!globalThis.indexedDB) throw new ChatError('this browser gives the page no IndexedDB (a private window?): the keys need it');
+  try {
+    client = await pkg.Client.open(`chat-${me}`);
+    records = await Records.open(me);
+  } catch (e) {
+    throw new ChatError(`could not open ${me}'s state in IndexedDB: ${e.message}`);
+  }
+  relay = new Relay(me, (message) => client.sign(message));
+  localStorage.setItem(LAST, JSON.stringify({ me, peer }));
+  history.replaceState(null, '', location.pathname);
+
+  $('setup').hidden = true;
+  $('chat').hidden = false;
+  $('title').textContent = `${me} ↔ ${peer}`;
+  document.title = `${me} ↔ ${peer} · proteus-chat`;
+  $('my-name').textContent = `you (${me})`;
+  $('peer-name').textContent = peer;
+  await showFingerprints();
+  for (const m of await records.messages(200)) showMessage(m);
+
+  status('connecting to the relay…');
+  let cursor = 0;
+  try {
+    await turn(announce);
+    cursor = await backlog();
+    await turn(flushOutbox);
+  } catch (e) {
+    if (e instanceof ChatError) throw e;
+    warn(e.message); // the relay is away: the long-poll retries
+  }
+  for (const id of ['input', 'send']) $(id).disabled = false;
+  status(`ready: ${me} ↔ ${peer}, end-to-end encrypted via ${location.host}`);
+  $('input').focus();
+  poll(cursor);
+  setInterval(() => {
+    if (outboxBlocked) turn(flushOutbox).catch((e) => warn(e.message));
+  }, 2000);
+}
+
+// --- wiring --------------------------------------------------------------------------------
+
+function failed(e) {
+  showError(e instanceof ChatError ? e.message : `${e.name}: ${e.message}`);
+  console.error(e);
+}
+
+window.addEventListener('unhandledrejection', (event) => failed(event.reason));
+
+$('setup').addEventListener('submit', (event) => {
+  event.preventDefault();
+  $('error').hidden = true;
+  $('start').disabled = true;
+  start($('me').value.trim(), $('peer').value.trim()).catch(startFailed);
+});
+
+/** Back to the form, the error above it. */
+function startFailed(e) {
+  failed(e);
+  localStorage.removeItem(LAST);
+  $('chat').hidden = true;
+  $('setup').hidden = false;
+  $('start').disabled = false;
+  $('me').value ||= me ?? '';
+  $('peer').value ||= peer ?? '';
+}
+
+$('send-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const text = $('input').value;
+  if (text.trim() === '') return;
+  $('input').value = '';
+  turn(() => send(text)).catch((e) => warn(`not sent: ${e.message}`));
+});
+
+$('accept').addEventListener('click', () => turn(accept).catch((e) => warn(e.message)));
+
+$('leave').addEventListener('click', () => {
+  localStorage.removeItem(LAST);
+  location.reload();
+});
+
+// Who this page was last time comes back; ?me=alice&peer=bob fills the form for someone else.
+const params = new URLSearchParams(location.search);
+let last;
+try {
+  last = JSON.parse(localStorage.getItem(LAST) ?? 'null');
+} catch {
+  last = null;
+}
+if (last && (!params.has('me') || (params.get('me') === last.me && params.get('peer') === last.peer))) {
+  start(last.me, last.peer).catch(startFailed);
+} else {
+  $('me').value = params.get('me') ?? '';
+  $('peer').value = params.get('peer') ?? '';
+  $('setup').hidden = false;
+}
