@@ -96,6 +96,7 @@ let context;
 let userDataDir;
 const pageErrors = [];
 const consoleLines = [];
+const delivered = []; // base64 envelopes
 
 before(async () => {
   for (const [what, file] of [
@@ -127,6 +128,13 @@ async function newPage(address) {
   const page = await context.newPage();
   page.on('pageerror', (e) => pageErrors.push(e));
   page.on('console', (m) => consoleLines.push(m.text()));
+  // Every envelope the relay hands the page, to check later that the engine committed them.
+  page.on('response', async (response) => {
+    if (response.request().method() === 'GET' && new URL(response.url()).pathname === '/v1/queues/alice' && response.ok()) {
+      const body = await response.json().catch(() => ({ messages: [] }));
+      for (const m of body.messages) delivered.push(m.envelope);
+    }
+  });
   await page.goto(address);
   return page;
 }
@@ -218,6 +226,19 @@ describe('the web client against a terminal client', () => {
     const timing = await page.locator('#log li.note', { hasText: 'queued messages from 1 sender decrypted in' }).textContent();
     assert.equal(await page.locator('#progress').evaluate((p) => [p.value, p.max].join('/')), `${QUEUED}/${QUEUED}`);
     console.log(`# bob queued ${QUEUED} lines in ${queuing} ms; the page: ${timing}`);
+
+    // The engine committed every batch to IndexedDB: a second client on the same store (in the
+    // page) finds each envelope the page was given already decrypted.
+    assert.ok(delivered.length >= QUEUED + 2, `${delivered.length} envelopes seen`);
+    const again = await page.evaluate(async (envelopes) => {
+      const { Client } = await import('/pkg/index.js');
+      const second = await Client.open('chat-alice');
+      const queue = envelopes.map((e) => ({ sessionId: 'bob', envelope: Uint8Array.from(atob(e), (c) => c.charCodeAt(0)) }));
+      const results = await second.decryptBatch(queue);
+      await second.close();
+      return results.map((r) => r.alreadySeen);
+    }, delivered);
+    assert.deepEqual(again, delivered.map(() => true), 'every delivered envelope is already seen by the stored client');
 
     await say(page, 'back again');
     await bob.waitFor('alice: back again', { seen: true });
