@@ -10,6 +10,7 @@
 #   3. tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo
+#      and examples/chat/tests/web/chromium.mjs: the chat's page against a terminal client
 #   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked)
 #   7. the .wasm size, raw and gzipped, against its budget
 set -euo pipefail
@@ -71,6 +72,10 @@ node --test tests/interop/wireapp.mjs
 
 log "headless Chromium ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
 CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs
+
+log "the chat's web client in headless Chromium against a terminal client (examples/chat)"
+cargo build --locked -p proteus-chat --manifest-path ../../Cargo.toml
+CHROMIUM=$CHROMIUM node --test ../../examples/chat/tests/web/chromium.mjs
 
 log "benchmark, one timed run per scenario (smoke)"
 node bench/bench.mjs --json --runs 1
