@@ -92,6 +92,7 @@ let data;
 let relay;
 let bob;
 let url;
+let addr;
 let context;
 let userDataDir;
 const pageErrors = [];
@@ -109,7 +110,7 @@ before(async () => {
   data = await mkdtemp(path.join(tmpdir(), 'proteus-chat-web-'));
   relay = new Proc('relay', ['relay', '--listen', '127.0.0.1:0', '--data', data, '--web', WEB, '--web-pkg', PKG]);
   const listening = await relay.waitFor('listening on', { seen: true });
-  const addr = listening.match(/listening on (127\.0\.0\.1:\d+)/)[1];
+  addr = listening.match(/listening on (127\.0\.0\.1:\d+)/)[1];
   url = `http://${addr}/`;
   bob = new Proc('bob', ['bob', 'alice', '--relay', addr, '--data', data, '--no-embed']);
   await bob.waitFor('bob ↔ alice, end-to-end encrypted', { seen: true });
@@ -244,6 +245,36 @@ describe('the web client against a terminal client', () => {
     await bob.waitFor('alice: back again', { seen: true });
     bob.type('welcome back');
     await logLine(page, 'bob: welcome back');
+    assert.equal(await errorShown(page), '');
+    await page.close();
+  });
+
+  test("a changed identity of bob's is a warning: nothing is sent until it is accepted", async () => {
+    // A new relay on the same address (the page's origin), and "bob" with a new identity.
+    await bob.stop();
+    await relay.stop();
+    relay = new Proc('relay-2', ['relay', '--listen', addr, '--data', path.join(data, 'second'), '--web', WEB, '--web-pkg', PKG]);
+    await relay.waitFor('listening on', { seen: true });
+    page = await newPage(url);
+    await ready(page);
+    bob = new Proc('new bob', ['bob', 'alice', '--relay', addr, '--data', path.join(data, 'new-bob'), '--no-embed']);
+    await bob.waitFor('bob ↔ alice, end-to-end encrypted', { seen: true });
+    bob.type("it's me, new phone");
+    await page.locator('#warning', { hasText: "bob's identity key has CHANGED" }).waitFor({ timeout: T });
+    await logLine(page, 'messages from bob are held until you accept');
+    await say(page, 'who are you?');
+    await logLine(page, "not sent: bob's identity key has changed");
+    assert.equal(await page.locator('#log li', { hasText: "bob: it's me" }).count(), 0, 'held, not shown');
+
+    await page.click('#accept');
+    await logLine(page, "bob: it's me, new phone");
+    assert.ok(await page.locator('#warning').isHidden());
+    bob.type('/fingerprint');
+    const newBob = (await bob.waitFor('* you (bob):')).split(':  ')[1];
+    assert.equal(await page.locator('#peer-fp').textContent(), newBob);
+    await say(page, 'welcome back');
+    await bob.waitFor('alice: welcome back', { seen: true });
+    assert.ok(!bob.lines.some((l) => l.includes('who are you?')), 'the line typed before accepting was not sent');
     assert.equal(await errorShown(page), '');
     assert.deepEqual(pageErrors, []);
     await page.close();
