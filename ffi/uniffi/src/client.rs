@@ -7,13 +7,11 @@ use std::time::{Duration, Instant};
 use proteus_core::PreKeyId;
 use proteus_store::{ClientError, SqliteOptions};
 
+use crate::batch::{BatchResults, QueuedMessages};
 use crate::bytes::Bytes;
 use crate::error::ProteusError;
 use crate::gate::Gate;
-use crate::types::{
-    BatchDelivery, BatchProgress, BatchResult, BatchSummary, OutgoingMessage, PreKeyBundle,
-    QueuedMessage,
-};
+use crate::types::{BatchDelivery, BatchProgress, BatchSummary, OutgoingMessage, PreKeyBundle};
 
 /// How `Client.openWith` treats the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
@@ -248,7 +246,7 @@ impl Client {
     #[uniffi::method(default(max_chunk = 1000, progress_interval_ms = 100))]
     pub fn decrypt_batch(
         &self,
-        queue: Vec<QueuedMessage>,
+        queue: QueuedMessages,
         delivery: Box<dyn BatchDelivery>,
         max_chunk: u32,
         progress_interval_ms: u32,
@@ -256,24 +254,29 @@ impl Client {
         let max_chunk = usize::try_from(max_chunk).unwrap_or(usize::MAX).max(1);
         let interval = (progress_interval_ms > 0)
             .then(|| Duration::from_millis(u64::from(progress_interval_ms)));
+        // Room for a chunk's results: about the size of its envelopes, plus the hex ids.
+        let per_message = queue.byte_len() / queue.len().max(1) + 80;
+        let chunk_bytes = per_message.saturating_mul(max_chunk.min(queue.len()));
         self.inner.with(|client| {
             let borrowed: Vec<proteus_store::QueuedMessage<'_>> = queue
                 .iter()
-                .map(|m| proteus_store::QueuedMessage {
-                    session_id: &m.session_id,
-                    envelope: &m.envelope,
+                .map(|(session_id, envelope)| proteus_store::QueuedMessage {
+                    session_id,
+                    envelope,
                 })
                 .collect();
-            let mut pending = Vec::with_capacity(max_chunk.min(queue.len()));
+            let mut pending = BatchResults::with_capacity(chunk_bytes);
             let mut summary = BatchSummary::default();
             let mut thrown = None;
             let mut last_delivery = Instant::now();
             let outcome = client.decrypt_batch(&borrowed, |decrypted, progress| {
                 summary.count(&decrypted.outcome);
-                pending.push(BatchResult::of(decrypted));
+                pending.push(decrypted);
+                // The clock is read every 8 messages only (a few microseconds of decryption).
                 let due = pending.len() >= max_chunk
                     || progress.done >= progress.total
-                    || interval.is_some_and(|i| last_delivery.elapsed() >= i);
+                    || (pending.len().is_multiple_of(8)
+                        && interval.is_some_and(|i| last_delivery.elapsed() >= i));
                 if !due {
                     return ControlFlow::Continue(());
                 }
@@ -281,7 +284,15 @@ impl Client {
                     done: u32::try_from(progress.done).unwrap_or(u32::MAX),
                     total: u32::try_from(progress.total).unwrap_or(u32::MAX),
                 };
-                let answer = delivery.deliver(std::mem::take(&mut pending), progress);
+                let chunk = std::mem::replace(
+                    &mut pending,
+                    BatchResults::with_capacity(if progress.done < progress.total {
+                        chunk_bytes
+                    } else {
+                        0
+                    }),
+                );
+                let answer = delivery.deliver(chunk, progress);
                 last_delivery = Instant::now();
                 match answer {
                     Ok(true) => ControlFlow::Continue(()),

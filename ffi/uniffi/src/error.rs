@@ -79,8 +79,3 @@ impl From<uniffi::UnexpectedUniFFICallbackError> for ProteusError {
         )
     }
 }
-
-/// The code and kind of a per-message failure in a batch result.
-pub(crate) fn code_and_kind(e: &ClientError) -> (i32, String) {
-    (i32::from(e.code()), e.kind().to_owned())
-}

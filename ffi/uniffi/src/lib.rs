@@ -13,12 +13,14 @@
 //!
 //! The generated sources and the packaging are described in `ffi/uniffi/README.md`.
 
+mod batch;
 mod bytes;
 mod client;
 mod error;
 mod gate;
 mod types;
 
+pub use batch::{BatchResults, QueuedMessages};
 pub use bytes::Bytes;
 pub use client::{Client, ClientOptions, OpenMode};
 pub use error::{CALLBACK_FAILED, CLIENT_BUSY, INTERNAL, ProteusError};

@@ -1,9 +1,12 @@
 //! The records and the callback interface that cross the boundary.
 
-use proteus_store::{ClientError, Decrypted};
+use proteus_store::ClientError;
+#[cfg(test)]
+use proteus_store::Decrypted;
 
+use crate::batch::BatchResults;
 use crate::bytes::Bytes;
-use crate::error::{ProteusError, code_and_kind};
+use crate::error::ProteusError;
 
 /// A prekey bundle as published: its prekey id and its CBOR bytes (what `createSession` takes).
 #[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
@@ -76,17 +79,16 @@ impl std::fmt::Debug for BatchResult {
     }
 }
 
+#[cfg(test)]
 impl BatchResult {
+    /// The record of one result, as `BatchResults` writes it (the reference in tests).
     pub(crate) fn of(decrypted: &Decrypted) -> Self {
         let (plaintext, error_code, error_kind) = match &decrypted.outcome {
             Ok(plaintext) => (Some(Bytes(plaintext.clone())), None, None),
-            Err(e) => {
-                let (code, kind) = code_and_kind(e);
-                (None, Some(code), Some(kind))
-            }
+            Err(e) => (None, Some(i32::from(e.code())), Some(e.kind().to_owned())),
         };
         Self {
-            message_id: hex(decrypted.message_id.as_bytes()),
+            message_id: decrypted.message_id.to_string(),
             session_id: decrypted.session_id.clone(),
             plaintext,
             error_code,
@@ -94,21 +96,6 @@ impl BatchResult {
             already_seen: decrypted.is_already_seen(),
         }
     }
-}
-
-/// Lowercase hex, as `MessageId`'s `Display` writes it, without the formatting machinery: this
-/// runs once per message of a batch.
-fn hex(bytes: &[u8; 32]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(64);
-    for b in bytes {
-        for nibble in [b >> 4, b & 0xf] {
-            out.push(char::from(
-                DIGITS.get(usize::from(nibble)).copied().unwrap_or(b'0'),
-            ));
-        }
-    }
-    out
 }
 
 /// How far a batch has got.
@@ -159,9 +146,9 @@ impl BatchSummary {
 pub trait BatchDelivery: Send + Sync {
     /// Delivers the next results of the batch; `progress` counts every message up to the last
     /// one of `results`. Returns whether to go on.
-    fn deliver(
-        &self,
-        results: Vec<BatchResult>,
-        progress: BatchProgress,
-    ) -> Result<bool, ProteusError>;
+    ///
+    /// In Kotlin `results` is a `List<BatchResult>`, in Swift a `[BatchResult]`; in Rust,
+    /// [`BatchResults::to_vec`] reads them.
+    fn deliver(&self, results: BatchResults, progress: BatchProgress)
+    -> Result<bool, ProteusError>;
 }

@@ -13,8 +13,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use proteus_uniffi::{
-    BatchDelivery, BatchProgress, BatchResult, Bytes, Client, ClientOptions, OpenMode,
-    ProteusError, QueuedMessage, bundle_fingerprint, message_id,
+    BatchDelivery, BatchProgress, BatchResult, BatchResults, Bytes, Client, ClientOptions,
+    OpenMode, ProteusError, QueuedMessage, QueuedMessages, bundle_fingerprint, message_id,
 };
 
 type Deliver = dyn Fn(&[BatchResult], BatchProgress) -> Result<bool, ProteusError> + Send + Sync;
@@ -47,9 +47,10 @@ struct Shared(Arc<Recorder>);
 impl BatchDelivery for Shared {
     fn deliver(
         &self,
-        results: Vec<BatchResult>,
+        results: BatchResults,
         progress: BatchProgress,
     ) -> Result<bool, ProteusError> {
+        let results = results.to_vec();
         let go_on = (self.0.then)(&results, progress);
         self.0.results.lock().unwrap().extend(results);
         self.0.progress.lock().unwrap().push(progress);
@@ -71,7 +72,7 @@ fn pair() -> (Arc<Client>, Arc<Client>) {
     (alice, bob)
 }
 
-fn queue(alice: &Client, n: usize) -> Vec<QueuedMessage> {
+fn queue(alice: &Client, n: usize) -> QueuedMessages {
     (0..n)
         .map(|i| QueuedMessage {
             session_id: "alice".into(),
@@ -79,7 +80,8 @@ fn queue(alice: &Client, n: usize) -> Vec<QueuedMessage> {
                 .encrypt("bob".into(), format!("message {i}").into_bytes().into())
                 .unwrap(),
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into()
 }
 
 #[test]
@@ -108,7 +110,10 @@ fn a_batch_is_delivered_in_chunks_before_its_commit() {
             r.plaintext.as_deref(),
             Some(format!("message {i}").as_bytes())
         );
-        assert_eq!(r.message_id, message_id(queue[i].envelope.clone()));
+        assert_eq!(
+            r.message_id,
+            message_id(queue.iter().nth(i).unwrap().1.into())
+        );
     }
     // Committed: the same envelopes are now already seen.
     let again = bob
