@@ -117,11 +117,17 @@ export class Client {
   /**
    * Decrypts a queue with one commit. `onMessage` gets each result before the commit (store
    * it there, keyed by messageId); returning false stops the batch (BatchAborted, 108) and a
-   * throw stops it too (CallbackFailed, 121): then nothing is committed.
+   * throw stops it too (CallbackFailed, 121): then nothing is committed. It may return a
+   * Promise (an IndexedDB write): the commit waits for all of them, and a rejection
+   * (CallbackFailed) or a resolution to false (BatchAborted) means nothing is committed.
    */
   decryptBatch(
     messages: QueuedMessage[],
-    onMessage?: (result: BatchResult, done: number, total: number) => boolean | void,
+    onMessage?: (
+      result: BatchResult,
+      done: number,
+      total: number,
+    ) => boolean | void | Promise<boolean | void>,
   ): Promise<BatchResult[]>;
 
   importIdentity(identity: Uint8Array): Promise<void>;

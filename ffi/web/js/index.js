@@ -21,6 +21,8 @@ import { IdbStore, MemoryStore } from './stores.js';
 
 /** Codes of the bindings themselves (the same in Kotlin and Swift). */
 export const CALLBACK_FAILED = 121;
+/** The native code of a batch the application stopped (ClientError::BatchAborted). */
+const BATCH_ABORTED = 108;
 export const STORAGE_FAILURE = 507;
 export const INTERNAL = 599;
 
@@ -260,8 +262,12 @@ export class Client {
     }
   }
 
-  /** Runs `fn(raw)` under the store's lock, on fresh state, and persists what it committed. */
-  #run(fn) {
+  /**
+   * Runs `fn(raw)` under the store's lock, on fresh state, and persists what it committed.
+   * `beforePersist(result)`, if given, is awaited in between; if it throws, nothing is persisted
+   * and the next call starts from the stored state.
+   */
+  #run(fn, beforePersist) {
     if (this.#closed) return Promise.reject(closedError());
     return this.#store.lock(async () => {
       if (this.#closed) throw closedError();
@@ -284,6 +290,14 @@ export class Client {
         // A failed call changes nothing; persist anyway should a commit be pending.
         await this.#persist();
         throw adopt(e);
+      }
+      if (beforePersist !== undefined) {
+        try {
+          await beforePersist(result);
+        } catch (e) {
+          this.#stale = true;
+          throw e;
+        }
       }
       await this.#persist();
       return result;
@@ -428,10 +442,12 @@ export class Client {
    * Decrypts a queue `[{sessionId, envelope}]` and commits all of it in one transaction.
    * `onMessage(result, done, total)` receives each result BEFORE the commit: store the
    * plaintext there, keyed by `result.messageId`; return false to stop (nothing is committed,
-   * BatchAborted 108). If it throws, nothing is committed (CallbackFailed 121). Resolves to
-   * every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?, alreadySeen}` once
-   * the commit is stored. Rejected messages are results, not errors. The plaintexts of a batch
-   * are views into one buffer.
+   * BatchAborted 108). If it throws, nothing is committed (CallbackFailed 121). It may return a
+   * Promise (an IndexedDB write, say): the commit then waits for every such Promise, and if one
+   * rejects or resolves to false, nothing is committed (CallbackFailed 121, BatchAborted 108).
+   * Resolves to every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?,
+   * alreadySeen}` once the commit is stored. Rejected messages are results, not errors. The
+   * plaintexts of a batch are views into one buffer.
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
@@ -439,6 +455,22 @@ export class Client {
     }
     const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
     const [sessionIds, index, envelopes] = packed;
+    // What onMessage promised to finish before the commit.
+    const pending = [];
+    const settle = async () => {
+      if (pending.length === 0) return;
+      let outcomes;
+      try {
+        outcomes = await Promise.all(pending);
+      } catch (e) {
+        throw new ProteusError('a batch callback\'s promise rejected; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
+          cause: e,
+        });
+      }
+      if (outcomes.includes(false)) {
+        throw new ProteusError('the batch was stopped by the application before its commit', BATCH_ABORTED, 'BatchAborted');
+      }
+    };
     return this.#run((raw) => {
       const total = index.length;
       const results = new Array(total);
@@ -479,7 +511,13 @@ export class Client {
             if (onMessage !== undefined) {
               let goOn;
               try {
-                goOn = onMessage(result, i + 1, total) !== false;
+                const answer = onMessage(result, i + 1, total);
+                if (typeof answer?.then === 'function') {
+                  pending.push(answer);
+                  goOn = true;
+                } else {
+                  goOn = answer !== false;
+                }
               } catch (e) {
                 thrown = { error: e };
                 return false;
@@ -493,6 +531,8 @@ export class Client {
       try {
         raw.decryptBatch(...packed, sink);
       } catch (e) {
+        // Nothing waits for these any more; keep their rejections from going unhandled.
+        for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown) {
           throw new ProteusError('the batch callback threw; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
             cause: thrown.error,
@@ -501,7 +541,7 @@ export class Client {
         throw e;
       }
       return results;
-    });
+    }, settle);
   }
 
   /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */

@@ -34,20 +34,37 @@ export function defaultLocks() {
   return locks && typeof locks.request === 'function' ? locks : localLocks;
 }
 
-/** Records in memory only: nothing survives the client. For Node, tests and short-lived clients. */
+/**
+ * Records in memory only: nothing survives the client. For Node, tests and short-lived clients.
+ * It keeps what was persisted, apart from the client's own mirror, so that a client can go back
+ * to it when a commit is not persisted (a batch callback's promise rejected).
+ */
 export class MemoryStore {
   #version = 0;
   #name = `memory:${Math.random().toString(36).slice(2)}`;
+  /** Per table: hex key -> {key, value}. */
+  #tables = new Map();
 
   async load() {
-    return { version: this.#version, records: new Uint8Array(0) };
+    const records = [];
+    for (const [table, rows] of this.#tables) {
+      for (const { key, value } of rows.values()) records.push({ table, key, value });
+    }
+    return { version: this.#version, records: packRecords(records) };
   }
 
   async version() {
     return this.#version;
   }
 
-  async persist() {
+  async persist(writes) {
+    for (const w of unpackWrites(writes)) {
+      let rows = this.#tables.get(w.table);
+      if (rows === undefined) this.#tables.set(w.table, (rows = new Map()));
+      const id = hexKey(w.key);
+      if (w.op === DELETE) rows.delete(id);
+      else rows.set(id, { key: w.key.slice(), value: w.value.slice() });
+    }
     this.#version += 1;
     return this.#version;
   }
@@ -57,6 +74,12 @@ export class MemoryStore {
   }
 
   close() {}
+}
+
+function hexKey(key) {
+  let s = '';
+  for (const b of key) s += b.toString(16).padStart(2, '0');
+  return s;
 }
 
 const DB_VERSION = 1;

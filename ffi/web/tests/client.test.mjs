@@ -287,6 +287,56 @@ describe('decryptBatch', () => {
     assert.throws(() => bob.decryptBatch('not an array'), TypeError);
   });
 
+  test('promises from the callback are awaited before the commit', async () => {
+    const { alice, bob } = await pair();
+    const queue = [];
+    for (let i = 0; i < 5; i++) queue.push({ sessionId: 'alice', envelope: await alice.encrypt('bob', `p${i}`) });
+    const saved = new Map();
+    let settled = 0;
+    const results = await bob.decryptBatch(queue, async (r) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      saved.set(r.messageId, text(r.plaintext));
+      settled++;
+    });
+    assert.equal(settled, 5, 'the batch resolved only after every promise settled');
+    assert.deepEqual(results.map((r) => saved.get(r.messageId)), ['p0', 'p1', 'p2', 'p3', 'p4']);
+    assert.ok((await bob.decryptBatch(queue)).every((r) => r.alreadySeen), 'then it was committed');
+  });
+
+  for (const [what, store] of [
+    ['in memory', () => Client.inMemory()],
+    ['on IndexedDB', () => Client.open('async-callback', { indexedDB: new IDBFactory() })],
+  ]) {
+    test(`a promise that rejects or resolves to false commits nothing (${what})`, async () => {
+      const alice = await Client.inMemory();
+      const bob = await store();
+      const [{ bundle }] = await bob.generatePrekeys(1);
+      await alice.createSession('bob', bundle);
+      const queue = [];
+      for (let i = 0; i < 4; i++) queue.push({ sessionId: 'alice', envelope: await alice.encrypt('bob', `r${i}`) });
+      const boom = new Error('IndexedDB write failed');
+      await assert.rejects(
+        bob.decryptBatch(queue, async (r, done) => {
+          if (done === 3) throw boom;
+        }),
+        (e) => e instanceof ProteusError && e.code === CALLBACK_FAILED && e.kind === 'CallbackFailed' && e.cause === boom,
+      );
+      await rejectsWith(
+        bob.decryptBatch(queue, (r, done) => Promise.resolve(done !== 2)),
+        108,
+        'BatchAborted',
+      );
+      // Nothing was committed: the session (created by the first message) and its prekey are as
+      // before, and the whole queue decrypts again.
+      assert.deepEqual(await bob.sessionIds(), []);
+      assert.equal(await bob.prekeysRemaining(), 1);
+      const again = await bob.decryptBatch(queue);
+      assert.deepEqual(again.map((r) => text(r.plaintext)), ['r0', 'r1', 'r2', 'r3']);
+      assert.deepEqual(await bob.sessionIds(), ['alice']);
+      await bob.close();
+    });
+  }
+
   test('many senders, new sessions and a 1000-message queue', async () => {
     const bob = await Client.inMemory();
     const bundles = await bob.generatePrekeys(10);

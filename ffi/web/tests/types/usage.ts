@@ -14,6 +14,10 @@ export async function usage(): Promise<number> {
     [{ sessionId: 'alice', envelope }, ...envelopes.map((e) => ({ sessionId: 'alice', envelope: e }))],
     (result, done, total) => done < total && result.messageId === messageId(envelope),
   );
+  const stored = new Map<string, Uint8Array>();
+  await bob.decryptBatch([{ sessionId: 'alice', envelope }], async (result) => {
+    if (result.plaintext) stored.set(result.messageId, result.plaintext);
+  });
   try {
     await bob.decrypt('alice', envelope);
   } catch (e) {
