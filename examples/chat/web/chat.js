@@ -419,39 +419,34 @@ async function checkIdentity(from, fingerprint) {
 }
 
 /**
- * Decrypts a batch `[{sessionId, envelope}]` so that its plaintexts are in IndexedDB before the
- * engine commits. The package's onMessage callback is synchronous and IndexedDB is not, so
- * this takes two passes: the first decrypts and stops at the last message (BatchAborted:
- * nothing committed), the plaintexts are then stored, and the second pass decrypts the same
- * batch again and commits. A crash in between re-delivers the batch; its ids are dropped.
+ * Decrypts a batch `[{sessionId, envelope}]` and stores its plaintexts in IndexedDB before the
+ * engine commits: the callback's last call returns the store's Promise, which the commit waits
+ * for. A crash before the commit re-delivers the batch; the ids already stored are dropped.
  */
 async function decrypt(batch) {
   const changed = new Set();
   for (const from of new Set(batch.map((m) => m.sessionId))) if ((await records.peer(from))?.pending) changed.add(from);
 
-  const results = [];
-  try {
-    await client.decryptBatch(batch, (r, done, total) => {
-      results.push({ ...r, text: r.plaintext && fromUtf8.decode(r.plaintext) });
-      return done < total;
-    });
-  } catch (e) {
-    if (e.code !== 108) throw e; // BatchAborted: the first pass, as planned
-  }
   const received = [];
   const held = [];
   const notes = [];
-  results.forEach((r, i) => {
-    if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: r.text });
-    else if (r.alreadySeen) return;
-    else if (r.errorCode === 204 || (r.errorCode === 205 && changed.has(r.sessionId))) {
-      held.push({ id: r.messageId, from: r.sessionId, envelope: batch[i].envelope });
+  let fresh = [];
+  await client.decryptBatch(batch, (r, done, total) => {
+    if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: fromUtf8.decode(r.plaintext) });
+    else if (r.alreadySeen) {
+      // committed before: shown then
+    } else if (r.errorCode === 204 || (r.errorCode === 205 && changed.has(r.sessionId))) {
+      held.push({ id: r.messageId, from: r.sessionId, envelope: batch[done - 1].envelope });
     } else {
       notes.push(`a message from ${r.sessionId} could not be decrypted: ${r.errorKind} (${r.errorCode})`);
     }
+    if (done === total) {
+      return records.recordBatch(received, held).then((stored) => {
+        fresh = stored;
+      });
+    }
+    return undefined;
   });
-  const fresh = await records.recordBatch(received, held);
-  await client.decryptBatch(batch);
 
   // Pin first-seen identities; a changed one waits for the user.
   const seen = new Set();
