@@ -126,6 +126,14 @@ impl Client {
         self.with(|c| Ok(c.fingerprint()))
     }
 
+    /// An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
+    /// server's authentication challenge; it verifies with the public key of `fingerprint()`.
+    /// Prefix the message with a context string of your own: the identity key also signs
+    /// prekey bundles.
+    pub fn sign(&self, message: Bytes) -> Result<Bytes, ProteusError> {
+        self.with(|c| Ok(Bytes(c.sign(&message).to_vec())))
+    }
+
     /// Raises how many messages a message may skip in its chain: 1000 (the default, and the
     /// least) to 10,000.
     pub fn set_max_counter_gap(&self, gap: u32) -> Result<(), ProteusError> {

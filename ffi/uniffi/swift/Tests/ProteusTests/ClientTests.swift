@@ -36,6 +36,44 @@ final class IdentityAndBundlesTests: XCTestCase {
         XCTAssertEqual(try bob.lastResortBundle(), lastResort)
     }
 
+    /// RFC 8032, section 7.1, TEST 1 and TEST 2 (seed, public key, message, signature): the
+    /// identity built from the seed must sign exactly as Ed25519 does.
+    func testSignaturesOfAnImportedIdentityAreThoseOfRFC8032() throws {
+        let vectors = [
+            ("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+             "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+             "",
+             "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155"
+                + "5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"),
+            ("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+             "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c",
+             "72",
+             "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da"
+                + "085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"),
+        ]
+        for (seed, publicKey, message, signature) in vectors {
+            let client = try Client.inMemory()
+            try client.importIdentity(identity: identityBlob(seed: seed, publicKey: publicKey))
+            XCTAssertEqual(try client.fingerprint(), publicKey)
+            XCTAssertEqual(hexString(try client.sign(message: hexData(message))), signature)
+        }
+    }
+
+    func testSignIsDeterministicAndSpecificToKeyAndMessage() throws {
+        let a = try Client.inMemory()
+        let b = try Client.inMemory()
+        let message = bytes("relay-auth:v1:challenge 0123456789")
+        let signature = try a.sign(message: message)
+        XCTAssertEqual(signature.count, 64)
+        XCTAssertEqual(try a.sign(message: message), signature)
+        XCTAssertNotEqual(try a.sign(message: bytes("relay-auth:v1:challenge 0123456788")), signature)
+        XCTAssertNotEqual(try b.sign(message: message), signature)
+        // The same identity in another client signs the same way.
+        let copy = try Client.inMemory()
+        try copy.importIdentity(identity: try a.exportIdentity())
+        XCTAssertEqual(try copy.sign(message: message), signature)
+    }
+
     func testAnExportedIdentityImportsIntoAnotherClient() throws {
         let original = try Client.inMemory()
         let copy = try Client.inMemory()

@@ -5,6 +5,24 @@ import XCTest
 func bytes(_ s: String) -> Data { Data(s.utf8) }
 func text(_ d: Data?) -> String? { d.map { String(decoding: $0, as: UTF8.self) } }
 
+func hexData(_ s: String) -> Data {
+    var data = Data()
+    var i = s.startIndex
+    while i < s.endIndex, let j = s.index(i, offsetBy: 2, limitedBy: s.endIndex) {
+        data.append(UInt8(s[i..<j], radix: 16)!)
+        i = j
+    }
+    return data
+}
+
+func hexString(_ d: Data) -> String { d.map { String(format: "%02x", $0) }.joined() }
+
+/// An identity key pair serialised as Wire's Proteus does (CBOR: version, secret = seed and
+/// public key, public key), from an Ed25519 seed and its public key.
+func identityBlob(seed: String, publicKey: String) -> Data {
+    hexData("a3" + "0001" + "01a1005840" + seed + publicKey + "02a100a1005820" + publicKey)
+}
+
 /// Alice with a session "bob" to Bob (from one of his one-time prekeys); nothing sent yet.
 func pair() throws -> (Client, Client) {
     let alice = try Client.inMemory()

@@ -6,7 +6,77 @@ import kotlin.test.assertEquals
 import kotlin.test.assertNotEquals
 import kotlin.test.assertTrue
 
+fun hex(s: String): ByteArray = ByteArray(s.length / 2) { s.substring(2 * it, 2 * it + 2).toInt(16).toByte() }
+
+fun ByteArray.toHex(): String = joinToString("") { "%02x".format(it) }
+
+/**
+ * An identity key pair serialised as Wire's Proteus does (CBOR: version, secret = seed and public
+ * key, public key), from an Ed25519 seed and its public key.
+ */
+fun identityBlob(seed: String, public: String): ByteArray =
+    hex("a3" + "0001" + "01a1005840" + seed + public + "02a100a1005820" + public)
+
+/** RFC 8032, section 7.1, TEST 1 and TEST 2: seed, public key, message, signature. */
+val rfc8032 = listOf(
+    listOf(
+        "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+        "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+        "",
+        "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155" +
+            "5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b",
+    ),
+    listOf(
+        "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+        "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c",
+        "72",
+        "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da" +
+            "085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00",
+    ),
+)
+
 class IdentityAndBundlesTest {
+    /** Verifies with the JDK's own Ed25519 (Java 15+): the raw key wrapped in X.509 DER. */
+    private fun jdkVerifies(fingerprint: String, message: ByteArray, signature: ByteArray): Boolean {
+        val der = hex("302a300506032b6570032100" + fingerprint)
+        val key = java.security.KeyFactory.getInstance("Ed25519")
+            .generatePublic(java.security.spec.X509EncodedKeySpec(der))
+        return java.security.Signature.getInstance("Ed25519").run {
+            initVerify(key)
+            update(message)
+            verify(signature)
+        }
+    }
+
+    @Test
+    fun `sign makes an Ed25519 signature by the identity key that the JDK verifies`() {
+        Client.inMemory().use { client ->
+            Client.inMemory().use { other ->
+                val message = bytes("relay-auth:v1:challenge 0123456789")
+                val signature = client.sign(message)
+                assertEquals(64, signature.size)
+                assertTrue(jdkVerifies(client.fingerprint(), message, signature))
+                // Not for another message, nor under another key; deterministic (RFC 8032).
+                assertTrue(!jdkVerifies(client.fingerprint(), bytes("relay-auth:v1:challenge 0123456788"), signature))
+                assertTrue(!jdkVerifies(other.fingerprint(), message, signature))
+                assertContentEquals(signature, client.sign(message))
+                assertTrue(jdkVerifies(client.fingerprint(), ByteArray(0), client.sign(ByteArray(0))))
+            }
+        }
+    }
+
+    @Test
+    fun `signatures of an imported identity are those of RFC 8032`() {
+        for ((seed, public, message, signature) in rfc8032) {
+            Client.inMemory().use { client ->
+                client.importIdentity(identityBlob(seed, public))
+                assertEquals(public, client.fingerprint())
+                assertEquals(signature, client.sign(hex(message)).toHex())
+                assertTrue(jdkVerifies(public, hex(message), hex(signature)))
+            }
+        }
+    }
+
     @Test
     fun `every client has its own identity and a hex fingerprint`() {
         Client.inMemory().use { a ->
