@@ -165,14 +165,6 @@ function packBatch(messages, field, toBytes) {
   return [ids, index, all, lengths];
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
-
-function hex(view, at = 0, length = 32) {
-  let s = '';
-  for (let i = at; i < at + length; i++) s += HEX[view[i]];
-  return s;
-}
-
 function newRaw(records) {
   try {
     return new RawClient(records);
@@ -481,8 +473,9 @@ export class Client {
       let thrown;
       const sink = {
         // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
-        // length) per message; ids 32 bytes each; the plaintexts back to back; the error kinds
-        // of the failed ones, each ending in a newline. All are views into wasm memory.
+        // length) per message; ids the message ids in hex, 64 digits each; the plaintexts back to
+        // back (a view into wasm memory); the error kinds of the failed ones, each ending in a
+        // newline.
         deliver(first, meta, ids, plaintexts, kinds) {
           buffer.set(plaintexts, used);
           let at = used;
@@ -499,7 +492,7 @@ export class Client {
               kindAt = end + 1;
             }
             const result = {
-              messageId: hex(ids, 32 * j),
+              messageId: ids.slice(64 * j, 64 * j + 64),
               sessionId: sessionIds[index[i]],
               plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
               errorCode: code === 0 ? undefined : code,

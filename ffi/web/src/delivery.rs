@@ -15,7 +15,7 @@ extern "C" {
 
     /// Receives the results of messages `first`, `first + 1`, ...: `meta` holds two numbers
     /// per message, its error code (0 if it decrypted) and its plaintext's length; `ids` its
-    /// message id (32 bytes each); `plaintexts` the plaintexts, one after the other; `kinds` the
+    /// message id (64 lowercase hex digits each); `plaintexts` the plaintexts, one after the other; `kinds` the
     /// error kinds of the failed ones, in order, each followed by a newline. The slices are
     /// views into wasm memory, valid during the call only. Returns whether to go on.
     #[wasm_bindgen(method, catch)]
@@ -23,7 +23,7 @@ extern "C" {
         this: &BatchSink,
         first: u32,
         meta: &[u32],
-        ids: &[u8],
+        ids: &str,
         plaintexts: &[u8],
         kinds: &str,
     ) -> Result<bool, JsValue>;
@@ -34,7 +34,8 @@ extern "C" {
 pub(crate) struct Chunk {
     first: usize,
     meta: Vec<u32>,
-    ids: Vec<u8>,
+    /// The message ids in hex: one string for the chunk is much cheaper for JS than one per id.
+    ids: String,
     plaintexts: Vec<u8>,
     kinds: String,
 }
@@ -50,7 +51,12 @@ impl Chunk {
         if self.meta.is_empty() {
             self.first = index;
         }
-        self.ids.extend_from_slice(decrypted.message_id.as_bytes());
+        for byte in decrypted.message_id.as_bytes() {
+            for nibble in [byte >> 4, byte & 0xf] {
+                self.ids
+                    .push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+            }
+        }
         match &decrypted.outcome {
             Ok(plaintext) => {
                 self.meta.push(0);
