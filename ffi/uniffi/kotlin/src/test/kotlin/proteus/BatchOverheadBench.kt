@@ -55,6 +55,7 @@ class BatchOverheadBench {
         queue: List<QueuedMessage>,
         expected: List<ByteArray>,
         warmup: Int,
+        cleanUp: () -> Unit,
     ): List<Double> {
         val times = ArrayList<Double>()
         val cpu = ArrayList<Double>()
@@ -68,6 +69,7 @@ class BatchOverheadBench {
             val ms = (System.nanoTime() - start) / 1e6
             val cpuMs = (bean.currentThreadCpuTime - cpuStart) / 1e6
             client.close()
+            cleanUp()
             assertEquals(1000u, summary.decrypted, store)
             if (run >= warmup || run % 100 == 0) {
                 keep.kept.forEachIndexed { i, r -> kotlin.test.assertContentEquals(expected[i], r.plaintext) }
@@ -95,6 +97,12 @@ class BatchOverheadBench {
         val templateDir = Files.createTempDirectory("proteus-bench-template-")
         Client.openWith(templateDir.resolve("store.db").toString(), OpenMode.NEW, ClientOptions()).use { install(it) }
         val runDirs = ArrayList<Path>()
+        // Each run's copy is deleted as soon as its client is closed, as the native runner does:
+        // left behind, its dirty pages would be written back during the next runs' fsyncs.
+        fun deleteRunDirs() {
+            runDirs.forEach { it.toFile().deleteRecursively() }
+            runDirs.clear()
+        }
         fun freshSqlite(): Client {
             val dir = Files.createTempDirectory("proteus-bench-run-").also { runDirs.add(it) }
             Files.list(templateDir).use { files ->
@@ -106,7 +114,7 @@ class BatchOverheadBench {
         val out = File(System.getenv("PROTEUS_BENCH_OUT"))
         out.writeText("")
         for ((store, fresh) in listOf("memory" to { install(Client.inMemory()) }, "sqlite-batch" to ::freshSqlite)) {
-            val t = measure(store, fresh, queue, plaintexts, if (store == "memory") warmup else 10)
+            val t = measure(store, fresh, queue, plaintexts, if (store == "memory") warmup else 10, ::deleteRunDirs)
             val line = "{\"scenario\":\"1x1000est\",\"store\":\"$store\",\"binding\":\"kotlin\"," +
                 "\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"runs\":%d,\"cpu_median_ms\":%.3f}".format(
                     java.util.Locale.ROOT, t[t.size / 2], t.first(), t.last(), t.size, lastCpuMedian,
@@ -114,7 +122,71 @@ class BatchOverheadBench {
             println(line)
             out.appendText(line + "\n")
         }
-        runDirs.forEach { it.toFile().deleteRecursively() }
+        deleteRunDirs()
         templateDir.toFile().deleteRecursively()
+    }
+
+    /**
+     * Where the time of a batch goes on the Kotlin side (memory store, the same queue): the
+     * conversions UniFFI's generated code does (the queue into one buffer, the results out of
+     * one), one trivial call, and what one more callback costs (chunks of 10 against one chunk).
+     * Printed only; the comparison with native is the test above.
+     */
+    @Test
+    fun `where the time of a batch goes`() {
+        val (alice, bob) = establishedPair()
+        val queue = (0 until 1000).map { QueuedMessage("alice", alice.encrypt("bob", chatPlaintext(it))) }
+        val identity = bob.exportIdentity()
+        val session = bob.exportSession("alice")
+        fun fresh() = Client.inMemory().apply { importIdentity(identity); importSession("alice", session) }
+        var firstDelivery = 0L
+        var lastReturn = 0L
+        var callbacks = 0
+        val kept = ArrayList<BatchResult>(1000)
+        val delivery = object : BatchDelivery {
+            override fun deliver(results: List<BatchResult>, progress: BatchProgress): Boolean {
+                if (callbacks++ == 0) firstDelivery = System.nanoTime()
+                kept.addAll(results)
+                lastReturn = System.nanoTime()
+                return true
+            }
+        }
+        val splits = linkedMapOf<String, ArrayList<Double>>()
+        fun note(name: String, ns: Long, run: Int) { if (run >= warmup / 2) splits.getOrPut(name) { ArrayList() }.add(ns / 1e3) }
+        var callbacksPerBatch = 0
+        repeat(warmup / 2 + runs * 3) { run ->
+            for (chunk in listOf(1000u, 10u)) {
+                val client = fresh()
+                kept.clear(); callbacks = 0
+                val start = System.nanoTime()
+                client.decryptBatch(queue, delivery, maxChunk = chunk)
+                val end = System.nanoTime()
+                client.close()
+                if (chunk == 1000u) {
+                    callbacksPerBatch = callbacks
+                    note("batch call", end - start, run)
+                    note("call to first delivery", firstDelivery - start, run)
+                    note("last delivery's return to the call's return", end - lastReturn, run)
+                } else {
+                    note("batch call, chunks of 10", end - start, run)
+                }
+            }
+            val a = System.nanoTime()
+            val lowered = FfiConverterSequenceTypeQueuedMessage.lower(queue)
+            note("queue into a RustBuffer (Kotlin)", System.nanoTime() - a, run)
+            RustBuffer.free(lowered)
+            val results = FfiConverterSequenceTypeBatchResult.lower(kept)
+            val b = System.nanoTime()
+            FfiConverterSequenceTypeBatchResult.lift(results)
+            note("1000 results out of a RustBuffer (Kotlin)", System.nanoTime() - b, run)
+            val c = System.nanoTime()
+            messageId(ByteArray(0))
+            note("a trivial call (messageId)", System.nanoTime() - c, run)
+        }
+        val median = splits.mapValues { (_, v) -> v.sorted()[v.size / 2] }
+        println("where the time goes (memory, median of ${runs * 3} runs, microseconds; $callbacksPerBatch callback per batch):")
+        median.forEach { (name, us) -> println("  %-48s %8.1f".format(java.util.Locale.ROOT, name, us)) }
+        val perCallback = (median.getValue("batch call, chunks of 10") - median.getValue("batch call")) / 99
+        println("  %-48s %8.1f".format(java.util.Locale.ROOT, "one more callback (chunks of 10 vs 1000)/99", perCallback))
     }
 }
