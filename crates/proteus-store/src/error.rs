@@ -7,7 +7,7 @@
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
 
 /// The storage failed. Nothing was changed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
     /// Another process holds the store and did not release it within the busy timeout.
@@ -42,6 +42,14 @@ pub enum StoreError {
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
     #[error("storage failure: {0}")]
     Backend(String),
+}
+
+/// `kind (code): message`. Written out rather than derived: the derived form escapes its strings,
+/// and that machinery alone (reached through `dyn Error`) is several KB of the web build.
+impl std::fmt::Debug for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {self}", self.kind(), self.code())
+    }
 }
 
 impl StoreError {
@@ -96,10 +104,10 @@ pub enum ClientError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// There is no session with this id.
-    #[error("no session with id {0:?}")]
+    #[error("no session with id \"{0}\"")]
     SessionNotFound(String),
     /// A session with this id exists already; delete it first to replace it.
-    #[error("a session with id {0:?} exists already")]
+    #[error("a session with id \"{0}\" exists already")]
     SessionExists(String),
     /// Session ids are 1 to [`MAX_SESSION_ID_LEN`](crate::MAX_SESSION_ID_LEN) bytes of UTF-8.
     #[error("invalid session id: {0}")]
@@ -157,5 +165,31 @@ impl ClientError {
             Self::PreKeyNotFound(_) => 109,
             Self::PreKeyIdsExhausted { .. } => 110,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_of_a_store_error_is_its_kind_code_and_message() {
+        let e = StoreError::Corrupt("a staged key has a malformed key".into());
+        assert_eq!(
+            format!("{e:?}"),
+            "StoreCorrupt (503): the store is corrupt: a staged key has a malformed key"
+        );
+        assert_eq!(
+            format!("{:?}", ClientError::Store(StoreError::Busy)),
+            "Store(StoreBusy (502): the store is in use by another process)"
+        );
+    }
+
+    #[test]
+    fn session_ids_are_quoted_in_messages() {
+        assert_eq!(
+            ClientError::SessionNotFound("bob:laptop".into()).to_string(),
+            "no session with id \"bob:laptop\""
+        );
     }
 }

@@ -140,6 +140,6 @@ impl SessionCache {
 
 fn corrupt(session_id: &str, why: &str) -> ClientError {
     ClientError::Store(StoreError::Corrupt(format!(
-        "session {session_id:?}: {why}"
+        "session \"{session_id}\": {why}"
     )))
 }
