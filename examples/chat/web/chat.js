@@ -43,7 +43,6 @@ function unb64(text) {
   }
 }
 
-const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 const grouped = (fingerprint) => fingerprint.match(/.{1,8}/g).join(' ');
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -311,67 +310,6 @@ class Relay {
   }
 }
 
-// --- CBOR, just enough to read the identity key of a PreKeyMessage ---------------------------
-
-/** Reads one CBOR item at `at`: [value, next offset]. Maps become Maps. */
-function cbor(b, at) {
-  const major = b[at] >> 5;
-  const info = b[at] & 31;
-  let n = info;
-  let next = at + 1;
-  if (info >= 24 && info <= 27) {
-    const size = 1 << (info - 24);
-    n = 0;
-    for (let i = 0; i < size; i++) n = n * 256 + b[next + i];
-    next += size;
-  } else if (info > 27) {
-    throw new Error('unsupported CBOR');
-  }
-  if (next > b.length) throw new Error('truncated CBOR');
-  switch (major) {
-    case 0:
-    case 7:
-      return [n, next];
-    case 1:
-      return [-1 - n, next];
-    case 2:
-    case 3:
-      if (next + n > b.length) throw new Error('truncated CBOR');
-      return [b.subarray(next, next + n), next + n];
-    case 4: {
-      const items = [];
-      for (let i = 0; i < n; i++) [items[i], next] = cbor(b, next);
-      return [items, next];
-    }
-    case 5: {
-      const map = new Map();
-      for (let i = 0; i < n; i++) {
-        let key;
-        let value;
-        [key, next] = cbor(b, next);
-        [value, next] = cbor(b, next);
-        map.set(key, value);
-      }
-      return [map, next];
-    }
-    default:
-      return cbor(b, next); // a tag: its item
-  }
-}
-
-/** The sender's fingerprint in a PreKeyMessage envelope (spec §4.1, §4.4), else undefined. */
-function prekeyMessageFingerprint(envelope) {
-  try {
-    const message = cbor(envelope, 0)[0].get(2);
-    const [type, at] = cbor(message, 0);
-    if (type !== 2) return undefined;
-    const key = cbor(message, at)[0].get(2).get(0).get(0);
-    return key?.length === 32 ? hex(key) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 // --- the chat ------------------------------------------------------------------------------
 
 /** Registers our name with our identity key, then tops up our prekeys at the relay. */
@@ -458,7 +396,12 @@ async function decrypt(batch) {
   for (const h of held) {
     if (seen.has(h.from)) continue;
     seen.add(h.from);
-    const fingerprint = prekeyMessageFingerprint(h.envelope);
+    let fingerprint;
+    try {
+      fingerprint = pkg.prekeyMessageFingerprint(h.envelope);
+    } catch {
+      // not a message we can read: it stays held, with no fingerprint to show
+    }
     if (fingerprint) await checkIdentity(h.from, fingerprint);
     notes.push(`messages from ${h.from} are held until you accept ${h.from}'s new identity`);
   }

@@ -147,3 +147,5 @@ export class Client {
 export function messageId(envelope: Uint8Array): string;
 /** The identity fingerprint in a prekey bundle. Needs init(). */
 export function bundleFingerprint(bundle: Uint8Array): string;
+/** The sender's identity fingerprint in a PreKeyMessage envelope; undefined for other messages. */
+export function prekeyMessageFingerprint(envelope: Uint8Array): string | undefined;

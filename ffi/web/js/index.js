@@ -15,6 +15,7 @@ import initWasm, {
   RawClient,
   bundleFingerprint as rawBundleFingerprint,
   messageId as rawMessageId,
+  prekeyMessageFingerprint as rawPrekeyMessageFingerprint,
   tableNames,
 } from './proteus_web.js';
 import { IdbStore, MemoryStore } from './stores.js';
@@ -593,6 +594,20 @@ export class Client {
 export function messageId(envelope) {
   requireInit();
   return rawMessageId(bytes(envelope, 'envelope'));
+}
+
+/**
+ * The sender's identity fingerprint if `envelope` is a PreKeyMessage (it carries the identity),
+ * else undefined: what to show when a peer's identity changed (RemoteIdentityChanged, 204).
+ * Needs init().
+ */
+export function prekeyMessageFingerprint(envelope) {
+  requireInit();
+  try {
+    return rawPrekeyMessageFingerprint(bytes(envelope, 'envelope'));
+  } catch (e) {
+    throw adopt(e);
+  }
 }
 
 /** The identity fingerprint in a prekey bundle, to compare with remoteFingerprint(). Needs init(). */

@@ -20,7 +20,7 @@ mod mirror;
 use std::ops::ControlFlow;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use proteus_core::{PreKeyBundle, PreKeyId};
+use proteus_core::{Envelope, Message, PreKeyBundle, PreKeyId};
 use proteus_store::{Client, ClientError, MessageId, QueuedMessage, StoreError, Table};
 use wasm_bindgen::prelude::*;
 
@@ -103,6 +103,18 @@ pub fn message_id(envelope: &[u8]) -> String {
 pub fn bundle_fingerprint(bundle: &[u8]) -> Result<String, JsValue> {
     let bundle = PreKeyBundle::from_bytes(bundle).map_err(|e| js_error(&e.into()))?;
     Ok(bundle.identity_key().fingerprint())
+}
+
+/// The sender's identity fingerprint (lowercase hex) if `envelope` holds a PreKeyMessage, which
+/// carries it; `undefined` for other messages. What to show when a peer's identity changed
+/// (`RemoteIdentityChanged`, 204): the new fingerprint, before accepting it.
+#[wasm_bindgen(js_name = prekeyMessageFingerprint)]
+pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsValue> {
+    let envelope = Envelope::from_bytes(envelope).map_err(|e| js_error(&e.into()))?;
+    Ok(match envelope.message() {
+        Message::PreKey(m) => Some(m.identity_key.fingerprint()),
+        Message::Cipher(_) => None,
+    })
 }
 
 /// The names of the store's tables, by the index the record buffers use.

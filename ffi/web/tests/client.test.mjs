@@ -12,6 +12,7 @@ import {
   ProteusError,
   STORAGE_FAILURE,
   bundleFingerprint,
+  prekeyMessageFingerprint,
   init,
   messageId,
 } from '../pkg/index.js';
@@ -60,6 +61,21 @@ describe('identity and prekeys', () => {
     assert.equal(bundleFingerprint(lastResort), fp);
     assert.deepEqual(await c.prekeyBundle(0xffff), lastResort);
     assert.notEqual((await Client.inMemory()).fingerprint(), fp);
+  });
+
+  test('prekeyMessageFingerprint reads the sender of a PreKeyMessage, and only of one', async () => {
+    const alice = await Client.inMemory();
+    const bob = await Client.inMemory();
+    const [{ bundle }] = await bob.generatePrekeys(1);
+    await alice.createSession('bob', bundle);
+    const first = await alice.encrypt('bob', 'hello');
+    assert.equal(prekeyMessageFingerprint(first), await alice.fingerprint());
+    await bob.decrypt('alice', first);
+    const reply = await bob.encrypt('alice', 'hi');
+    await alice.decrypt('bob', reply);
+    assert.equal(prekeyMessageFingerprint(reply), undefined, 'a CipherMessage carries no identity');
+    assert.throws(() => prekeyMessageFingerprint(new Uint8Array([1, 2, 3])), (e) => e instanceof ProteusError && e.code >= 300 && e.code < 400);
+    assert.throws(() => prekeyMessageFingerprint('not bytes'), TypeError);
   });
 
   test('sign makes Ed25519 signatures that verify with the identity key', async () => {
