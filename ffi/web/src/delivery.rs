@@ -14,10 +14,11 @@ extern "C" {
     pub type BatchSink;
 
     /// Receives the results of messages `first`, `first + 1`, ...: `meta` holds two numbers
-    /// per message, its error code (0 if it decrypted) and its plaintext's length; `ids` its
-    /// message id (64 lowercase hex digits each); `plaintexts` the plaintexts, one after the other; `kinds` the
-    /// error kinds of the failed ones, in order, each followed by a newline. The slices are
-    /// views into wasm memory, valid during the call only. Returns whether to go on.
+    /// per message, its error code (0 if it decrypted) and its plaintext's length; `ids` their
+    /// message ids (64 lowercase hex digits each); `plaintexts` the plaintexts, one after the
+    /// other; `kinds` the error kinds of the failed ones, in order, each followed by a newline.
+    /// The byte slices are views into wasm memory, valid during the call only. Returns whether
+    /// to go on.
     #[wasm_bindgen(method, catch)]
     fn deliver(
         this: &BatchSink,
