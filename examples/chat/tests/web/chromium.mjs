@@ -11,29 +11,16 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { CHROMIUM, launch } from '../../../../ffi/web/tests/support/chromium.mjs';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
-const { chromium } = createRequire(path.join(REPO, 'ffi/web/package.json'))('playwright-core');
 const BIN = process.env.PROTEUS_CHAT_BIN ?? path.join(process.env.CARGO_TARGET_DIR ?? path.join(REPO, 'target'), 'debug/proteus-chat');
 const WEB = path.join(REPO, 'examples/chat/web');
 const PKG = process.env.PROTEUS_WEB_PKG ?? path.join(REPO, 'ffi/web/pkg');
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-// As in ffi/web/tests/browser/chromium.mjs: headless, as root, no background connections.
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 const T = 20_000;
 const QUEUED = 120; // sent while the page is closed: enough for the page's progress bar
 
@@ -93,8 +80,8 @@ let relay;
 let bob;
 let url;
 let addr;
+let browser;
 let context;
-let userDataDir;
 const pageErrors = [];
 const consoleLines = [];
 const delivered = []; // base64 envelopes
@@ -114,15 +101,15 @@ before(async () => {
   url = `http://${addr}/`;
   bob = new Proc('bob', ['bob', 'alice', '--relay', addr, '--data', data, '--no-embed']);
   await bob.waitFor('bob ↔ alice, end-to-end encrypted', { seen: true });
-  userDataDir = await mkdtemp(path.join(tmpdir(), 'proteus-chat-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  browser = await launch('proteus-chat-chromium-');
+  context = browser.context;
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await bob?.stop();
   await relay?.stop();
-  for (const dir of [data, userDataDir]) if (dir) await rm(dir, { recursive: true, force: true });
+  if (data) await rm(data, { recursive: true, force: true });
 });
 
 async function newPage(address) {

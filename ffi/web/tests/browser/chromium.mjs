@@ -3,50 +3,28 @@
 // client committing at once, and the demo page. The peer runs in Node (the same package, in
 // memory). Run: node --test tests/browser/chromium.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium } from 'playwright-core';
 import { Client } from '../../pkg/index.js';
+import { launch } from '../support/chromium.mjs';
 import { serve } from '../support/serve.mjs';
-
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-// Headless, as root, without a display, and without Chromium's background connections (this
-// machine's network is closed); playwright adds --headless and a few of its own.
-const ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
 
 const text = (bytes) => new TextDecoder().decode(bytes);
 const b64 = (bytes) => Buffer.from(bytes).toString('base64');
 const unb64 = (s) => new Uint8Array(Buffer.from(s, 'base64'));
 
 let server;
+let browser;
 let context;
-let userDataDir;
 
 before(async () => {
   server = await serve();
-  userDataDir = await mkdtemp(path.join(tmpdir(), 'proteus-chromium-'));
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ARGS,
-  });
+  browser = await launch();
+  context = browser.context;
 });
 
 after(async () => {
-  await context?.close();
+  await browser?.close();
   await server?.close();
-  if (userDataDir) await rm(userDataDir, { recursive: true, force: true });
 });
 
 /** A new page on the harness, the package loaded. */
