@@ -110,8 +110,9 @@ function bytes(value, what) {
   throw new TypeError(`${what} must be a Uint8Array`);
 }
 
-function plaintextBytes(value) {
-  return typeof value === 'string' ? encoder.encode(value) : bytes(value, 'plaintext');
+/** Bytes, or a string as its UTF-8 bytes. */
+function textOrBytes(value, what = 'plaintext') {
+  return typeof value === 'string' ? encoder.encode(value) : bytes(value, what);
 }
 
 function sessionId(value) {
@@ -346,7 +347,7 @@ export class Client {
    * key, e.g. to authenticate to a server that knows identityKey().
    */
   sign(message) {
-    const m = typeof message === 'string' ? encoder.encode(message) : bytes(message, 'message');
+    const m = textOrBytes(message, 'message');
     return this.#run((raw) => raw.sign(m));
   }
 
@@ -414,13 +415,13 @@ export class Client {
   /** Encrypts for a session's peer; resolves once the advanced chain is stored. */
   encrypt(id, plaintext) {
     sessionId(id);
-    const p = plaintextBytes(plaintext);
+    const p = textOrBytes(plaintext);
     return this.#run((raw) => raw.encrypt(id, p));
   }
 
   /** Encrypts `[{sessionId, plaintext}]` with one commit; resolves to the envelopes in order. */
   encryptBatch(messages) {
-    const packed = packBatch(messages, 'plaintext', plaintextBytes);
+    const packed = packBatch(messages, 'plaintext', textOrBytes);
     return this.#run((raw) => raw.encryptBatch(...packed));
   }
 
@@ -602,19 +603,19 @@ export function messageId(envelope) {
  * Needs init().
  */
 export function prekeyMessageFingerprint(envelope) {
-  requireInit();
-  try {
-    return rawPrekeyMessageFingerprint(bytes(envelope, 'envelope'));
-  } catch (e) {
-    throw adopt(e);
-  }
+  return decodeWith(rawPrekeyMessageFingerprint, envelope, 'envelope');
 }
 
 /** The identity fingerprint in a prekey bundle, to compare with remoteFingerprint(). Needs init(). */
 export function bundleFingerprint(bundle) {
+  return decodeWith(rawBundleFingerprint, bundle, 'bundle');
+}
+
+/** `raw(bytes)` for a module-level call that decodes its argument; its errors are ProteusErrors. */
+function decodeWith(raw, value, what) {
   requireInit();
   try {
-    return rawBundleFingerprint(bytes(bundle, 'bundle'));
+    return raw(bytes(value, what));
   } catch (e) {
     throw adopt(e);
   }
