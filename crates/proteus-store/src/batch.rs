@@ -2,21 +2,42 @@
 
 use std::fmt;
 
+use proteus_core::Envelope;
 use sha2::{Digest, Sha256};
 
 use crate::error::ClientError;
 
-/// A stable id of a received message: SHA-256 of its envelope bytes.
+/// A stable id of a received message: the MAC of its envelope.
 ///
-/// The same envelope always has the same id, so an application that records the ids it has
-/// shown can recognise a message that is delivered again after a crash.
+/// The same envelope always has the same id, so an application that records the ids of the
+/// messages it has stored can recognise one that is delivered again after a crash.
+///
+/// The MAC (HMAC-SHA256 over the message, spec §4.1) is already in every envelope, so the id
+/// costs nothing to compute. Once the message has decrypted its MAC has been verified: no one
+/// without the message's key can make another envelope that decrypts with that id, and an
+/// envelope re-encoded on the way (the same message and MAC in other CBOR) keeps its id. Before
+/// that it is just bytes someone sent: record the ids of messages that decrypted, not of ones
+/// that were rejected. Bytes that are not an envelope get SHA-256 of the bytes.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageId([u8; 32]);
 
 impl MessageId {
-    /// The id of an envelope.
+    /// The id of an envelope: its MAC, or SHA-256 of `envelope` if it is not an envelope.
     pub fn of(envelope: &[u8]) -> Self {
-        Self(Sha256::digest(envelope).into())
+        match Envelope::from_bytes(envelope) {
+            Ok(decoded) => Self::of_decoded(&decoded),
+            Err(_) => Self::of_undecodable(envelope),
+        }
+    }
+
+    /// The id of an envelope already decoded.
+    pub(crate) fn of_decoded(envelope: &Envelope) -> Self {
+        Self(*envelope.mac())
+    }
+
+    /// The id of bytes that do not decode as an envelope.
+    pub(crate) fn of_undecodable(bytes: &[u8]) -> Self {
+        Self(Sha256::digest(bytes).into())
     }
 
     /// The 32 bytes.

@@ -326,7 +326,9 @@ impl Client {
     /// the session; its one-time prekey is deleted in the same commit.
     pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
         let mut removed = BTreeSet::new();
-        let plaintext = self.decrypt_uncommitted(session_id, envelope, &mut removed)?;
+        check_session_id(session_id)?;
+        let envelope = Envelope::from_bytes(envelope)?;
+        let plaintext = self.decrypt_uncommitted(session_id, &envelope, &mut removed)?;
         self.commit_sessions([session_id], &removed)?;
         Ok(plaintext)
     }
@@ -356,8 +358,14 @@ impl Client {
         let mut seen: HashSet<&str> = HashSet::new();
         let mut results = Vec::with_capacity(queue.len());
         for (i, queued) in queue.iter().enumerate() {
-            let outcome =
-                self.decrypt_uncommitted(queued.session_id, queued.envelope, &mut removed);
+            // The envelope is decoded once, for its id and for decryption.
+            let (message_id, decoded) = match Envelope::from_bytes(queued.envelope) {
+                Ok(envelope) => (MessageId::of_decoded(&envelope), Ok(envelope)),
+                Err(e) => (MessageId::of_undecodable(queued.envelope), Err(e)),
+            };
+            let outcome = check_session_id(queued.session_id).and_then(|()| {
+                self.decrypt_uncommitted(queued.session_id, &decoded?, &mut removed)
+            });
             match &outcome {
                 Ok(_) => {
                     if seen.insert(queued.session_id) {
@@ -373,7 +381,7 @@ impl Client {
                 Err(_) => {}
             }
             let decrypted = Decrypted {
-                message_id: MessageId::of(queued.envelope),
+                message_id,
                 session_id: queued.session_id.to_owned(),
                 outcome,
             };
@@ -395,15 +403,14 @@ impl Client {
         Ok(results)
     }
 
-    /// Decrypts into the cached session without committing. On error nothing changed.
+    /// Decrypts into the cached session without committing (the session id already checked).
+    /// On error nothing changed.
     fn decrypt_uncommitted(
         &mut self,
         session_id: &str,
-        envelope: &[u8],
+        envelope: &Envelope,
         removed: &mut BTreeSet<PreKeyId>,
     ) -> Result<Vec<u8>, ClientError> {
-        check_session_id(session_id)?;
-        let envelope = Envelope::from_bytes(envelope)?;
         let storage = &*self.storage;
         let identity = &self.identity;
         let mut prekeys = PendingPreKeys { storage, removed };
@@ -415,9 +422,9 @@ impl Client {
         )? {
             Some(cached) => cached
                 .session
-                .decrypt(&mut OsRng, identity, &mut prekeys, &envelope),
+                .decrypt(&mut OsRng, identity, &mut prekeys, envelope),
             None if matches!(envelope.message(), Message::PreKey(_)) => {
-                Session::init_from_message(&mut OsRng, identity, &mut prekeys, &envelope).map(
+                Session::init_from_message(&mut OsRng, identity, &mut prekeys, envelope).map(
                     |inbound| {
                         let mut session = inbound.session;
                         session.set_max_counter_gap(self.max_counter_gap);

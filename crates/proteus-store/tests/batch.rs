@@ -14,7 +14,9 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use common::{TestStorage, code_of, connect, encrypt_n, queue, run_batch};
+use proteus_core::Envelope;
 use proteus_store::{Client, ClientError, MessageId, Progress};
+use sha2::{Digest, Sha256};
 
 enum Want {
     Plain(String),
@@ -279,19 +281,66 @@ fn an_empty_batch_does_nothing() {
     assert_eq!(storage.commits(), commits);
 }
 
-/// Message ids are SHA-256 of the envelope: the same envelope has the same id in every run and
-/// every client, different envelopes have different ids, and `Display` is lowercase hex.
+/// A message id is the envelope's MAC: the same envelope has the same id in every run and
+/// every client, envelopes with different MACs have different ids (a tampered copy keeps the
+/// MAC, and so the id, of the original), bytes that are not an envelope get SHA-256 of the
+/// bytes, and `Display` is lowercase hex.
 #[test]
-fn message_ids_are_stable() {
+fn message_ids_are_the_envelope_macs() {
     let s = scenario();
     let env = &s.items[0].1;
     let id = MessageId::of(env);
     assert_eq!(id, MessageId::of(&env.clone()));
+    assert_eq!(id.as_bytes(), Envelope::from_bytes(env).unwrap().mac());
     assert_eq!(id.to_string(), hex::encode(id.as_bytes()));
     assert_eq!(id.to_string().len(), 64);
+    for (_, e) in &s.items {
+        let expected: [u8; 32] = match Envelope::from_bytes(e) {
+            Ok(decoded) => *decoded.mac(),
+            Err(_) => Sha256::digest(e).into(),
+        };
+        assert_eq!(MessageId::of(e).as_bytes(), &expected);
+    }
     let ids: HashSet<MessageId> = s.items.iter().map(|(_, e)| MessageId::of(e)).collect();
-    let distinct: HashSet<&Vec<u8>> = s.items.iter().map(|(_, e)| e).collect();
-    assert_eq!(ids.len(), distinct.len());
+    // The scenario's tampered message shares its original's MAC; the garbage has no MAC.
+    assert!(ids.len() < s.items.iter().map(|(_, e)| e).collect::<HashSet<_>>().len());
+
+    // The batch reports the same ids, for every result.
+    let mut bob = s.storage.client();
+    let results = run_batch(&mut bob, &s.items).unwrap();
+    for ((_, e), r) in s.items.iter().zip(&results) {
+        assert_eq!(r.message_id, MessageId::of(e));
+    }
+}
+
+/// An envelope re-encoded on the way (its fields in another order) is the same message: it
+/// decrypts to the same plaintext under the same id, so an app recognises it.
+#[test]
+fn a_reencoded_envelope_keeps_its_id() {
+    let mut alice = Client::in_memory().unwrap();
+    let mut bob = Client::in_memory().unwrap();
+    connect(&mut alice, "alice", &mut bob, "bob");
+    let envelope = alice.encrypt("bob", b"once").unwrap();
+    // a3 | 00 01 | 01 a1 00 58 20 <mac> | 02 <message>  ->  a3 | 01 ... | 02 ... | 00 01
+    assert_eq!(envelope[..3], [0xa3, 0x00, 0x01]);
+    let mut reordered = vec![0xa3];
+    reordered.extend_from_slice(&envelope[3..]);
+    reordered.extend_from_slice(&[0x00, 0x01]);
+    assert_ne!(reordered, envelope);
+    assert_eq!(MessageId::of(&reordered), MessageId::of(&envelope));
+
+    let items = [("alice".to_owned(), reordered)];
+    let first = bob
+        .decrypt_batch(&queue(&items), |_, _| ControlFlow::Break(()))
+        .unwrap_err();
+    assert!(matches!(first, ClientError::BatchAborted));
+    let results = run_batch(&mut bob, &items).unwrap();
+    assert_eq!(results[0].outcome.as_deref().unwrap(), b"once");
+    assert_eq!(results[0].message_id, MessageId::of(&envelope));
+    // The original, delivered after the commit, is a duplicate with that same id.
+    let again = run_batch(&mut bob, &[("alice".to_owned(), envelope.clone())]).unwrap();
+    assert!(again[0].is_already_seen());
+    assert_eq!(again[0].message_id, results[0].message_id);
 }
 
 /// Decrypted::is_already_seen covers duplicates (209) and outdated messages (208).

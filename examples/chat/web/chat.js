@@ -123,7 +123,7 @@ let tick = 0;
 const order = () => Date.now() * 1000 + (tick++ % 1000);
 
 /**
- * `messages`: every message shown or sent, by message id (hex SHA-256 of the envelope); it is
+ * `messages`: every message shown or sent, by message id (hex of the envelope's MAC); it is
  * also the log of seen ids that makes delivery exactly-once. `peers`: the pinned fingerprint of
  * each peer and a changed one waiting to be accepted. `held`: messages from a changed identity.
  * `outbox`: envelopes not yet accepted by the relay, in order.
@@ -293,9 +293,11 @@ class Relay {
     const bytes = body === undefined ? new Uint8Array() : body instanceof Uint8Array ? body : utf8.encode(JSON.stringify(body));
     for (let attempt = 0; ; attempt++) {
       const nonce = await this.#nonce();
-      // The package's messageId is lowercase hex of SHA-256: what the signed message needs
-      // (and unlike WebCrypto it works outside secure contexts too).
-      const signed = `proteus-chat-relay-v1\n${this.user}\n${nonce}\n${method}\n${path}\n${pkg.messageId(bytes)}`;
+      // The signature covers the parts of the request, then the body itself.
+      const head = utf8.encode(`proteus-chat-relay-v2\n${this.user}\n${nonce}\n${method}\n${path}\n`);
+      const signed = new Uint8Array(head.length + bytes.length);
+      signed.set(head);
+      signed.set(bytes, head.length);
       const signature = await this.sign(signed);
       const headers = { 'proteus-user': this.user, 'proteus-nonce': nonce, 'proteus-signature': b64(signature) };
       if (bytes.length > 0) headers['content-type'] = body instanceof Uint8Array ? 'application/octet-stream' : 'application/json';

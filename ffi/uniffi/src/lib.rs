@@ -31,8 +31,9 @@ pub use types::{
 
 uniffi::setup_scaffolding!("proteus");
 
-/// The stable id of a received message, as batch results carry it: lowercase hex of SHA-256 of
-/// the envelope bytes.
+/// The stable id of a received message, as batch results carry it: lowercase hex of the
+/// envelope's MAC (of SHA-256 of the bytes if they are not an envelope). Only the id of a
+/// message that decrypted is authenticated: record those.
 #[uniffi::export]
 pub fn message_id(envelope: Bytes) -> String {
     proteus_store::MessageId::of(&envelope).to_string()

@@ -51,8 +51,9 @@ pub struct OutgoingMessage {
 /// drop them silently.
 #[derive(Clone, PartialEq, Eq, uniffi::Record)]
 pub struct BatchResult {
-    /// The message's stable id: lowercase hex of SHA-256 of the envelope. The same envelope
-    /// always has the same id, so the application can recognise a re-delivery after a crash.
+    /// The message's stable id: lowercase hex of the envelope's MAC. The same envelope always
+    /// has the same id, so the application can recognise a re-delivery after a crash; once the
+    /// message decrypted its MAC is verified, so no one else can make a message with that id.
     pub message_id: String,
     /// Its session.
     pub session_id: String,

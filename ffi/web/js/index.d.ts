@@ -54,7 +54,10 @@ export interface OutgoingMessage {
 
 /** The result of one message of a batch: a plaintext, or why not. */
 export interface BatchResult {
-  /** Lowercase hex of SHA-256 of the envelope: the same envelope always has the same id. */
+  /**
+   * Lowercase hex of the envelope's MAC: the same envelope always has the same id. Once the
+   * message decrypted its MAC is verified: record the ids of messages that decrypted.
+   */
   messageId: string;
   sessionId: string;
   plaintext?: Uint8Array;
@@ -143,7 +146,10 @@ export class Client {
   close(): Promise<void>;
 }
 
-/** Lowercase hex of SHA-256 of an envelope (the id batch results carry). Needs init(). */
+/**
+ * The id batch results carry for an envelope: lowercase hex of its MAC (of SHA-256 of the bytes
+ * if they are not an envelope). Needs init().
+ */
 export function messageId(envelope: Uint8Array): string;
 /** The identity fingerprint in a prekey bundle. Needs init(). */
 export function bundleFingerprint(bundle: Uint8Array): string;

@@ -591,7 +591,10 @@ export class Client {
   }
 }
 
-/** The stable id of a received message: lowercase hex of SHA-256 of the envelope. Needs init(). */
+/**
+ * The stable id of a received message, as batch results carry it: lowercase hex of the
+ * envelope's MAC (of SHA-256 of the bytes if they are not an envelope). Needs init().
+ */
 export function messageId(envelope) {
   requireInit();
   return rawMessageId(bytes(envelope, 'envelope'));

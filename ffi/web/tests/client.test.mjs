@@ -254,6 +254,11 @@ describe('decryptBatch', () => {
       assert.ok(isHex64(r.messageId));
       assert.equal(r.messageId, messageId(queue[i].envelope));
     });
+    // An envelope's id is its MAC (a3 00 01 01 a1 00 58 20 <32 bytes> ...); other bytes get SHA-256.
+    const hex = (b) => Buffer.from(b).toString('hex');
+    assert.equal(results[0].messageId, hex(queue[0].envelope.subarray(8, 40)));
+    const garbage = queue.findIndex((q) => q.envelope.length === 3);
+    assert.equal(results[garbage].messageId, crypto.createHash('sha256').update(queue[garbage].envelope).digest('hex'));
     const bad = results.filter((r) => r.errorCode !== undefined);
     assert.deepEqual(bad.map((r) => [r.errorKind, r.plaintext, r.alreadySeen]).map(([k, p, s]) => [typeof k, p, s]), [
       ['string', undefined, false],

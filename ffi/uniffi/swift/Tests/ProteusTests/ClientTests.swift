@@ -86,6 +86,9 @@ final class IdentityAndBundlesTests: XCTestCase {
         let envelope = try alice.encrypt(sessionId: "bob", plaintext: bytes("x"))
         XCTAssertEqual(messageId(envelope: envelope).count, 64)
         XCTAssertEqual(messageId(envelope: envelope), messageId(envelope: envelope))
+        // The envelope's MAC: a3 00 01 01 a1 00 58 20 <32 bytes> 02 <message>.
+        let mac = envelope.subdata(in: 8..<40).map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(messageId(envelope: envelope), mac)
     }
 }
 

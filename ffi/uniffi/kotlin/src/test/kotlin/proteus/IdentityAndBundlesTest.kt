@@ -134,11 +134,15 @@ class IdentityAndBundlesTest {
     }
 
     @Test
-    fun `message ids are the hex SHA-256 of the envelope`() {
+    fun `message ids are the hex of the envelope's MAC, and SHA-256 of other bytes`() {
         val (alice, _) = pair()
         val envelope = alice.encrypt("bob", bytes("x"))
-        val expected = java.security.MessageDigest.getInstance("SHA-256").digest(envelope)
+        // a3 00 01 01 a1 00 58 20 <32-byte MAC> 02 <message>
+        val mac = envelope.copyOfRange(8, 40).joinToString("") { "%02x".format(it) }
+        assertEquals(mac, messageId(envelope))
+        val notAnEnvelope = bytes("not an envelope")
+        val sha256 = java.security.MessageDigest.getInstance("SHA-256").digest(notAnEnvelope)
             .joinToString("") { "%02x".format(it) }
-        assertEquals(expected, messageId(envelope))
+        assertEquals(sha256, messageId(notAnEnvelope))
     }
 }
