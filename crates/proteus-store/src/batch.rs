@@ -44,14 +44,26 @@ impl MessageId {
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
+
+    /// Lowercase hex, as ASCII bytes: what bindings hand over for every message of a batch,
+    /// without the formatting machinery of `Display`.
+    pub fn hex(&self) -> [u8; 64] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 64];
+        for (pair, b) in out.chunks_exact_mut(2).zip(&self.0) {
+            if let [hi, lo] = pair {
+                *hi = DIGITS.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
+                *lo = DIGITS.get(usize::from(b & 0xf)).copied().unwrap_or(b'0');
+            }
+        }
+        out
+    }
 }
 
 impl fmt::Display for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in &self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        // ASCII, so never the empty fallback.
+        f.write_str(std::str::from_utf8(&self.hex()).unwrap_or_default())
     }
 }
 

@@ -293,6 +293,7 @@ fn message_ids_are_the_envelope_macs() {
     assert_eq!(id, MessageId::of(&env.clone()));
     assert_eq!(id.as_bytes(), Envelope::from_bytes(env).unwrap().mac());
     assert_eq!(id.to_string(), hex::encode(id.as_bytes()));
+    assert_eq!(id.hex().as_slice(), id.to_string().as_bytes());
     assert_eq!(id.to_string().len(), 64);
     for (_, e) in &s.items {
         let expected: [u8; 32] = match Envelope::from_bytes(e) {

@@ -242,7 +242,7 @@ impl BatchResults {
 
     /// Adds the result of one message, as `BatchResult` describes it.
     pub(crate) fn push(&mut self, decrypted: &Decrypted) {
-        let id = hex_id(decrypted.message_id.as_bytes());
+        let id = decrypted.message_id.hex();
         match &decrypted.outcome {
             Ok(plaintext) => self.push_parts(&id, &decrypted.session_id, Ok(plaintext), false),
             Err(e) => self.push_parts(
@@ -390,20 +390,6 @@ unsafe impl FfiConverter<Tag> for BatchResults {
 
 uniffi::derive_ffi_traits!(local BatchResults);
 
-/// A message id in lowercase hex, as `MessageId`'s `Display` writes it, without the formatting
-/// machinery: this runs once per message of a batch.
-fn hex_id(bytes: &[u8; 32]) -> [u8; 64] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 64];
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        if let [hi, lo] = pair {
-            *hi = DIGITS.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
-            *lo = DIGITS.get(usize::from(b & 0xf)).copied().unwrap_or(b'0');
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use proteus_core::DecryptError;
@@ -525,14 +511,6 @@ mod tests {
         for n in 0..results.len() {
             let cut = RustBuffer::from_vec(results[..n].to_vec());
             assert!(<BatchResults as Lift<Tag>>::try_lift(cut).is_err());
-        }
-    }
-
-    #[test]
-    fn hex_ids_are_those_of_message_id() {
-        for d in samples() {
-            let hex = hex_id(d.message_id.as_bytes());
-            assert_eq!(std::str::from_utf8(&hex).unwrap(), d.message_id.to_string());
         }
     }
 }

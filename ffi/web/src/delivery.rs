@@ -52,12 +52,9 @@ impl Chunk {
         if self.meta.is_empty() {
             self.first = index;
         }
-        for byte in decrypted.message_id.as_bytes() {
-            for nibble in [byte >> 4, byte & 0xf] {
-                self.ids
-                    .push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
-            }
-        }
+        // ASCII, so never the empty fallback.
+        self.ids
+            .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
         match &decrypted.outcome {
             Ok(plaintext) => {
                 self.meta.push(0);
@@ -85,3 +82,4 @@ impl Chunk {
         go_on
     }
 }
+
