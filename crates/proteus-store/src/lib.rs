@@ -22,8 +22,8 @@
 //!
 //! [`Client::decrypt_batch`] takes a queue of `(session id, envelope)` and commits all session
 //! changes of the batch in one transaction. Each result reaches the application's `deliver`
-//! callback **before** that commit, with a stable [`MessageId`] (the envelope's MAC, verified by the
-//! decryption):
+//! callback **before** that commit, with a stable [`MessageId`] (the envelope's MAC, verified by
+//! the decryption):
 //!
 //! * the application stores (or shows) each plaintext in `deliver`, keyed by its message id;
 //! * if the process dies before the commit, nothing of the batch was committed: delivering the

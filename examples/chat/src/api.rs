@@ -211,7 +211,10 @@ mod tests {
     #[test]
     fn the_signed_message_binds_every_part() {
         let base = signed_message("alice", "n1", "POST", "/v1/queues/bob", b"x");
-        assert_eq!(base, b"proteus-chat-relay-v2\nalice\nn1\nPOST\n/v1/queues/bob\nx");
+        assert_eq!(
+            base,
+            b"proteus-chat-relay-v2\nalice\nn1\nPOST\n/v1/queues/bob\nx"
+        );
         for other in [
             signed_message("alicf", "n1", "POST", "/v1/queues/bob", b"x"),
             signed_message("alice", "n2", "POST", "/v1/queues/bob", b"x"),

@@ -82,4 +82,3 @@ impl Chunk {
         go_on
     }
 }
-
