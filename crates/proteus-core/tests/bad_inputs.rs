@@ -162,13 +162,14 @@ fn parts(wire: &[u8]) -> ([u8; 32], Vec<u8>) {
 
 /// Re-encodes Alice's next message with a changed header (the MAC is kept, so it no longer fits).
 fn altered(f: &Fixture, change: impl FnOnce(&mut Message)) -> Vec<u8> {
-    let env = Envelope::from_bytes(&f.next_from_alice(1)[0]).unwrap();
+    let sent = f.next_from_alice(1);
+    let env = Envelope::from_bytes(&sent[0]).unwrap();
     let mut message = env.message().clone();
     change(&mut message);
     Envelope::from_message(message, *env.mac()).to_bytes()
 }
 
-fn cipher(m: &mut Message) -> &mut proteus_core::CipherMessage {
+fn cipher<'m, 'a>(m: &'m mut Message<'a>) -> &'m mut proteus_core::CipherMessage<'a> {
     match m {
         Message::Cipher(c) => c,
         Message::PreKey(p) => &mut p.message,
@@ -269,12 +270,12 @@ fn catalogue(f: &Fixture) -> Vec<Case> {
     ));
     cases.push(case(
         "ciphertext lengthened",
-        Input::ToSession(altered(f, |m| cipher(m).cipher_text.push(0))),
+        Input::ToSession(altered(f, |m| cipher(m).cipher_text.to_mut().push(0))),
         &[206],
     ));
     cases.push(case(
         "ciphertext emptied",
-        Input::ToSession(altered(f, |m| cipher(m).cipher_text.clear())),
+        Input::ToSession(altered(f, |m| cipher(m).cipher_text.to_mut().clear())),
         &[206],
     ));
     cases.push(case(

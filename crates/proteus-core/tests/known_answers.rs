@@ -86,7 +86,7 @@ fn records_encode_byte_for_byte() {
     );
 }
 
-fn alice_session() -> (IdentityKeyPair, Session, Vec<Envelope>) {
+fn alice_session() -> (IdentityKeyPair, Session, Vec<Envelope<'static>>) {
     let alice = IdentityKeyPair::from_seed(&seed(0x11));
     let bundle = PreKeyBundle::from_bytes(&h(BUNDLE)).unwrap();
     let mut rng = RecordedRng::new([seed(0x22).to_vec(), seed(0x33).to_vec(), h(TAG)]);
@@ -114,7 +114,8 @@ fn alice_sends_the_known_envelopes() {
 fn bob_receives_and_replies_as_known() {
     let bob = IdentityKeyPair::from_bytes(&h(BOB_IDENTITY)).unwrap();
     let mut prekeys = BTreeMap::from([(PreKeyId::new(7), PreKey::from_bytes(&h(PREKEY)).unwrap())]);
-    let env = Envelope::from_bytes(&h(MESSAGE_1)).unwrap();
+    let m1 = h(MESSAGE_1);
+    let env = Envelope::from_bytes(&m1).unwrap();
     let mut rng = RecordedRng::new([seed(0x66).to_vec()]);
     let inbound = Session::init_from_message(&mut rng, &bob, &mut prekeys, &env).unwrap();
     assert!(!rng.diverged());
@@ -127,7 +128,8 @@ fn bob_receives_and_replies_as_known() {
 
     // Message 2 on the stored session.
     let mut stored = Session::from_bytes(bob.public_key(), &h(BOB_SESSION)).unwrap();
-    let m2 = Envelope::from_bytes(&h(MESSAGE_2)).unwrap();
+    let m2 = h(MESSAGE_2);
+    let m2 = Envelope::from_bytes(&m2).unwrap();
     assert_eq!(
         stored
             .decrypt(&mut RecordedRng::default(), &bob, &mut prekeys, &m2)
@@ -141,7 +143,8 @@ fn alice_loads_her_session_and_reads_the_reply() {
     let (alice, _, _) = alice_session();
     let mut session = Session::from_bytes(alice.public_key(), &h(ALICE_SESSION)).unwrap();
     assert_eq!(hex::encode(session.to_bytes().as_slice()), ALICE_SESSION);
-    let reply = Envelope::from_bytes(&h(BOB_REPLY)).unwrap();
+    let reply = h(BOB_REPLY);
+    let reply = Envelope::from_bytes(&reply).unwrap();
     let mut rng = RecordedRng::new([seed(0x77).to_vec()]);
     assert_eq!(
         session

@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use super::Message;
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::DecodeError;
@@ -11,23 +13,21 @@ use crate::error::DecodeError;
 ///    02 <bstr>            message_enc = uint(type) ‖ message map
 /// ```
 ///
-/// The MAC is HMAC-SHA256 over `message_enc`. A decoded envelope keeps `message_enc` exactly as
-/// received, so the MAC is verified over those bytes and not over a re-encoding.
+/// The MAC is HMAC-SHA256 over `message_enc`. A decoded envelope borrows `message_enc` exactly as
+/// received, so the MAC is verified over those bytes and not over a re-encoding, and decoding
+/// copies nothing. [`Envelope::into_owned`] detaches it from the bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Envelope {
+pub struct Envelope<'a> {
     mac: [u8; 32],
-    message_bytes: Vec<u8>,
-    message: Message,
+    message_bytes: Cow<'a, [u8]>,
+    message: Message<'a>,
 }
 
-impl Envelope {
-    /// The version this engine writes. Receivers do not check it (spec §4.1).
-    pub const VERSION: u8 = 1;
-
-    pub(crate) fn new(mac: [u8; 32], message_bytes: Vec<u8>, message: Message) -> Self {
+impl Envelope<'static> {
+    pub(crate) fn new(mac: [u8; 32], message_bytes: Vec<u8>, message: Message<'static>) -> Self {
         Self {
             mac,
-            message_bytes,
+            message_bytes: Cow::Owned(message_bytes),
             message,
         }
     }
@@ -35,17 +35,22 @@ impl Envelope {
     /// An envelope around `message` (encoded canonically) with the given MAC. Only
     /// [`Session::encrypt`](crate::Session::encrypt) knows the right MAC; this exists for tests
     /// and tools that build hostile inputs, which receivers must reject.
-    pub fn from_message(message: Message, mac: [u8; 32]) -> Self {
-        let message_bytes = message.encode();
+    pub fn from_message(message: Message<'_>, mac: [u8; 32]) -> Self {
+        let message_bytes = Cow::Owned(message.encode());
         Self {
             mac,
             message_bytes,
-            message,
+            message: message.into_owned(),
         }
     }
+}
+
+impl<'a> Envelope<'a> {
+    /// The version this engine writes. Receivers do not check it (spec §4.1).
+    pub const VERSION: u8 = 1;
 
     /// The decoded message.
-    pub fn message(&self) -> &Message {
+    pub fn message(&self) -> &Message<'a> {
         &self.message
     }
 
@@ -72,8 +77,17 @@ impl Envelope {
         e.into_bytes()
     }
 
-    /// Decodes an envelope and the message inside it.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DecodeError> {
+    /// The envelope with its bytes owned, independent of the bytes it was decoded from.
+    pub fn into_owned(self) -> Envelope<'static> {
+        Envelope {
+            mac: self.mac,
+            message_bytes: Cow::Owned(self.message_bytes.into_owned()),
+            message: self.message.into_owned(),
+        }
+    }
+
+    /// Decodes an envelope and the message inside it, borrowing from `bytes`.
+    pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let mut d = Decoder::new(bytes);
         let (mut mac, mut message_bytes) = (None, None);
         let mut seen = Seen::default();
@@ -92,7 +106,7 @@ impl Envelope {
         let message = Message::decode(message_bytes)?;
         Ok(Self {
             mac: required(mac, "mac")?,
-            message_bytes: message_bytes.to_vec(),
+            message_bytes: Cow::Borrowed(message_bytes),
             message,
         })
     }

@@ -6,6 +6,8 @@ mod session_tag;
 pub use envelope::Envelope;
 pub use session_tag::SessionTag;
 
+use std::borrow::Cow;
+
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::DecodeError;
 use crate::keys::{IdentityKey, PreKeyId, PublicKey};
@@ -17,7 +19,7 @@ const TYPE_PREKEY: u64 = 2;
 ///
 /// `{0: session tag, 1: counter, 2: previous counter, 3: ratchet key, 4: ciphertext}`
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CipherMessage {
+pub struct CipherMessage<'a> {
     /// Picks the session state on receipt.
     pub session_tag: SessionTag,
     /// Index of the message in the sender's current sending chain.
@@ -26,14 +28,15 @@ pub struct CipherMessage {
     pub prev_counter: u32,
     /// The sender's current ratchet public key.
     pub ratchet_key: PublicKey,
-    /// ChaCha20 ciphertext, as long as the plaintext.
-    pub cipher_text: Vec<u8>,
+    /// ChaCha20 ciphertext, as long as the plaintext. A decoded message borrows it from the
+    /// envelope bytes: decoding copies nothing.
+    pub cipher_text: Cow<'a, [u8]>,
 }
 
 /// A message that can create a session: the sender's handshake keys around a [`CipherMessage`]
 /// (type 2 on the wire). `{0: prekey id, 1: base key, 2: identity key, 3: CipherMessage}`
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreKeyMessage {
+pub struct PreKeyMessage<'a> {
     /// The recipient's prekey the sender used.
     pub prekey_id: PreKeyId,
     /// The sender's base public key.
@@ -41,21 +44,21 @@ pub struct PreKeyMessage {
     /// The sender's identity.
     pub identity_key: IdentityKey,
     /// The embedded message.
-    pub message: CipherMessage,
+    pub message: CipherMessage<'a>,
 }
 
 /// A decoded Proteus message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Message {
+pub enum Message<'a> {
     /// Type 1.
-    Cipher(CipherMessage),
+    Cipher(CipherMessage<'a>),
     /// Type 2.
-    PreKey(PreKeyMessage),
+    PreKey(PreKeyMessage<'a>),
 }
 
-impl Message {
+impl<'a> Message<'a> {
     /// The embedded cipher message.
-    pub fn cipher_message(&self) -> &CipherMessage {
+    pub fn cipher_message(&self) -> &CipherMessage<'a> {
         match self {
             Self::Cipher(m) => m,
             Self::PreKey(m) => &m.message,
@@ -87,7 +90,20 @@ impl Message {
         e.into_bytes()
     }
 
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+    /// The message with its ciphertext owned, independent of the bytes it was decoded from.
+    pub fn into_owned(self) -> Message<'static> {
+        match self {
+            Self::Cipher(m) => Message::Cipher(m.into_owned()),
+            Self::PreKey(m) => Message::PreKey(PreKeyMessage {
+                prekey_id: m.prekey_id,
+                base_key: m.base_key,
+                identity_key: m.identity_key,
+                message: m.message.into_owned(),
+            }),
+        }
+    }
+
+    pub(crate) fn decode(bytes: &'a [u8]) -> Result<Self, DecodeError> {
         let mut d = Decoder::new(bytes);
         let message = match d.u64()? {
             TYPE_CIPHER => Self::Cipher(CipherMessage::decode(&mut d)?),
@@ -99,7 +115,18 @@ impl Message {
     }
 }
 
-impl CipherMessage {
+impl CipherMessage<'_> {
+    /// The message with its ciphertext owned.
+    pub fn into_owned(self) -> CipherMessage<'static> {
+        CipherMessage {
+            session_tag: self.session_tag,
+            counter: self.counter,
+            prev_counter: self.prev_counter,
+            ratchet_key: self.ratchet_key,
+            cipher_text: Cow::Owned(self.cipher_text.into_owned()),
+        }
+    }
+
     fn encode(&self, e: &mut Encoder) {
         e.map(5).key(0).bytes(self.session_tag.as_bytes());
         e.key(1)
@@ -111,7 +138,10 @@ impl CipherMessage {
         e.key(4).bytes(&self.cipher_text);
     }
 
-    fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+}
+
+impl<'a> CipherMessage<'a> {
+    fn decode(d: &mut Decoder<'a>) -> Result<Self, DecodeError> {
         let (mut tag, mut counter, mut prev, mut ratchet, mut text) =
             (None, None, None, None, None);
         let mut seen = Seen::default();
@@ -130,13 +160,13 @@ impl CipherMessage {
             counter: required(counter, "counter")?,
             prev_counter: required(prev, "previous counter")?,
             ratchet_key: required(ratchet, "ratchet key")?,
-            cipher_text: required(text, "cipher text")?.to_vec(),
+            cipher_text: Cow::Borrowed(required(text, "cipher text")?),
         })
     }
 }
 
-impl PreKeyMessage {
-    fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
+impl<'a> PreKeyMessage<'a> {
+    fn decode(d: &mut Decoder<'a>) -> Result<Self, DecodeError> {
         let (mut id, mut base, mut identity, mut message) = (None, None, None, None);
         let mut seen = Seen::default();
         for _ in 0..d.map()? {

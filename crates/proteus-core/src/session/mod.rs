@@ -175,7 +175,7 @@ impl Session {
     ///
     /// Persist the session before sending the envelope: a lost chain advance would make the next
     /// message reuse this message's keys.
-    pub fn encrypt(&mut self, plaintext: &[u8]) -> Result<Envelope, EncryptError> {
+    pub fn encrypt(&mut self, plaintext: &[u8]) -> Result<Envelope<'static>, EncryptError> {
         if plaintext.len() > MAX_PLAINTEXT_LEN {
             return Err(EncryptError::PlaintextTooLong(plaintext.len()));
         }

@@ -106,7 +106,7 @@ impl SessionState {
         pending: Option<PendingPreKey>,
         local_identity: &IdentityKey,
         plaintext: &[u8],
-    ) -> Result<(Message, Vec<u8>, [u8; 32]), EncryptError> {
+    ) -> Result<(Message<'static>, Vec<u8>, [u8; 32]), EncryptError> {
         let (mk, next) = self
             .send_chain
             .chain_key
@@ -118,7 +118,7 @@ impl SessionState {
             counter: self.send_chain.chain_key.idx,
             prev_counter: self.prev_counter,
             ratchet_key: *self.send_chain.ratchet_key.public(),
-            cipher_text,
+            cipher_text: cipher_text.into(),
         };
         let message = match pending {
             None => Message::Cipher(cm),
