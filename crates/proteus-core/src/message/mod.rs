@@ -137,7 +137,6 @@ impl CipherMessage<'_> {
         self.ratchet_key.encode(e);
         e.key(4).bytes(&self.cipher_text);
     }
-
 }
 
 impl<'a> CipherMessage<'a> {
