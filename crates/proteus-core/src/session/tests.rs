@@ -328,3 +328,33 @@ fn error_codes_are_stable() {
     assert_eq!(DecodeError::UnknownMessageType(3).code(), 302);
     assert_eq!(DecodeError::InvalidKey("x").code(), 409);
 }
+
+#[test]
+fn decoded_envelopes_borrow_their_bytes_and_owned_ones_still_decrypt() {
+    use std::borrow::Cow;
+    let mut p = established();
+    let wire = p.a.encrypt(b"borrowed").unwrap().to_bytes();
+    let decoded = Envelope::from_bytes(&wire).unwrap();
+    let text = &decoded.message().cipher_message().cipher_text;
+    assert!(
+        matches!(text, Cow::Borrowed(_)),
+        "the ciphertext was copied"
+    );
+    // The borrowed ciphertext is the tail of the wire bytes, not a copy of it.
+    assert_eq!(
+        text.as_ptr_range().end,
+        wire.as_ptr_range().end,
+        "the ciphertext is not a view of the input"
+    );
+    let owned: Envelope<'static> = decoded.clone().into_owned();
+    drop(wire);
+    assert!(matches!(
+        owned.message().cipher_message().cipher_text,
+        Cow::Owned(_)
+    ));
+    assert_eq!(
+        p.b.decrypt(&mut OsRng, &p.bob, &mut p.prekeys, &owned)
+            .unwrap(),
+        b"borrowed"
+    );
+}
