@@ -115,7 +115,7 @@ impl<'a> Message<'a> {
     }
 }
 
-impl CipherMessage<'_> {
+impl<'a> CipherMessage<'a> {
     /// The message with its ciphertext owned.
     pub fn into_owned(self) -> CipherMessage<'static> {
         CipherMessage {
@@ -137,9 +137,7 @@ impl CipherMessage<'_> {
         self.ratchet_key.encode(e);
         e.key(4).bytes(&self.cipher_text);
     }
-}
 
-impl<'a> CipherMessage<'a> {
     fn decode(d: &mut Decoder<'a>) -> Result<Self, DecodeError> {
         let (mut tag, mut counter, mut prev, mut ratchet, mut text) =
             (None, None, None, None, None);
