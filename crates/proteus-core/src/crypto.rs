@@ -184,3 +184,21 @@ impl DhScalar {
         Some(shared)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The crates' own states hold key-equivalent material (an HMAC's ipad/opad hash states, the
+    /// ChaCha20 key schedule and keystream, a hash of a seed): built with their `zeroize`
+    /// features, they wipe themselves when dropped. Without those features this does not compile.
+    #[test]
+    fn the_primitive_states_wipe_themselves() {
+        fn wiped_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+        // `Hmac<Sha256>` keeps its ipad and opad states as two of these.
+        wiped_on_drop::<<Sha256 as hmac::digest::block_api::CoreProxy>::Core>();
+        wiped_on_drop::<Sha256>();
+        wiped_on_drop::<Sha512>();
+        wiped_on_drop::<ChaCha20Legacy>();
+    }
+}

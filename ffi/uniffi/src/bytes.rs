@@ -9,6 +9,7 @@
 
 use std::ops::Deref;
 
+use zeroize::Zeroizing;
 use uniffi::{FfiConverter, MetadataBuffer, RustBuffer, TypeId};
 
 /// Bytes to or from Kotlin (`ByteArray`) or Swift (`Data`).
@@ -98,6 +99,80 @@ unsafe impl FfiConverter<crate::UniFfiTag> for Bytes {
 }
 
 uniffi::derive_ffi_traits!(local Bytes);
+
+/// Secret bytes to or from Kotlin or Swift (an identity, a session, a prekey): the wire form of
+/// [`Bytes`], but every copy made on this side is wiped when freed. The buffer that carries them
+/// across is the foreign side's to free once it has copied them out (UniFFI frees it unwiped;
+/// the app wipes its `ByteArray`/`Data`). Used only as a whole argument or return value, never
+/// inside a record, so the buffer written is never regrown (which would free a stale copy).
+pub struct SecretBytes(Zeroizing<Vec<u8>>);
+
+impl SecretBytes {
+    /// Takes a secret that is already wiped on drop.
+    pub fn new(bytes: Zeroizing<Vec<u8>>) -> Self {
+        Self(bytes)
+    }
+}
+
+impl Deref for SecretBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SecretBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretBytes({} bytes)", self.0.len())
+    }
+}
+
+// SAFETY: as for `Bytes` above: the same FFI type, serialised form and type metadata; the buffers
+// are made and taken apart with UniFFI's own `RustBuffer` functions.
+#[allow(unsafe_code)]
+unsafe impl FfiConverter<crate::UniFfiTag> for SecretBytes {
+    type FfiType = RustBuffer;
+
+    fn lower(obj: Self) -> RustBuffer {
+        // Sized exactly, so writing never reallocates and leaves no stale copy behind.
+        let mut buf = Vec::with_capacity(obj.0.len().saturating_add(4));
+        Self::write(obj, &mut buf);
+        RustBuffer::from_vec(buf)
+    }
+
+    fn try_lift(v: RustBuffer) -> uniffi::Result<Self> {
+        let vec = Zeroizing::new(v.destroy_into_vec());
+        let mut buf = vec.as_slice();
+        let bytes = Self::try_read(&mut buf)?;
+        if !buf.is_empty() {
+            uniffi::deps::anyhow::bail!("{} bytes left after a byte string", buf.len());
+        }
+        Ok(bytes)
+    }
+
+    fn write(obj: Self, buf: &mut Vec<u8>) {
+        let len = i32::try_from(obj.0.len()).unwrap_or(i32::MAX);
+        buf.extend_from_slice(&len.to_be_bytes());
+        buf.extend_from_slice(obj.0.get(..len.unsigned_abs() as usize).unwrap_or(&obj.0));
+    }
+
+    fn try_read(buf: &mut &[u8]) -> uniffi::Result<Self> {
+        let Some((len, rest)) = buf.split_first_chunk::<4>() else {
+            uniffi::deps::anyhow::bail!("a byte string's length is cut off");
+        };
+        let len = usize::try_from(i32::from_be_bytes(*len))?;
+        let Some((bytes, rest)) = rest.split_at_checked(len) else {
+            uniffi::deps::anyhow::bail!("a byte string of {len} bytes is cut off");
+        };
+        *buf = rest;
+        Ok(Self(Zeroizing::new(bytes.to_vec())))
+    }
+
+    const TYPE_ID_META: MetadataBuffer = <Vec<u8> as TypeId<crate::UniFfiTag>>::TYPE_ID_META;
+}
+
+uniffi::derive_ffi_traits!(local SecretBytes);
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use proteus_core::PreKeyId;
 use proteus_store::{ClientError, SqliteOptions};
 
 use crate::batch::{BatchResults, QueuedMessages};
-use crate::bytes::Bytes;
+use crate::bytes::{Bytes, SecretBytes};
 use crate::error::ProteusError;
 use crate::gate::Gate;
 use crate::types::{BatchDelivery, BatchProgress, BatchSummary, OutgoingMessage, PreKeyBundle};
@@ -323,29 +323,29 @@ impl Client {
 
     /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
     /// allowed while there are no sessions (`IdentityInUse`, 107).
-    pub fn import_identity(&self, identity: Bytes) -> Result<(), ProteusError> {
+    pub fn import_identity(&self, identity: SecretBytes) -> Result<(), ProteusError> {
         self.with(|c| c.import_identity(&identity))
     }
 
     /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
     /// same id; returns its id.
-    pub fn import_prekey(&self, prekey: Bytes) -> Result<u16, ProteusError> {
+    pub fn import_prekey(&self, prekey: SecretBytes) -> Result<u16, ProteusError> {
         self.with(|c| c.import_prekey(&prekey).map(PreKeyId::value))
     }
 
     /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-    pub fn import_session(&self, session_id: String, session: Bytes) -> Result<(), ProteusError> {
+    pub fn import_session(&self, session_id: String, session: SecretBytes) -> Result<(), ProteusError> {
         self.with(|c| c.import_session(&session_id, &session))
     }
 
     /// The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
     /// the array after use.
-    pub fn export_identity(&self) -> Result<Bytes, ProteusError> {
-        self.with(|c| Ok(Bytes(c.export_identity().to_vec())))
+    pub fn export_identity(&self) -> Result<SecretBytes, ProteusError> {
+        self.with(|c| Ok(SecretBytes::new(c.export_identity())))
     }
 
     /// A session, serialised as Wire's Proteus does. It holds secret keys.
-    pub fn export_session(&self, session_id: String) -> Result<Bytes, ProteusError> {
-        self.with(|c| Ok(Bytes(c.export_session(&session_id)?.to_vec())))
+    pub fn export_session(&self, session_id: String) -> Result<SecretBytes, ProteusError> {
+        self.with(|c| Ok(SecretBytes::new(c.export_session(&session_id)?)))
     }
 }

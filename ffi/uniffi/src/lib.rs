@@ -21,7 +21,7 @@ mod gate;
 mod types;
 
 pub use batch::{BatchResults, QueuedMessages};
-pub use bytes::Bytes;
+pub use bytes::{Bytes, SecretBytes};
 pub use client::{Client, ClientOptions, OpenMode};
 pub use error::{CALLBACK_FAILED, CLIENT_BUSY, INTERNAL, ProteusError};
 pub use types::{

@@ -1,0 +1,113 @@
+//! Secrets that cross the boundary (an exported or imported identity) leave no copy behind in
+//! freed memory on the Rust side.
+//!
+//! A global allocator looks into every block freed while a check runs for a planted identity
+//! seed. The buffer that carries the secret to Kotlin or Swift is the foreign side's to free (it
+//! copies it into a `ByteArray`/`Data` first); every other copy must be wiped before it is freed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+// A global allocator is `unsafe` by nature. It only forwards to `System` and reads the blocks it
+// is handed.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use proteus_core::IdentityKeyPair;
+use proteus_uniffi::{Client, UniFfiTag};
+use uniffi::{Lift, Lower, RustBuffer};
+
+/// The identity seed planted by the checks.
+const SEED: [u8; 32] = [0x5e; 32];
+
+static WATCHING: AtomicBool = AtomicBool::new(false);
+static FOUND: AtomicUsize = AtomicUsize::new(0);
+static SERIAL: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    static INSPECTING: Cell<bool> = const { Cell::new(false) };
+}
+
+struct Inspecting;
+
+// SAFETY: every call is forwarded to the system allocator unchanged; `dealloc` only reads the
+// block it is given, which is still allocated and `layout.size()` bytes long while it runs.
+unsafe impl GlobalAlloc for Inspecting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if WATCHING.load(Ordering::Relaxed) && layout.size() >= 32 && !INSPECTING.with(Cell::get) {
+            INSPECTING.with(|i| i.set(true));
+            let block = unsafe { std::slice::from_raw_parts(ptr, layout.size()) };
+            if block.windows(32).any(|w| w == SEED) {
+                FOUND.fetch_add(1, Ordering::Relaxed);
+            }
+            INSPECTING.with(|i| i.set(false));
+        }
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Inspecting = Inspecting;
+
+/// Runs `work` while watching freed blocks for the seed; returns how many held it.
+fn freed_copies<T>(work: impl FnOnce() -> T) -> (usize, T) {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    FOUND.store(0, Ordering::Relaxed);
+    WATCHING.store(true, Ordering::Relaxed);
+    let out = work();
+    WATCHING.store(false, Ordering::Relaxed);
+    (FOUND.load(Ordering::Relaxed), out)
+}
+
+/// What the generated code does with a returned value: lower it into the buffer that crosses.
+fn lower<T: Lower<UniFfiTag, FfiType = RustBuffer>>(value: T) -> RustBuffer {
+    T::lower(value)
+}
+
+/// What the generated code does with an argument: the foreign side fills a buffer, Rust lifts it.
+fn lift<T: Lift<UniFfiTag, FfiType = RustBuffer>>(buffer: RustBuffer) -> T {
+    T::try_lift(buffer).unwrap()
+}
+
+fn serialised_identity() -> Vec<u8> {
+    let bytes = IdentityKeyPair::from_seed(&SEED).to_bytes().to_vec();
+    assert!(
+        bytes.windows(32).any(|w| w == SEED),
+        "the serialised identity holds the seed, so the checks below can see it"
+    );
+    bytes
+}
+
+#[test]
+fn an_exported_identity_leaves_no_freed_copy_before_it_crosses() {
+    let client = Client::in_memory().unwrap();
+    // The import is checked by the other test; here it only plants the seed.
+    let crossing = lower(serialised_identity());
+    client.import_identity(lift(crossing)).unwrap();
+
+    let (found, crossing) = freed_copies(|| lower(client.export_identity().unwrap()));
+    assert_eq!(found, 0, "freed blocks still held the exported identity secret");
+    // The foreign side copies the buffer out and frees it.
+    let vec = crossing.destroy_into_vec();
+    assert!(vec.windows(32).any(|w| w == SEED));
+}
+
+#[test]
+fn an_imported_identity_leaves_no_freed_copy() {
+    let client = Client::in_memory().unwrap();
+    let crossing = lower(serialised_identity());
+    let (found, ()) = freed_copies(|| client.import_identity(lift(crossing)).unwrap());
+    assert_eq!(found, 0, "freed blocks still held the imported identity secret");
+    assert_eq!(
+        client.fingerprint().unwrap(),
+        IdentityKeyPair::from_seed(&SEED).fingerprint()
+    );
+}
