@@ -9,8 +9,8 @@
 
 use std::ops::Deref;
 
-use zeroize::Zeroizing;
 use uniffi::{FfiConverter, MetadataBuffer, RustBuffer, TypeId};
+use zeroize::Zeroizing;
 
 /// Bytes to or from Kotlin (`ByteArray`) or Swift (`Data`).
 #[derive(Clone, Default, PartialEq, Eq)]

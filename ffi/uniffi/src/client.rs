@@ -334,7 +334,11 @@ impl Client {
     }
 
     /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-    pub fn import_session(&self, session_id: String, session: SecretBytes) -> Result<(), ProteusError> {
+    pub fn import_session(
+        &self,
+        session_id: String,
+        session: SecretBytes,
+    ) -> Result<(), ProteusError> {
         self.with(|c| c.import_session(&session_id, &session))
     }
 

@@ -94,7 +94,10 @@ fn an_exported_identity_leaves_no_freed_copy_before_it_crosses() {
     client.import_identity(lift(crossing)).unwrap();
 
     let (found, crossing) = freed_copies(|| lower(client.export_identity().unwrap()));
-    assert_eq!(found, 0, "freed blocks still held the exported identity secret");
+    assert_eq!(
+        found, 0,
+        "freed blocks still held the exported identity secret"
+    );
     // The foreign side copies the buffer out and frees it.
     let vec = crossing.destroy_into_vec();
     assert!(vec.windows(32).any(|w| w == SEED));
@@ -105,7 +108,10 @@ fn an_imported_identity_leaves_no_freed_copy() {
     let client = Client::in_memory().unwrap();
     let crossing = lower(serialised_identity());
     let (found, ()) = freed_copies(|| client.import_identity(lift(crossing)).unwrap());
-    assert_eq!(found, 0, "freed blocks still held the imported identity secret");
+    assert_eq!(
+        found, 0,
+        "freed blocks still held the imported identity secret"
+    );
     assert_eq!(
         client.fingerprint().unwrap(),
         IdentityKeyPair::from_seed(&SEED).fingerprint()
