@@ -3,6 +3,7 @@
 # is present). Usage: scripts/test.sh [SUITE...]; with no SUITE, all of them run in order.
 #
 #   rust     formatting, clippy (warnings are errors), every Rust test of the workspace
+#   deny     cargo-deny: licences, duplicate and banned crates, sources (deny.toml)
 #   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (../shared/vectors)
 #   wasm     the protocol core builds for wasm32-unknown-unknown
 #   bench    each criterion bench runs once (a smoke test; timings are not asserted)
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHARED=${PROTEUS_SHARED:-../shared}
-ALL_SUITES=(rust vectors wasm bench fuzz chat web kotlin swift)
+ALL_SUITES=(rust deny vectors wasm bench fuzz chat web kotlin swift)
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -36,6 +37,16 @@ suite_rust() {
   cargo clippy --workspace --all-targets --locked -- -D warnings
   log "cargo test"
   cargo test --workspace --locked
+}
+
+suite_deny() {
+  # Installed from the crate registry when missing (a few minutes, once). Advisories are left out:
+  # the RustSec database is a git clone from GitHub, which these machines cannot reach.
+  command -v cargo-deny >/dev/null || cargo install --locked cargo-deny --version 0.20.2
+  log "cargo deny: the workspace"
+  cargo deny --workspace check licenses bans sources
+  log "cargo deny: the fuzz targets"
+  (cd fuzz && cargo deny --config ../deny.toml check licenses bans sources)
 }
 
 suite_vectors() {
