@@ -609,20 +609,24 @@ impl Relay {
                 "the signature does not verify with the identity key being registered",
             ));
         }
-        self.take_token(name)?;
         let mut db = lock(&self.db);
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
-        let created = match identity_of(&tx, name)? {
-            Some(existing) if existing == identity => false,
-            Some(_) => {
-                return Err(err(
-                    StatusCode::CONFLICT,
-                    "identity_conflict",
-                    format!("{name} is registered with another identity key"),
-                ));
-            }
+        // The signature only proves the caller holds the key in the body: the name's budget
+        // is spent only once that key is the name's (or the name is new), so a stranger
+        // claiming a taken name cannot drain its owner's rate.
+        let existing = identity_of(&tx, name)?;
+        if existing.as_ref().is_some_and(|e| *e != identity) {
+            return Err(err(
+                StatusCode::CONFLICT,
+                "identity_conflict",
+                format!("{name} is registered with another identity key"),
+            ));
+        }
+        self.take_token(name)?;
+        let created = match existing {
+            Some(_) => false,
             None => {
                 tx.execute(
                     "INSERT INTO users (name, identity, next_seq) VALUES (?1, ?2, 1)",

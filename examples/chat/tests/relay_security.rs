@@ -693,3 +693,47 @@ async fn without_a_package_directory_pkg_is_not_found() {
     assert_refused(&r, 404, "not_found");
     relay.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stranger_claiming_a_name_does_not_spend_its_owners_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (relay, db) = start(dir.path(), |c| {
+        c.burst = 4.0;
+        c.rate_per_second = 0.01;
+    })
+    .await;
+    let alice = User::new("alice", &relay);
+    alice
+        .relay
+        .register(alice.identity.public_key())
+        .await
+        .unwrap(); // 1 of alice's 4
+    let before = snapshot(&db);
+    // Mallory signs "register alice" with her own key, again and again (bounded: 10 tries).
+    let mallory = User::new("mallory", &relay);
+    let register = serde_json::to_vec(&api::RegisterRequest {
+        identity: api::b64(mallory.identity.public_key().public_key().as_bytes()),
+    })
+    .unwrap();
+    let started = Instant::now();
+    for _ in 0..10 {
+        let r = mallory
+            .forge(
+                "alice",
+                Method::POST,
+                "/v1/users/alice",
+                &register,
+                &register,
+            )
+            .await;
+        assert_refused(&r, 409, "identity_conflict");
+    }
+    assert!(started.elapsed() < T);
+    assert_eq!(snapshot(&db), before);
+    // Alice's own budget is untouched: her next requests go through.
+    for _ in 0..3 {
+        let page = alice.relay.fetch(0, 10, Duration::ZERO).await;
+        assert!(page.is_ok(), "alice was rate-limited by mallory: {page:?}");
+    }
+    relay.shutdown().await;
+}
