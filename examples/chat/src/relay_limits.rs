@@ -65,7 +65,13 @@ pub(crate) struct NonceBook {
     ttl: Duration,
     max_per_user: usize,
     used: HashMap<String, HashMap<[u8; RANDOM_LEN], u64>>,
+    /// Spends since the last sweep of users whose nonces are all past the window.
+    spends: usize,
 }
+
+/// Every this many spends, the users whose used nonces are all past the window are forgotten
+/// (their sets would refuse nothing the window check does not).
+const SWEEP_EVERY: usize = 4096;
 
 /// A nonce whose tag and age were checked, not yet spent.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +101,7 @@ impl NonceBook {
             ttl,
             max_per_user,
             used: HashMap::new(),
+            spends: 0,
         })
     }
 
@@ -144,13 +151,19 @@ impl NonceBook {
     pub(crate) fn spend(&mut self, user: &str, nonce: FreshNonce) -> Result<(), SpendError> {
         let now = self.now_ms();
         let ttl = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        let live = |issued: &u64| now.saturating_sub(*issued) < ttl;
+        self.spends += 1;
+        if self.spends >= SWEEP_EVERY {
+            self.spends = 0;
+            self.used.retain(|_, used| used.values().any(live));
+        }
         let max = self.max_per_user;
         let used = self.used.entry(user.to_owned()).or_default();
         if used.contains_key(&nonce.random) {
             return Err(SpendError::Replayed);
         }
         if used.len() >= max {
-            used.retain(|_, issued| now.saturating_sub(*issued) < ttl);
+            used.retain(|_, issued| live(issued));
             if used.len() >= max {
                 return Err(SpendError::TooMany);
             }
@@ -290,6 +303,20 @@ mod tests {
         assert_eq!(book.spend("alice", c), Err(SpendError::TooMany));
         assert_eq!(book.spend("alice", fresh), Err(SpendError::Replayed));
         assert_eq!(book.spend("bob", c), Ok(()));
+    }
+
+    #[test]
+    fn users_whose_nonces_are_all_past_the_window_are_forgotten() {
+        let mut book = NonceBook::new(Duration::from_millis(30), 4).unwrap();
+        let old = book.check(&book.issue()).unwrap();
+        book.spend("gone", old).unwrap();
+        std::thread::sleep(Duration::from_millis(40));
+        for _ in 0..SWEEP_EVERY {
+            let fresh = book.check(&book.issue()).unwrap();
+            book.spend("here", fresh).unwrap_or(());
+        }
+        assert!(!book.used.contains_key("gone"));
+        assert!(book.used.contains_key("here"));
     }
 
     #[test]
