@@ -39,7 +39,8 @@ use crate::relay_limits::{
     SpendError,
 };
 
-/// What the relay allows and where it keeps its state.
+/// What the relay allows and where it keeps its state. Each limit defaults to the named
+/// constant of [`relay_limits`] that documents it; tests set small ones.
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
     /// The SQLite file (created if missing).
@@ -101,15 +102,15 @@ impl RelayConfig {
             db: db.into(),
             web_dir: None,
             web_pkg_dir: None,
-            max_envelope: 64 * 1024,
-            max_body: 256 * 1024,
-            rate_per_second: 200.0,
-            burst: 3000.0,
-            max_queue: 100_000,
-            max_prekeys: 1000,
-            max_upload: 500,
-            max_wait: Duration::from_secs(30),
-            max_page: 1000,
+            max_envelope: relay_limits::MAX_ENVELOPE,
+            max_body: relay_limits::MAX_BODY,
+            rate_per_second: relay_limits::RATE_PER_SECOND,
+            burst: relay_limits::BURST,
+            max_queue: relay_limits::MAX_QUEUE,
+            max_prekeys: relay_limits::MAX_PREKEYS,
+            max_upload: relay_limits::MAX_UPLOAD,
+            max_wait: relay_limits::MAX_WAIT,
+            max_page: relay_limits::MAX_PAGE,
             max_queue_per_sender: relay_limits::MAX_QUEUE_PER_SENDER,
             register_burst: relay_limits::REGISTER_BURST,
             register_per_second: relay_limits::REGISTER_PER_SECOND,

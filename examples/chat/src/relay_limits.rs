@@ -31,6 +31,24 @@ pub const NONCE_TTL: Duration = Duration::from_secs(300);
 /// The most nonces one user may use within [`NONCE_TTL`] (above the default rate limit's
 /// `burst + rate × window`, so it only bites when the rate limit is raised).
 pub const MAX_USED_NONCES_PER_USER: usize = 65_536;
+/// The largest envelope accepted, in bytes.
+pub const MAX_ENVELOPE: usize = 64 * 1024;
+/// The largest request body accepted, in bytes (a prekey upload is the largest).
+pub const MAX_BODY: usize = 256 * 1024;
+/// Requests per second each user may make, on average…
+pub const RATE_PER_SECOND: f64 = 200.0;
+/// …and in a burst (a backlog's acknowledgements, a prekey refill).
+pub const BURST: f64 = 3000.0;
+/// The most messages queued for one user, from everyone.
+pub const MAX_QUEUE: u64 = 100_000;
+/// The most one-time prekeys kept for one user.
+pub const MAX_PREKEYS: u64 = 1000;
+/// The most bundles in one upload.
+pub const MAX_UPLOAD: usize = 500;
+/// The longest long-poll.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// The most messages in one page of a queue.
+pub const MAX_PAGE: u64 = 1000;
 /// The most messages one sender may have queued for one recipient.
 pub const MAX_QUEUE_PER_SENDER: u64 = 10_000;
 /// Registrations (of a new name, or of a taken name with another key) per address: burst…
