@@ -9,8 +9,8 @@
 //! | `GET /v1/nonce` | anyone | a fresh single-use challenge (also in every response's `Replay-Nonce`) |
 //! | `POST /v1/users/{name}` `{identity}` | the key's owner | binds `name` to the identity key on first use |
 //! | `PUT /v1/prekeys/{name}` `{prekeys, last_resort}` | `name` only | publishes `name`'s prekey bundles |
-//! | `POST /v1/prekeys/{name}/claim` | any user | hands out one of `name`'s one-time prekeys, once |
-//! | `POST /v1/queues/{name}` envelope | any user | queues a message for `name` |
+//! | `POST /v1/prekeys/{name}/claim` | any user | hands out one of `name`'s one-time prekeys, once (the last-resort one past the requester's share) |
+//! | `POST /v1/queues/{name}` envelope | any user | queues a message for `name` (bounded per sender and per recipient) |
 //! | `GET /v1/queues/{name}?after=&limit=&wait=` | `name` only | queued messages, long-polling up to `wait` s |
 //! | `DELETE /v1/queues/{name}?up_to=` | `name` only | deletes queued messages up to a sequence number |
 //!
@@ -20,7 +20,8 @@
 //! over a fresh challenge: the client takes a nonce from the relay, signs
 //! [`signed_message`]`(user, nonce, method, path and query, body)` and sends the user, the nonce
 //! and the signature in the [`HEADER_USER`], [`HEADER_NONCE`] and [`HEADER_SIGNATURE`] headers.
-//! A nonce is accepted once, so a replayed request is refused; the signature covers the body, so
+//! A nonce is accepted once and only within its time window, so a replayed request is refused
+//! (see [`crate::relay_limits`] for why flooding cannot undo that); the signature covers the body, so
 //! a changed request is refused. A user name is bound to the identity key that registered it
 //! first (trust on first use at the relay); clients check their peers' fingerprints themselves.
 //!
@@ -174,7 +175,9 @@ pub struct AckResponse {
 ///
 /// Codes: `bad_request`, `bad_envelope`, `bad_bundle`, `missing_auth`, `bad_nonce`,
 /// `bad_signature`, `unknown_user`, `forbidden`, `identity_conflict`, `not_found`,
-/// `no_prekeys`, `too_large`, `too_many_prekeys`, `rate_limited`, `queue_full`, `internal`.
+/// `no_prekeys`, `too_large`, `too_many_prekeys`, `rate_limited`, `queue_full` (507: the
+/// recipient's queue), `queue_quota` (429: the sender's share of it), `timeout` (408: the body
+/// was too slow), `internal`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ErrorBody {
     /// The stable code.

@@ -10,7 +10,7 @@
 //! then are the lines shown and the page acknowledged (deleted at the relay). A page delivered
 //! again after a crash is dropped by message id (or comes back from the engine as duplicates).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Write as _};
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::api::{self, QueuePage};
-use crate::chatdb::{ChatDb, Held, Received};
+use crate::chatdb::{ChatDb, Held, MAX_HELD_PER_PEER, Received};
 use crate::net::{NetError, RelayClient};
 use crate::relay::{self, RelayConfig, RelayHandle};
 
@@ -652,31 +652,16 @@ impl Chat {
         offset: u64,
         mut notes: Vec<String>,
     ) -> Result<Outcome, ChatError> {
-        let queue: Vec<QueuedMessage<'_>> = envelopes
-            .iter()
-            .map(|(from, envelope)| QueuedMessage {
-                session_id: from,
-                envelope,
-            })
-            .collect();
-        let senders: HashSet<&str> = envelopes.iter().map(|(from, _)| from.as_str()).collect();
-        let changed: HashSet<String> = senders
-            .into_iter()
-            .filter(|from| matches!(self.db.peer(from), Ok(Some(p)) if p.pending.is_some()))
-            .map(str::to_owned)
-            .collect();
+        let (queue, held) = self.screen(envelopes)?;
+        notes.extend(self.hold(&held)?);
         let mut received = Vec::new();
-        let mut held = Vec::new();
         let mut fresh = Vec::new();
         let mut failure = None;
         let mut recording = Duration::ZERO;
-        let mut index = 0usize;
         let client = self.client.clone();
         let mut client = lock(&client);
         let db = &mut self.db;
         let result = client.decrypt_batch(&queue, |d, progress| {
-            let this = index;
-            index += 1;
             match &d.outcome {
                 Ok(plaintext) => received.push(Received {
                     id: d.message_id,
@@ -684,18 +669,6 @@ impl Chat {
                     text: String::from_utf8_lossy(plaintext).into_owned(),
                 }),
                 Err(_) if d.is_already_seen() => {}
-                Err(e)
-                    if e.code() == 204 || (e.code() == 205 && changed.contains(&d.session_id)) =>
-                {
-                    held.push(Held {
-                        id: d.message_id,
-                        from: d.session_id.clone(),
-                        envelope: envelopes
-                            .get(this)
-                            .map(|(_, e)| e.clone())
-                            .unwrap_or_default(),
-                    });
-                }
                 Err(e) => notes.push(format!(
                     "! a message from {} could not be decrypted: {e} ({} {}){}",
                     d.session_id,
@@ -714,7 +687,7 @@ impl Chat {
             if progress.done == progress.total {
                 // Before the engine commits: the plaintexts must be safe first.
                 let started = Instant::now();
-                let recorded = db.record_batch(&received, &held);
+                let recorded = db.record_batch(&received);
                 recording = started.elapsed();
                 match recorded {
                     Ok(f) => fresh = f,
@@ -742,24 +715,6 @@ impl Chat {
             }
         }
         drop(client);
-        for h in &held {
-            if seen.insert(h.from.clone()) {
-                let fingerprint =
-                    Envelope::from_bytes(&h.envelope)
-                        .ok()
-                        .and_then(|e| match e.message() {
-                            Message::PreKey(pkm) => Some(pkm.identity_key.fingerprint()),
-                            Message::Cipher(_) => None,
-                        });
-                if let Some(fingerprint) = fingerprint {
-                    notes.extend(self.db_check_identity(&h.from, &fingerprint)?);
-                }
-                notes.push(format!(
-                    "! messages from {} are held until you /accept {}'s new identity",
-                    h.from, h.from
-                ));
-            }
-        }
         let lines = received
             .iter()
             .zip(fresh.iter().chain(std::iter::repeat(&false)))
@@ -769,9 +724,82 @@ impl Chat {
         Ok(Outcome {
             lines,
             notes,
-            count: queue.len(),
+            count: envelopes.len(),
             recording,
         })
+    }
+
+    /// Splits a page before anything is decrypted: a prekey message that claims an identity
+    /// other than its sender's pinned one is held, unread (after a `/reset` too, when there is
+    /// no session that would make the engine refuse it); the rest goes to the engine.
+    fn screen<'e>(
+        &self,
+        envelopes: &'e [(String, Vec<u8>)],
+    ) -> Result<(Vec<QueuedMessage<'e>>, Vec<Held>), ChatError> {
+        let mut pinned: HashMap<&str, Option<String>> = HashMap::new();
+        let mut queue = Vec::with_capacity(envelopes.len());
+        let mut held = Vec::new();
+        for (from, envelope) in envelopes {
+            let claimed = Envelope::from_bytes(envelope)
+                .ok()
+                .and_then(|e| match e.message() {
+                    Message::PreKey(pkm) => Some(pkm.identity_key.fingerprint()),
+                    Message::Cipher(_) => None,
+                });
+            if let Some(claimed) = claimed {
+                let known = match pinned.get(from.as_str()) {
+                    Some(known) => known.clone(),
+                    None => {
+                        let known = self.db.peer(from)?.map(|p| p.fingerprint);
+                        pinned.insert(from, known.clone());
+                        known
+                    }
+                };
+                if known.is_some_and(|known| known != claimed) {
+                    held.push(Held {
+                        from: from.clone(),
+                        fingerprint: claimed,
+                        envelope: envelope.clone(),
+                    });
+                    continue;
+                }
+            }
+            queue.push(QueuedMessage {
+                session_id: from,
+                envelope,
+            });
+        }
+        Ok((queue, held))
+    }
+
+    /// Keeps held envelopes, marks their identity as changed, and says so.
+    fn hold(&mut self, held: &[Held]) -> Result<Vec<String>, ChatError> {
+        let mut notes = Vec::new();
+        if held.is_empty() {
+            return Ok(notes);
+        }
+        let dropped = self.db.hold(held)?;
+        let mut seen = HashSet::new();
+        for h in held {
+            if seen.insert((&h.from, &h.fingerprint)) {
+                notes.extend(self.db_check_identity(&h.from, &h.fingerprint)?);
+            }
+        }
+        let mut peers = HashSet::new();
+        for h in held {
+            if peers.insert(&h.from) {
+                notes.push(format!(
+                    "! messages from {} are held until you /accept {}'s new identity",
+                    h.from, h.from
+                ));
+            }
+        }
+        if dropped > 0 {
+            notes.push(format!(
+                "! {dropped} more held message(s) dropped: at most {MAX_HELD_PER_PEER} are held per peer"
+            ));
+        }
+        Ok(notes)
     }
 
     /// Compares a peer's identity with the pinned one; pins it on first sight.
@@ -884,9 +912,24 @@ impl Chat {
         let held = self.db.held(&peer)?;
         if let Some((last, _)) = held.last() {
             let last = *last;
-            let envelopes: Vec<(String, Vec<u8>)> =
-                held.into_iter().map(|(_, e)| (peer.clone(), e)).collect();
-            let outcome = self.decrypt(&envelopes, None, 0, Vec::new())?;
+            // Only what claimed the accepted identity (or was held before the claim was
+            // recorded); a forgery among them fails to decrypt, the genuine one does not.
+            let (envelopes, other): (Vec<_>, Vec<_>) = held
+                .into_iter()
+                .map(|(_, h)| h)
+                .partition(|h| h.fingerprint == pending || h.fingerprint.is_empty());
+            let envelopes: Vec<(String, Vec<u8>)> = envelopes
+                .into_iter()
+                .map(|h| (peer.clone(), h.envelope))
+                .collect();
+            let mut notes = Vec::new();
+            if !other.is_empty() {
+                notes.push(format!(
+                    "! {} held message(s) claimed another identity of {peer}; dropped",
+                    other.len()
+                ));
+            }
+            let outcome = self.decrypt(&envelopes, None, 0, notes)?;
             self.db.drop_held(&peer, last)?;
             show(&outcome);
             self.db.mark_shown()?;

@@ -8,7 +8,12 @@
 //!   batch that a crash kept from the screen are shown at the next start ([`ChatDb::unshown`]).
 //! * `peers`: each peer's identity fingerprint as first seen, and a changed one waiting to be
 //!   accepted.
-//! * `held`: messages from a changed identity, kept until the user accepts it.
+//! * `held_by_peer`: prekey messages that claim an identity other than the pinned one, kept
+//!   (at most [`MAX_HELD_PER_PEER`] per peer) until the user accepts that identity. They are
+//!   kept per peer and by their whole bytes, never by the MAC they claim: nothing is verified
+//!   before they are accepted, so a forgery with a copied MAC must not take a genuine one's
+//!   place. (Version 1 kept them in `held`, by MAC, for all peers; [`ChatDb::open`] moves its
+//!   rows over.)
 //! * `outbox`: envelopes encrypted but not yet accepted by the relay, in order.
 
 use std::path::Path;
@@ -38,15 +43,19 @@ pub struct Received {
 }
 
 /// One held envelope.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Held {
-    /// Its id.
-    pub id: MessageId,
     /// The sender.
     pub from: String,
+    /// The fingerprint of the identity its prekey message claims (empty for a row kept by
+    /// version 1, which did not record it).
+    pub fingerprint: String,
     /// The envelope as received.
     pub envelope: Vec<u8>,
 }
+
+/// The most envelopes held for one peer: past it, new ones are dropped (the held ones stay).
+pub const MAX_HELD_PER_PEER: u64 = 100;
 
 /// The chat's SQLite file.
 #[derive(Debug)]
@@ -69,11 +78,12 @@ const SCHEMA: &str = "
         fingerprint TEXT NOT NULL,
         pending TEXT
     ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS held (
+    CREATE TABLE IF NOT EXISTS held_by_peer (
         n INTEGER PRIMARY KEY AUTOINCREMENT,
-        id BLOB NOT NULL UNIQUE,
         peer TEXT NOT NULL,
-        envelope BLOB NOT NULL
+        fingerprint TEXT NOT NULL,
+        envelope BLOB NOT NULL,
+        UNIQUE (peer, envelope)
     );
     CREATE TABLE IF NOT EXISTS outbox (
         n INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -97,16 +107,13 @@ impl ChatDb {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(SCHEMA)?;
+        migrate_held_v1(&conn)?;
         Ok(Self { conn })
     }
 
-    /// Records a batch's plaintexts and held envelopes in one transaction. Returns, for each
-    /// received message, whether it is new (false: seen before, drop it).
-    pub fn record_batch(
-        &mut self,
-        received: &[Received],
-        held: &[Held],
-    ) -> rusqlite::Result<Vec<bool>> {
+    /// Records a batch's plaintexts in one transaction. Returns, for each received message,
+    /// whether it is new (false: seen before, drop it).
+    pub fn record_batch(&mut self, received: &[Received]) -> rusqlite::Result<Vec<bool>> {
         let tx = self.conn.transaction()?;
         let mut fresh = Vec::with_capacity(received.len());
         {
@@ -116,12 +123,6 @@ impl ChatDb {
             let at = now();
             for m in received {
                 fresh.push(insert.execute(params![m.id.as_bytes(), m.from, m.text, at])? == 1);
-            }
-            let mut hold = tx.prepare_cached(
-                "INSERT OR IGNORE INTO held (id, peer, envelope) VALUES (?1, ?2, ?3)",
-            )?;
-            for h in held {
-                hold.execute(params![h.id.as_bytes(), h.from, h.envelope])?;
             }
         }
         tx.commit()?;
@@ -204,12 +205,45 @@ impl ChatDb {
             .map(drop)
     }
 
-    /// The envelopes held for `peer`, oldest first: `(n, envelope)`.
-    pub fn held(&self, peer: &str) -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT n, envelope FROM held WHERE peer = ?1 ORDER BY n")?;
-        let rows = stmt.query_map([peer], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    /// Holds envelopes in one transaction (one already held is not held twice). Returns how
+    /// many were dropped because their peer already has [`MAX_HELD_PER_PEER`].
+    pub fn hold(&mut self, held: &[Held]) -> rusqlite::Result<usize> {
+        let tx = self.conn.transaction()?;
+        let mut dropped = 0;
+        {
+            let mut count =
+                tx.prepare_cached("SELECT count(*) FROM held_by_peer WHERE peer = ?1")?;
+            let mut insert = tx.prepare_cached(
+                "INSERT OR IGNORE INTO held_by_peer (peer, fingerprint, envelope) VALUES (?1, ?2, ?3)",
+            )?;
+            for h in held {
+                let n: i64 = count.query_row([&h.from], |r| r.get(0))?;
+                if u64::try_from(n).unwrap_or(u64::MAX) >= MAX_HELD_PER_PEER {
+                    dropped += 1;
+                    continue;
+                }
+                insert.execute(params![h.from, h.fingerprint, h.envelope])?;
+            }
+        }
+        tx.commit()?;
+        Ok(dropped)
+    }
+
+    /// The envelopes held for `peer`, oldest first: `(n, held)`.
+    pub fn held(&self, peer: &str) -> rusqlite::Result<Vec<(i64, Held)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT n, fingerprint, envelope FROM held_by_peer WHERE peer = ?1 ORDER BY n",
+        )?;
+        let rows = stmt.query_map([peer], |r| {
+            Ok((
+                r.get(0)?,
+                Held {
+                    from: peer.to_owned(),
+                    fingerprint: r.get(1)?,
+                    envelope: r.get(2)?,
+                },
+            ))
+        })?;
         rows.collect()
     }
 
@@ -217,7 +251,7 @@ impl ChatDb {
     pub fn drop_held(&self, peer: &str, up_to: i64) -> rusqlite::Result<()> {
         self.conn
             .execute(
-                "DELETE FROM held WHERE peer = ?1 AND n <= ?2",
+                "DELETE FROM held_by_peer WHERE peer = ?1 AND n <= ?2",
                 params![peer, up_to],
             )
             .map(drop)
@@ -260,6 +294,26 @@ impl ChatDb {
     }
 }
 
+/// Moves the rows of version 1's `held` table (keyed by MAC, all peers in one) to
+/// `held_by_peer`, in order, and drops it. Their fingerprint was not recorded: left empty.
+fn migrate_held_v1(conn: &Connection) -> rusqlite::Result<()> {
+    let old: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'held'",
+        [],
+        |r| r.get(0),
+    )?;
+    if old {
+        conn.execute_batch(
+            "BEGIN;
+             INSERT OR IGNORE INTO held_by_peer (peer, fingerprint, envelope)
+                 SELECT peer, '', envelope FROM held ORDER BY n;
+             DROP TABLE held;
+             COMMIT;",
+        )?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,7 +331,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut db = ChatDb::open(&dir.path().join("chat.sqlite")).unwrap();
         let first = [received("a"), received("b")];
-        assert_eq!(db.record_batch(&first, &[]).unwrap(), [true, true]);
+        assert_eq!(db.record_batch(&first).unwrap(), [true, true]);
         // A crash here: the next start shows them.
         let db2 = ChatDb::open(&dir.path().join("chat.sqlite"));
         drop(db2);
@@ -288,13 +342,79 @@ mod tests {
         // Shown; a re-delivered one is not new.
         db.mark_shown().unwrap();
         assert_eq!(
-            db.record_batch(&[received("b"), received("c")], &[])
-                .unwrap(),
+            db.record_batch(&[received("b"), received("c")]).unwrap(),
             [false, true]
         );
         assert_eq!(db.unshown().unwrap(), [("bob".into(), "c".into())]);
         db.mark_shown().unwrap();
         assert!(db.unshown().unwrap().is_empty());
         assert_eq!(db.counts("bob").unwrap(), (3, 0));
+    }
+
+    fn held(from: &str, text: &str) -> Held {
+        Held {
+            from: from.into(),
+            fingerprint: "f1".into(),
+            envelope: text.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn held_envelopes_are_kept_per_peer_by_their_bytes_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = ChatDb::open(&dir.path().join("chat.sqlite")).unwrap();
+        // Two envelopes that would claim the same MAC are two rows; the same bytes are one.
+        assert_eq!(
+            db.hold(&[
+                held("bob", "forged"),
+                held("bob", "genuine"),
+                held("bob", "genuine")
+            ])
+            .unwrap(),
+            0
+        );
+        assert_eq!(db.hold(&[held("eve", "genuine")]).unwrap(), 0);
+        let bobs: Vec<Held> = db
+            .held("bob")
+            .unwrap()
+            .into_iter()
+            .map(|(_, h)| h)
+            .collect();
+        assert_eq!(bobs, [held("bob", "forged"), held("bob", "genuine")]);
+        let more: Vec<Held> = (0..MAX_HELD_PER_PEER)
+            .map(|i| held("bob", &format!("m{i}")))
+            .collect();
+        assert_eq!(db.hold(&more).unwrap(), 2);
+        let bobs = db.held("bob").unwrap();
+        assert_eq!(bobs.len() as u64, MAX_HELD_PER_PEER);
+        assert_eq!(bobs[1].1, held("bob", "genuine"));
+        db.drop_held("bob", bobs.last().unwrap().0).unwrap();
+        assert!(db.held("bob").unwrap().is_empty());
+        assert_eq!(db.held("eve").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn version_1_held_rows_are_moved_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE held (n INTEGER PRIMARY KEY AUTOINCREMENT, id BLOB NOT NULL UNIQUE,
+                     peer TEXT NOT NULL, envelope BLOB NOT NULL);
+                 INSERT INTO held (id, peer, envelope) VALUES (x'01', 'bob', x'aa'), (x'02', 'bob', x'bb');",
+            )
+            .unwrap();
+        }
+        let db = ChatDb::open(&path).unwrap();
+        let bobs: Vec<Vec<u8>> = db
+            .held("bob")
+            .unwrap()
+            .into_iter()
+            .map(|(_, h)| h.envelope)
+            .collect();
+        assert_eq!(bobs, [vec![0xaa], vec![0xbb]]);
+        drop(db);
+        assert_eq!(ChatDb::open(&path).unwrap().held("bob").unwrap().len(), 2);
     }
 }

@@ -15,7 +15,7 @@ use proteus_chat::relay::{self, RelayConfig};
 const USAGE: &str = "\
 usage: proteus-chat <me> <peer> [--relay ADDR] [--data DIR] [--no-embed]
        proteus-chat relay [--listen ADDR] [--data DIR | --db FILE] [--web DIR] [--web-pkg DIR]
-                          [--rate N] [--burst N] [--max-message BYTES]
+                          [--rate N] [--burst N] [--claim-burst N] [--max-message BYTES]
 
   <me> <peer>    chat as <me> with <peer>, end-to-end encrypted. If no relay answers at a
                  loopback address, the chat runs one in its own process (not with --no-embed).
@@ -30,6 +30,8 @@ usage: proteus-chat <me> <peer> [--relay ADDR] [--data DIR] [--no-embed]
   --web-pkg DIR  the web package the relay serves at /pkg/ (default, in a checkout:
                  ffi/web/pkg once ffi/web/build.sh has built it)
   --rate N       requests per second per user (default 200), --burst N (default 3000)
+  --claim-burst N  one-time prekeys one user may claim of another before getting the
+                 last-resort one (default 10, then 10 an hour)
   --max-message BYTES  the largest envelope accepted (default 65536)";
 
 fn main() -> ExitCode {
@@ -61,7 +63,7 @@ fn parse(args: Vec<String>) -> Result<Args, String> {
             "-h" | "--help" => return Err(String::new()),
             "--no-embed" => parsed.no_embed = true,
             "--relay" | "--data" | "--listen" | "--db" | "--web" | "--web-pkg" | "--rate"
-            | "--burst" | "--max-message" => {
+            | "--burst" | "--claim-burst" | "--max-message" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
                 parsed.options.push((arg, value));
             }
@@ -164,6 +166,9 @@ fn run(args: Vec<String>) -> Result<(), String> {
             }
             if let Some(burst) = args.number("--burst")? {
                 config.burst = burst;
+            }
+            if let Some(burst) = args.number("--claim-burst")? {
+                config.claim_burst = burst;
             }
             if let Some(max) = args.number("--max-message")? {
                 config.max_envelope = max as usize;

@@ -7,12 +7,12 @@
 //! size, format, rate) before anything is written, and what it writes is one SQLite
 //! transaction. Static files (the web client) are served from a directory if one is configured.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::path::{Component, Path, PathBuf};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -21,10 +21,8 @@ use hyper::header::{
 };
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
-use proteus_core::{
-    BundleVerification, Envelope, IdentityKey, OsRng, PreKeyBundle, PublicKey, Rng,
-};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use proteus_core::{BundleVerification, Envelope, IdentityKey, PreKeyBundle, PublicKey};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -35,8 +33,14 @@ use crate::api::{
     HEADER_SIGNATURE, HEADER_USER, LAST_RESORT_ID, NonceResponse, PreKeyCount, QueuePage,
     QueuedEnvelope, RegisterRequest, RegisterResponse, SendResponse, UploadPreKeys,
 };
+pub use crate::relay_files::{content_type, static_path};
+use crate::relay_limits::{
+    self, Connections, FreshNonce, MAX_USED_NONCES_PER_USER, NONCE_TTL, NonceBook, RateBook,
+    SpendError,
+};
 
-/// What the relay allows and where it keeps its state.
+/// What the relay allows and where it keeps its state. Each limit defaults to the named
+/// constant of [`relay_limits`] that documents it; tests set small ones.
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
     /// The SQLite file (created if missing).
@@ -64,6 +68,31 @@ pub struct RelayConfig {
     pub max_wait: Duration,
     /// The most messages in one page of a queue.
     pub max_page: u64,
+    /// The most messages one sender may have queued for one recipient
+    /// ([`relay_limits::MAX_QUEUE_PER_SENDER`]): one sender cannot fill a queue alone.
+    pub max_queue_per_sender: u64,
+    /// Registrations that create a name or hit a taken one, per address, in a burst…
+    /// ([`relay_limits::REGISTER_BURST`])
+    pub register_burst: f64,
+    /// …and per second ([`relay_limits::REGISTER_PER_SECOND`]).
+    pub register_per_second: f64,
+    /// One-time prekeys one user may claim of one other user, in a burst…
+    /// ([`relay_limits::CLAIM_BURST`]); past it, the claim gets the last-resort prekey.
+    pub claim_burst: f64,
+    /// …and per second ([`relay_limits::CLAIM_PER_SECOND`]).
+    pub claim_per_second: f64,
+    /// How long a nonce is valid ([`NONCE_TTL`]).
+    pub nonce_ttl: Duration,
+    /// The most nonces one user may use within `nonce_ttl` ([`MAX_USED_NONCES_PER_USER`]).
+    pub max_used_nonces_per_user: usize,
+    /// Open connections, in all ([`relay_limits::MAX_CONNECTIONS`])…
+    pub max_connections: usize,
+    /// …and per address ([`relay_limits::MAX_CONNECTIONS_PER_IP`]).
+    pub max_connections_per_ip: usize,
+    /// The time a client has to send a request's headers ([`relay_limits::HEADER_TIMEOUT`]).
+    pub header_timeout: Duration,
+    /// The time a client has to send a request's body ([`relay_limits::BODY_TIMEOUT`]).
+    pub body_timeout: Duration,
 }
 
 impl RelayConfig {
@@ -73,18 +102,35 @@ impl RelayConfig {
             db: db.into(),
             web_dir: None,
             web_pkg_dir: None,
-            max_envelope: 64 * 1024,
-            max_body: 256 * 1024,
-            rate_per_second: 200.0,
-            burst: 3000.0,
-            max_queue: 100_000,
-            max_prekeys: 1000,
-            max_upload: 500,
-            max_wait: Duration::from_secs(30),
-            max_page: 1000,
+            max_envelope: relay_limits::MAX_ENVELOPE,
+            max_body: relay_limits::MAX_BODY,
+            rate_per_second: relay_limits::RATE_PER_SECOND,
+            burst: relay_limits::BURST,
+            max_queue: relay_limits::MAX_QUEUE,
+            max_prekeys: relay_limits::MAX_PREKEYS,
+            max_upload: relay_limits::MAX_UPLOAD,
+            max_wait: relay_limits::MAX_WAIT,
+            max_page: relay_limits::MAX_PAGE,
+            max_queue_per_sender: relay_limits::MAX_QUEUE_PER_SENDER,
+            register_burst: relay_limits::REGISTER_BURST,
+            register_per_second: relay_limits::REGISTER_PER_SECOND,
+            claim_burst: relay_limits::CLAIM_BURST,
+            claim_per_second: relay_limits::CLAIM_PER_SECOND,
+            nonce_ttl: NONCE_TTL,
+            max_used_nonces_per_user: MAX_USED_NONCES_PER_USER,
+            max_connections: relay_limits::MAX_CONNECTIONS,
+            max_connections_per_ip: relay_limits::MAX_CONNECTIONS_PER_IP,
+            header_timeout: relay_limits::HEADER_TIMEOUT,
+            body_timeout: relay_limits::BODY_TIMEOUT,
         }
     }
 }
+
+/// How much longer than the longest long-poll plus the read timeouts a connection may live.
+const CONNECTION_SLACK: Duration = Duration::from_secs(30);
+
+/// A wake-up channel per user's queue, for long-polls.
+type Watches = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
 
 /// Where the web package is served: `/pkg/index.js`, `/pkg/proteus_web_bg.wasm`, ...
 pub const PKG_PREFIX: &str = "/pkg/";
@@ -107,12 +153,19 @@ pub struct RelayHandle {
     addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    queues: Watches,
 }
 
 impl RelayHandle {
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// How many users' queues the relay keeps a wake-up channel for (each is memory: only
+    /// authenticated users get one).
+    pub fn tracked_queues(&self) -> usize {
+        lock(&self.queues).len()
     }
 
     /// Stops accepting, ends every connection (long-polls included) and closes the database.
@@ -133,7 +186,13 @@ pub fn start(listener: TcpListener, config: RelayConfig) -> Result<RelayHandle, 
     let addr = listener
         .local_addr()
         .map_err(|e| RelayError(format!("listener: {e}")))?;
+    let connections_book = Connections::new(config.max_connections, config.max_connections_per_ip);
+    let (header_timeout, lifetime) = (
+        config.header_timeout,
+        config.max_wait + config.header_timeout + config.body_timeout + CONNECTION_SLACK,
+    );
     let relay = Arc::new(Relay::open(config)?);
+    let queues = relay.queues.clone();
     let (shutdown, mut stop) = watch::channel(false);
     let task = tokio::spawn(async move {
         let mut connections = JoinSet::new();
@@ -141,18 +200,26 @@ pub fn start(listener: TcpListener, config: RelayConfig) -> Result<RelayHandle, 
             tokio::select! {
                 _ = stop.changed() => break,
                 accepted = listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
+                    let Ok((stream, peer)) = accepted else { continue };
+                    // Over the limit: the connection is closed at once (dropped).
+                    let Some(slot) = connections_book.admit(peer.ip()) else { continue };
                     let relay = relay.clone();
                     let mut stop = stop.clone();
                     connections.spawn(async move {
+                        let _slot = slot;
                         let service = service_fn(move |req| {
                             let relay = relay.clone();
-                            async move { Ok::<_, Infallible>(relay.handle(req).await) }
+                            async move { Ok::<_, Infallible>(relay.handle(req, peer.ip()).await) }
                         });
                         let conn = hyper::server::conn::http1::Builder::new()
+                            .timer(TokioTimer::new())
+                            .header_read_timeout(header_timeout)
                             .serve_connection(TokioIo::new(stream), service);
+                        // Every connection ends: slow headers by the header timeout, a slow
+                        // body by the body timeout, anything else by its lifetime.
                         tokio::select! {
                             _ = conn => {}
+                            _ = tokio::time::sleep(lifetime) => {}
                             _ = stop.changed() => {}
                         }
                     });
@@ -166,6 +233,7 @@ pub fn start(listener: TcpListener, config: RelayConfig) -> Result<RelayHandle, 
         addr,
         shutdown,
         task,
+        queues,
     })
 }
 
@@ -214,60 +282,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-// --- nonces and rate limits ----------------------------------------------------------------
-
-const NONCE_TTL: Duration = Duration::from_secs(300);
-const MAX_NONCES: usize = 100_000;
-
-#[derive(Default)]
-struct NonceBook {
-    live: HashMap<String, Instant>,
-    order: VecDeque<String>,
-}
-
-impl NonceBook {
-    fn issue(&mut self) -> String {
-        let now = Instant::now();
-        while let Some(oldest) = self.order.front() {
-            let expired = self
-                .live
-                .get(oldest)
-                .is_none_or(|t| now.duration_since(*t) >= NONCE_TTL);
-            if !expired && self.order.len() < MAX_NONCES {
-                break;
-            }
-            if let Some(oldest) = self.order.pop_front() {
-                self.live.remove(&oldest);
-            }
-        }
-        let mut bytes = [0u8; 16];
-        OsRng.fill_bytes(&mut bytes);
-        let nonce = hex::encode(bytes);
-        self.live.insert(nonce.clone(), now);
-        self.order.push_back(nonce.clone());
-        nonce
-    }
-
-    /// Takes a nonce: true once for each issued, unexpired nonce.
-    fn consume(&mut self, nonce: &str) -> bool {
-        self.live
-            .remove(nonce)
-            .is_some_and(|issued| issued.elapsed() < NONCE_TTL)
-    }
-}
-
-struct Bucket {
-    tokens: f64,
-    at: Instant,
-}
-
 // --- the relay ------------------------------------------------------------------------------
 
 struct Relay {
     db: Mutex<Connection>,
     nonces: Mutex<NonceBook>,
-    buckets: Mutex<HashMap<String, Bucket>>,
-    queues: Mutex<HashMap<String, watch::Sender<u64>>>,
+    buckets: Mutex<RateBook<String>>,
+    registrations: Mutex<RateBook<IpAddr>>,
+    claims: Mutex<RateBook<(String, String)>>,
+    queues: Watches,
     config: RelayConfig,
 }
 
@@ -290,6 +313,7 @@ const SCHEMA: &str = "
         envelope BLOB NOT NULL,
         PRIMARY KEY (user, seq)
     ) WITHOUT ROWID;
+    CREATE INDEX IF NOT EXISTS queue_by_sender ON queue (user, sender);
 ";
 
 /// A request, read in full.
@@ -299,6 +323,8 @@ struct Call {
     query: String,
     headers: HeaderMap,
     body: Bytes,
+    /// The address it came from.
+    peer: IpAddr,
 }
 
 /// The authenticated sender of a request.
@@ -322,17 +348,25 @@ impl Relay {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail)?;
         conn.execute_batch(SCHEMA).map_err(fail)?;
+        let nonces = NonceBook::new(config.nonce_ttl, config.max_used_nonces_per_user)
+            .ok_or_else(|| RelayError("no HMAC for nonces".into()))?;
         Ok(Self {
             db: Mutex::new(conn),
-            nonces: Mutex::new(NonceBook::default()),
-            buckets: Mutex::new(HashMap::new()),
-            queues: Mutex::new(HashMap::new()),
+            nonces: Mutex::new(nonces),
+            buckets: Mutex::new(RateBook::new()),
+            registrations: Mutex::new(RateBook::new()),
+            claims: Mutex::new(RateBook::new()),
+            queues: Arc::new(Mutex::new(HashMap::new())),
             config,
         })
     }
 
-    async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Response<Full<Bytes>> {
-        let (status, content_type, body, file) = match self.clone().route(req).await {
+    async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        peer: IpAddr,
+    ) -> Response<Full<Bytes>> {
+        let (status, content_type, body, file) = match self.clone().route(req, peer).await {
             Ok(Routed::Json(status, body)) => (status, "application/json", body, false),
             Ok(Routed::File(content_type, body)) => (StatusCode::OK, content_type, body, true),
             Err(e) => {
@@ -366,7 +400,11 @@ impl Relay {
         response
     }
 
-    async fn route(self: Arc<Self>, req: Request<Incoming>) -> Result<Routed, ApiError> {
+    async fn route(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        peer: IpAddr,
+    ) -> Result<Routed, ApiError> {
         let method = req.method().clone();
         let path = req.uri().path().to_owned();
         let query = req.uri().query().unwrap_or("").to_owned();
@@ -396,17 +434,30 @@ impl Relay {
             return Err(too_large(self.config.max_body));
         }
         let (parts, body) = req.into_parts();
-        let body = Limited::new(body, self.config.max_body)
-            .collect()
-            .await
-            .map_err(|_| too_large(self.config.max_body))?
-            .to_bytes();
+        let body = tokio::time::timeout(
+            self.config.body_timeout,
+            Limited::new(body, self.config.max_body).collect(),
+        )
+        .await
+        .map_err(|_| {
+            err(
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                format!(
+                    "the body did not arrive within {:?}",
+                    self.config.body_timeout
+                ),
+            )
+        })?
+        .map_err(|_| too_large(self.config.max_body))?
+        .to_bytes();
         let call = Call {
             method: method.clone(),
             path_and_query,
             query,
             headers: parts.headers,
             body,
+            peer,
         };
         let name = |n: &str| -> Result<String, ApiError> {
             if api::valid_name(n) {
@@ -460,9 +511,10 @@ impl Relay {
         Ok(Routed::Json(reply.0, reply.1))
     }
 
-    async fn blocking<F>(self: &Arc<Self>, f: F) -> Reply
+    async fn blocking<F, T>(self: &Arc<Self>, f: F) -> Result<T, ApiError>
     where
-        F: FnOnce(&Relay) -> Reply + Send + 'static,
+        F: FnOnce(&Relay) -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
     {
         let relay = self.clone();
         tokio::task::spawn_blocking(move || f(&relay))
@@ -472,7 +524,10 @@ impl Relay {
 
     // --- authentication ---------------------------------------------------------------------
 
-    fn auth_headers<'c>(&self, call: &'c Call) -> Result<(&'c str, &'c str, [u8; 64]), ApiError> {
+    fn auth_headers<'c>(
+        &self,
+        call: &'c Call,
+    ) -> Result<(&'c str, &'c str, FreshNonce, [u8; 64]), ApiError> {
         let header = |name: &str| {
             call.headers
                 .get(name)
@@ -495,17 +550,26 @@ impl Relay {
                 ),
             ));
         };
-        if !lock(&self.nonces).consume(nonce) {
-            return Err(err(
-                StatusCode::UNAUTHORIZED,
-                "bad_nonce",
-                "the nonce is unknown, expired or used: get a fresh one",
-            ));
-        }
+        let fresh = lock(&self.nonces).check(nonce).ok_or_else(bad_nonce)?;
         let signature: [u8; 64] = api::unb64(signature)
             .and_then(|s| s.try_into().ok())
             .ok_or_else(|| bad_signature("the signature is not 64 bytes of base64"))?;
-        Ok((user, nonce, signature))
+        Ok((user, nonce, fresh, signature))
+    }
+
+    /// Records the nonce of a request whose signature verified as `user`'s.
+    fn spend_nonce(&self, user: &str, nonce: FreshNonce) -> Result<(), ApiError> {
+        lock(&self.nonces).spend(user, nonce).map_err(|e| match e {
+            SpendError::Replayed => bad_nonce(),
+            SpendError::TooMany => err(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!(
+                    "more than {} requests in {:?}: slow down",
+                    self.config.max_used_nonces_per_user, self.config.nonce_ttl
+                ),
+            ),
+        })
     }
 
     fn verify(
@@ -527,7 +591,7 @@ impl Relay {
 
     /// Checks the signature against the user's registered identity, then the user's rate.
     fn authenticate(&self, conn: &Connection, call: &Call) -> Result<Authed, ApiError> {
-        let (user, nonce, signature) = self.auth_headers(call)?;
+        let (user, nonce, fresh, signature) = self.auth_headers(call)?;
         let identity = if api::valid_name(user) {
             identity_of(conn, user)?
         } else {
@@ -545,6 +609,7 @@ impl Relay {
                 "the signature does not verify with {user}'s identity key"
             )));
         }
+        self.spend_nonce(user, fresh)?;
         self.take_token(user)?;
         Ok(Authed {
             user: user.to_owned(),
@@ -552,16 +617,8 @@ impl Relay {
     }
 
     fn take_token(&self, user: &str) -> Result<(), ApiError> {
-        let mut buckets = lock(&self.buckets);
-        let now = Instant::now();
-        let bucket = buckets.entry(user.to_owned()).or_insert(Bucket {
-            tokens: self.config.burst,
-            at: now,
-        });
-        let refill = now.duration_since(bucket.at).as_secs_f64() * self.config.rate_per_second;
-        bucket.tokens = (bucket.tokens + refill).min(self.config.burst);
-        bucket.at = now;
-        if bucket.tokens < 1.0 {
+        let (burst, rate) = (self.config.burst, self.config.rate_per_second);
+        if !lock(&self.buckets).take(&user.to_owned(), burst, rate) {
             return Err(err(
                 StatusCode::TOO_MANY_REQUESTS,
                 "rate_limited",
@@ -571,8 +628,22 @@ impl Relay {
                 ),
             ));
         }
-        bucket.tokens -= 1.0;
         Ok(())
+    }
+
+    /// Registrations that create a name or hit a taken one are limited per address: they are
+    /// not charged to any user (a new name has no budget yet, a taken one is not the caller's).
+    fn take_registration(&self, peer: IpAddr) -> Result<(), ApiError> {
+        let (burst, rate) = (self.config.register_burst, self.config.register_per_second);
+        if lock(&self.registrations).take(&peer, burst, rate) {
+            Ok(())
+        } else {
+            Err(err(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("more than {burst} registrations in a burst from this address: slow down"),
+            ))
+        }
     }
 
     fn own(authed: &Authed, name: &str, what: &str) -> Result<(), ApiError> {
@@ -590,7 +661,7 @@ impl Relay {
     // --- routes -----------------------------------------------------------------------------
 
     fn register(&self, name: &str, call: &Call) -> Reply {
-        let (user, nonce, signature) = self.auth_headers(call)?;
+        let (user, nonce, fresh, signature) = self.auth_headers(call)?;
         if user != name {
             return Err(err(
                 StatusCode::FORBIDDEN,
@@ -609,20 +680,30 @@ impl Relay {
                 "the signature does not verify with the identity key being registered",
             ));
         }
-        self.take_token(name)?;
         let mut db = lock(&self.db);
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
-        let created = match identity_of(&tx, name)? {
-            Some(existing) if existing == identity => false,
-            Some(_) => {
-                return Err(err(
-                    StatusCode::CONFLICT,
-                    "identity_conflict",
-                    format!("{name} is registered with another identity key"),
-                ));
-            }
+        // The signature only proves the caller holds the key in the body: the name's budget
+        // is spent only once that key is the name's (or the name is new), so a stranger
+        // claiming a taken name cannot drain its owner's rate.
+        // The nonce is recorded only then too: it is recorded in the name's set of used nonces.
+        let existing = identity_of(&tx, name)?;
+        if existing.as_ref().is_some_and(|e| *e != identity) {
+            self.take_registration(call.peer)?;
+            return Err(err(
+                StatusCode::CONFLICT,
+                "identity_conflict",
+                format!("{name} is registered with another identity key"),
+            ));
+        }
+        if existing.is_none() {
+            self.take_registration(call.peer)?;
+        }
+        self.spend_nonce(name, fresh)?;
+        self.take_token(name)?;
+        let created = match existing {
+            Some(_) => false,
             None => {
                 tx.execute(
                     "INSERT INTO users (name, identity, next_seq) VALUES (?1, ?2, 1)",
@@ -723,7 +804,7 @@ impl Relay {
 
     fn claim(&self, name: &str, call: &Call) -> Reply {
         let mut db = lock(&self.db);
-        self.authenticate(&db, call)?;
+        let authed = self.authenticate(&db, call)?;
         if !call.body.is_empty() {
             return Err(bad_request("a claim has no body"));
         }
@@ -737,14 +818,23 @@ impl Relay {
                 format!("no user {name:?} is registered"),
             ));
         }
-        let one_time: Option<(u16, Vec<u8>)> = tx
-            .query_row(
+        // Past its share of `name`'s one-time prekeys, a requester gets the last-resort one:
+        // one user cannot drain another's one-time prekeys.
+        let within_share = authed.user == name || {
+            let (burst, rate) = (self.config.claim_burst, self.config.claim_per_second);
+            lock(&self.claims).take(&(authed.user.clone(), name.to_owned()), burst, rate)
+        };
+        let one_time: Option<(u16, Vec<u8>)> = if !within_share {
+            None
+        } else {
+            tx.query_row(
                 "SELECT id, bundle FROM prekeys WHERE user = ?1 AND id != ?2 ORDER BY id LIMIT 1",
                 params![name, LAST_RESORT_ID],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
-            .map_err(db_err)?;
+            .map_err(db_err)?
+        };
         let (bundle, last_resort) = match one_time {
             Some((id, bundle)) => {
                 tx.execute(
@@ -830,6 +920,23 @@ impl Relay {
                     format!("{name}'s queue is full ({queued} messages)"),
                 ));
             }
+            let mine: u64 = tx
+                .query_row(
+                    "SELECT count(*) FROM queue WHERE user = ?1 AND sender = ?2",
+                    params![name, authed.user],
+                    |r| r.get(0).map(to_u64),
+                )
+                .map_err(db_err)?;
+            if mine >= self.config.max_queue_per_sender {
+                return Err(err(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "queue_quota",
+                    format!(
+                        "{} already has {mine} messages waiting for {name}: wait until {name} reads them",
+                        authed.user
+                    ),
+                ));
+            }
             tx.execute(
                 "INSERT INTO queue (user, seq, sender, envelope) VALUES (?1, ?2, ?3, ?4)",
                 params![name, to_i64(seq), authed.user, call.body.as_ref()],
@@ -859,16 +966,20 @@ impl Relay {
                 _ => return Err(bad_request(format!("unknown parameter {key:?}"))),
             }
         }
-        let call = Arc::new(call);
-        // Subscribed before the first look, so a message queued after it wakes the wait.
-        let mut changes = self.queue_watch(&name).subscribe();
-        let first = {
-            let (name, call) = (name.clone(), call.clone());
+        let (first, mut changes) = {
+            let name = name.clone();
             self.blocking(move |r| {
                 let db = lock(&r.db);
                 let authed = r.authenticate(&db, &call)?;
                 Self::own(&authed, &name, "read the queue")?;
-                json(StatusCode::OK, &r.page(&db, &name, after, limit)?)
+                // Only once authenticated (nothing is kept for strangers), and subscribed
+                // before the first look under the database lock, so a message queued after
+                // the look wakes the wait.
+                let changes = r.queue_watch(&name).subscribe();
+                Ok((
+                    json(StatusCode::OK, &r.page(&db, &name, after, limit)?)?,
+                    changes,
+                ))
             })
             .await?
         };
@@ -981,43 +1092,6 @@ impl Relay {
     }
 }
 
-/// The file under `root` that the URL path `url_path` names (`index.html` for a directory),
-/// or `None` if the path could leave `root`: only plain names are allowed between slashes (no
-/// `..`, `.`, empty or absolute parts, no backslash, NUL or `%`-escape), and no hidden files.
-pub fn static_path(root: &Path, url_path: &str) -> Option<PathBuf> {
-    let relative = url_path.trim_start_matches('/');
-    let relative = if relative.is_empty() || relative.ends_with('/') {
-        format!("{relative}index.html")
-    } else {
-        relative.to_owned()
-    };
-    let plain = |part: &str| {
-        !part.is_empty()
-            && !part.starts_with('.')
-            && !part.contains(['\\', '\0', '%', ':'])
-            && Path::new(part)
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)))
-    };
-    relative.split('/').all(plain).then(|| root.join(relative))
-}
-
-/// The `Content-Type` of a static file, by its extension.
-pub fn content_type(file: &Path) -> &'static str {
-    match file.extension().and_then(|e| e.to_str()) {
-        Some("html") => "text/html; charset=utf-8",
-        Some("js" | "mjs") => "text/javascript; charset=utf-8",
-        Some("wasm") => "application/wasm",
-        Some("css") => "text/css; charset=utf-8",
-        Some("json" | "map") => "application/json",
-        Some("svg") => "image/svg+xml",
-        Some("png") => "image/png",
-        Some("ico") => "image/x-icon",
-        Some("txt" | "md" | "ts") => "text/plain; charset=utf-8",
-        _ => "application/octet-stream",
-    }
-}
-
 enum Routed {
     Json(StatusCode, Vec<u8>),
     File(&'static str, Vec<u8>),
@@ -1028,6 +1102,14 @@ fn too_large(limit: usize) -> ApiError {
         StatusCode::PAYLOAD_TOO_LARGE,
         "too_large",
         format!("the body is larger than {limit} bytes"),
+    )
+}
+
+fn bad_nonce() -> ApiError {
+    err(
+        StatusCode::UNAUTHORIZED,
+        "bad_nonce",
+        "the nonce is unknown, expired or used: get a fresh one",
     )
 }
 
@@ -1090,54 +1172,4 @@ fn to_u64(n: i64) -> u64 {
 
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn static_paths_stay_under_the_root() {
-        let root = Path::new("/srv/web");
-        for (url, file) in [
-            ("/", "/srv/web/index.html"),
-            ("", "/srv/web/index.html"),
-            ("/chat.js", "/srv/web/chat.js"),
-            ("/a/b.css", "/srv/web/a/b.css"),
-            ("/a/", "/srv/web/a/index.html"),
-            ("index.js", "/srv/web/index.js"),
-            ("//etc/passwd", "/srv/web/etc/passwd"),
-        ] {
-            assert_eq!(static_path(root, url), Some(PathBuf::from(file)), "{url}");
-        }
-        for url in [
-            "/../secret",
-            "/a/../../secret",
-            "/..",
-            "/./index.html",
-            "/a//b",
-            "/%2e%2e/secret",
-            "/a\\..\\secret",
-            "/.git/config",
-            "/C:/x",
-            "/a\0b",
-        ] {
-            assert_eq!(static_path(root, url), None, "{url:?}");
-        }
-    }
-
-    #[test]
-    fn content_types() {
-        for (file, ty) in [
-            ("x/proteus_web_bg.wasm", "application/wasm"),
-            ("index.js", "text/javascript; charset=utf-8"),
-            ("index.html", "text/html; charset=utf-8"),
-            ("style.css", "text/css; charset=utf-8"),
-            ("index.d.ts", "text/plain; charset=utf-8"),
-            ("package.json", "application/json"),
-            ("noext", "application/octet-stream"),
-        ] {
-            assert_eq!(content_type(Path::new(file)), ty, "{file}");
-        }
-    }
 }

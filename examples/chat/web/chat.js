@@ -125,8 +125,12 @@ const order = () => Date.now() * 1000 + (tick++ % 1000);
 /**
  * `messages`: every message shown or sent, by message id (hex of the envelope's MAC); it is
  * also the log of seen ids that makes delivery exactly-once. `peers`: the pinned fingerprint of
- * each peer and a changed one waiting to be accepted. `held`: messages from a changed identity.
- * `outbox`: envelopes not yet accepted by the relay, in order.
+ * each peer and a changed one waiting to be accepted. `heldByPeer`: prekey messages that claim an
+ * identity other than the pinned one, unread until it is accepted: keyed by peer and their whole
+ * bytes (never by the MAC they claim, which nothing has verified yet, so a forgery with a copied
+ * MAC cannot take a genuine message's place), at most MAX_HELD_PER_PEER per peer. (Version 1
+ * kept them in `held`, by MAC, for all peers: its rows are moved over.) `outbox`: envelopes not
+ * yet accepted by the relay, in order.
  */
 class Records {
   #db;
@@ -136,13 +140,25 @@ class Records {
   }
 
   static async open(user) {
-    const req = indexedDB.open(`proteus-chat:${user}`, 1);
-    req.onupgradeneeded = () => {
+    const req = indexedDB.open(`proteus-chat:${user}`, 2);
+    req.onupgradeneeded = (event) => {
       const db = req.result;
-      db.createObjectStore('messages', { keyPath: 'id' }).createIndex('n', 'n');
-      db.createObjectStore('peers', { keyPath: 'name' });
-      db.createObjectStore('held', { keyPath: 'id' }).createIndex('n', 'n');
-      db.createObjectStore('outbox', { autoIncrement: true });
+      if (event.oldVersion < 1) {
+        db.createObjectStore('messages', { keyPath: 'id' }).createIndex('n', 'n');
+        db.createObjectStore('peers', { keyPath: 'name' });
+        db.createObjectStore('outbox', { autoIncrement: true });
+      }
+      const held = db.createObjectStore('heldByPeer', { keyPath: ['from', 'key'] });
+      held.createIndex('n', 'n');
+      held.createIndex('from', 'from');
+      if (db.objectStoreNames.contains('held')) {
+        // Version 1's rows: the identity they claim was not recorded (tried at accept).
+        const old = req.transaction.objectStore('held').index('n').getAll();
+        old.onsuccess = () => {
+          for (const h of old.result) held.put({ from: h.from, key: b64(h.envelope), fingerprint: '', envelope: h.envelope, n: h.n });
+          db.deleteObjectStore('held');
+        };
+      }
     };
     return new Records(await request(req));
   }
@@ -158,11 +174,11 @@ class Records {
   }
 
   /**
-   * Records received messages and held envelopes in one transaction; returns the received ones
-   * not recorded before (a page delivered again is dropped by id).
+   * Records received messages in one transaction; returns the ones not recorded before (a page
+   * delivered again is dropped by id).
    */
-  async recordBatch(received, held) {
-    const tx = this.#tx(['messages', 'held'], 'readwrite');
+  async recordBatch(received) {
+    const tx = this.#tx(['messages'], 'readwrite');
     const messages = tx.objectStore('messages');
     const fresh = [];
     for (const m of received) {
@@ -173,7 +189,6 @@ class Records {
         fresh.push(m);
       };
     }
-    for (const h of held) tx.objectStore('held').put({ ...h, n: order() });
     await finished(tx);
     return fresh;
   }
@@ -227,14 +242,43 @@ class Records {
     if (p?.pending) await this.#putPeer({ name, fingerprint: p.pending, pending: null });
   }
 
-  async held(from) {
-    const all = await request(this.#tx('held').objectStore('held').index('n').getAll());
-    return all.filter((h) => h.from === from);
+  /**
+   * Holds `[{from, fingerprint, envelope}]` (the same bytes are held once); returns how many
+   * were dropped because their peer already has MAX_HELD_PER_PEER.
+   */
+  async hold(held) {
+    const counts = new Map();
+    for (const from of new Set(held.map((h) => h.from))) {
+      counts.set(from, await request(this.#tx('heldByPeer').objectStore('heldByPeer').index('from').count(from)));
+    }
+    const tx = this.#tx('heldByPeer', 'readwrite');
+    const store = tx.objectStore('heldByPeer');
+    let dropped = 0;
+    for (const h of held) {
+      const key = b64(h.envelope);
+      if (counts.get(h.from) >= MAX_HELD_PER_PEER) {
+        dropped++;
+        continue;
+      }
+      counts.set(h.from, counts.get(h.from) + 1);
+      const seen = store.getKey([h.from, key]);
+      seen.onsuccess = () => {
+        if (seen.result === undefined) store.put({ ...h, key, n: order() });
+      };
+    }
+    await finished(tx);
+    return dropped;
   }
 
-  async dropHeld(ids) {
-    const tx = this.#tx('held', 'readwrite');
-    for (const id of ids) tx.objectStore('held').delete(id);
+  /** What is held for `from`, oldest first. */
+  async held(from) {
+    const all = await request(this.#tx('heldByPeer').objectStore('heldByPeer').index('from').getAll(from));
+    return all.sort((a, b) => a.n - b.n);
+  }
+
+  async dropHeld(held) {
+    const tx = this.#tx('heldByPeer', 'readwrite');
+    for (const h of held) tx.objectStore('heldByPeer').delete([h.from, h.key]);
     await finished(tx);
   }
 }
@@ -363,30 +407,28 @@ async function checkIdentity(from, fingerprint) {
  * engine commits: the callback's last call returns the store's Promise, which the commit waits
  * for. A crash before the commit re-delivers the batch; the ids already stored are dropped.
  */
-async function decrypt(batch) {
-  const changed = new Set();
-  for (const from of new Set(batch.map((m) => m.sessionId))) if ((await records.peer(from))?.pending) changed.add(from);
+async function decrypt(batch, notes = []) {
+  const { queue, held } = await screen(batch);
+  notes.push(...(await hold(held)));
 
   const received = [];
-  const held = [];
-  const notes = [];
   let fresh = [];
-  await client.decryptBatch(batch, (r, done, total) => {
-    if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: fromUtf8.decode(r.plaintext) });
-    else if (r.alreadySeen) {
-      // committed before: shown then
-    } else if (r.errorCode === 204 || (r.errorCode === 205 && changed.has(r.sessionId))) {
-      held.push({ id: r.messageId, from: r.sessionId, envelope: batch[done - 1].envelope });
-    } else {
-      notes.push(`a message from ${r.sessionId} could not be decrypted: ${r.errorKind} (${r.errorCode})`);
-    }
-    if (done === total) {
-      return records.recordBatch(received, held).then((stored) => {
-        fresh = stored;
-      });
-    }
-    return undefined;
-  });
+  if (queue.length > 0) {
+    await client.decryptBatch(queue, (r, done, total) => {
+      if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: fromUtf8.decode(r.plaintext) });
+      else if (r.alreadySeen) {
+        // committed before: shown then
+      } else {
+        notes.push(`a message from ${r.sessionId} could not be decrypted: ${r.errorKind} (${r.errorCode})`);
+      }
+      if (done === total) {
+        return records.recordBatch(received).then((stored) => {
+          fresh = stored;
+        });
+      }
+      return undefined;
+    });
+  }
 
   // Pin first-seen identities; a changed one waits for the user.
   const seen = new Set();
@@ -395,21 +437,59 @@ async function decrypt(batch) {
     seen.add(m.peer);
     await checkIdentity(m.peer, await client.remoteFingerprint(m.peer));
   }
-  for (const h of held) {
-    if (seen.has(h.from)) continue;
-    seen.add(h.from);
-    let fingerprint;
-    try {
-      fingerprint = pkg.prekeyMessageFingerprint(h.envelope);
-    } catch {
-      // not a message we can read: it stays held, with no fingerprint to show
-    }
-    if (fingerprint) await checkIdentity(h.from, fingerprint);
-    notes.push(`messages from ${h.from} are held until you accept ${h.from}'s new identity`);
-  }
   for (const n of notes) warn(n);
   for (const m of fresh) showMessage(m);
   return batch.length;
+}
+
+/** The most envelopes held for one peer: past it, new ones are dropped (the held ones stay). */
+const MAX_HELD_PER_PEER = 100;
+
+/**
+ * Splits a batch before anything is decrypted: a prekey message that claims an identity other
+ * than its sender's pinned one is held, unread (also when there is no session that would make
+ * the engine refuse it); the rest goes to the engine.
+ */
+async function screen(batch) {
+  const pinned = new Map();
+  const queue = [];
+  const held = [];
+  for (const m of batch) {
+    let claimed;
+    try {
+      claimed = pkg.prekeyMessageFingerprint(m.envelope);
+    } catch {
+      // not an envelope: the engine says so
+    }
+    if (claimed) {
+      if (!pinned.has(m.sessionId)) pinned.set(m.sessionId, (await records.peer(m.sessionId))?.fingerprint);
+      const known = pinned.get(m.sessionId);
+      if (known && known !== claimed) {
+        held.push({ from: m.sessionId, fingerprint: claimed, envelope: m.envelope });
+        continue;
+      }
+    }
+    queue.push(m);
+  }
+  return { queue, held };
+}
+
+/** Keeps held envelopes, marks their identity as changed; returns what to tell the user. */
+async function hold(held) {
+  const notes = [];
+  if (held.length === 0) return notes;
+  const dropped = await records.hold(held);
+  const seen = new Set();
+  for (const h of held) {
+    if (seen.has(`${h.from} ${h.fingerprint}`)) continue;
+    seen.add(`${h.from} ${h.fingerprint}`);
+    await checkIdentity(h.from, h.fingerprint);
+  }
+  for (const from of new Set(held.map((h) => h.from))) {
+    notes.push(`messages from ${from} are held until you accept ${from}'s new identity`);
+  }
+  if (dropped > 0) notes.push(`${dropped} more held message(s) dropped: at most ${MAX_HELD_PER_PEER} are held per peer`);
+  return notes;
 }
 
 /** Decrypts a page of the queue (in chunks, moving `bar`), then acknowledges it. */
@@ -576,8 +656,16 @@ async function accept() {
   note(`${peer}'s new identity ${grouped(p.pending)} is accepted`);
   const held = await records.held(peer);
   if (held.length > 0) {
-    await decrypt(held.map((h) => ({ sessionId: peer, envelope: h.envelope })));
-    await records.dropHeld(held.map((h) => h.id));
+    // Only what claimed the accepted identity (or was held before the claim was recorded): a
+    // forgery among them fails to decrypt, the genuine one does not.
+    const mine = held.filter((h) => h.fingerprint === p.pending || h.fingerprint === '');
+    const notes = [];
+    if (mine.length < held.length) notes.push(`${held.length - mine.length} held message(s) claimed another identity of ${peer}; dropped`);
+    await decrypt(
+      mine.map((h) => ({ sessionId: peer, envelope: h.envelope })),
+      notes,
+    );
+    await records.dropHeld(held);
   }
   await showFingerprints();
 }

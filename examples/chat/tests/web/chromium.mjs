@@ -143,6 +143,60 @@ async function say(page, text) {
   await page.press('#input', 'Enter');
 }
 
+/**
+ * "bob" with yet another identity, driven from a page of the relay's origin (not the chat page):
+ * registers at the relay and queues for alice a genuine prekey message `text`, then a forgery
+ * carrying the genuine one's MAC. Returns its fingerprint.
+ */
+async function impostor(text) {
+  const tool = await context.newPage();
+  await tool.goto(`${url}pkg/index.js`);
+  const fingerprint = await tool.evaluate(async (text) => {
+    const { Client, messageId } = await import('/pkg/index.js');
+    const me = await Client.inMemory();
+    const utf8 = new TextEncoder();
+    const b64 = (bytes) => btoa(String.fromCharCode(...bytes));
+    const unb64 = (t) => Uint8Array.from(atob(t), (c) => c.charCodeAt(0));
+    const call = async (method, path, body) => {
+      const bytes = body === undefined ? new Uint8Array() : body instanceof Uint8Array ? body : utf8.encode(JSON.stringify(body));
+      const { nonce } = await (await fetch('/v1/nonce')).json();
+      const head = utf8.encode(`proteus-chat-relay-v2\nbob\n${nonce}\n${method}\n${path}\n`);
+      const signed = new Uint8Array(head.length + bytes.length);
+      signed.set(head);
+      signed.set(bytes, head.length);
+      const headers = { 'proteus-user': 'bob', 'proteus-nonce': nonce, 'proteus-signature': b64(await me.sign(signed)) };
+      const response = await fetch(path, { method, headers, body: bytes.length > 0 ? bytes : undefined });
+      const answer = await response.json();
+      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${answer.error}`);
+      return answer;
+    };
+    await call('POST', '/v1/users/bob', { identity: b64(await me.identityKey()) });
+    const prekeyMessage = async (sessionId, plaintext) => {
+      const claimed = await call('POST', '/v1/prekeys/alice/claim');
+      await me.createSession(sessionId, unb64(claimed.bundle));
+      return me.encrypt(sessionId, plaintext);
+    };
+    const genuine = await prekeyMessage('one', text);
+    const forged = await prekeyMessage('two', 'forged');
+    forged.set(genuine.subarray(8, 40), 8); // a3 00 01 01 a1 00 58 20 <the 32-byte MAC>
+    if (messageId(forged) !== messageId(genuine)) throw new Error('the forgery does not carry the MAC');
+    await call('POST', '/v1/queues/alice', genuine);
+    await call('POST', '/v1/queues/alice', forged);
+    const fp = await me.fingerprint();
+    await me.close();
+    return fp;
+  }, text);
+  await tool.close();
+  return fingerprint;
+}
+
+/** A new relay on the same address (the page's origin), with its own state. */
+async function newRelay(name) {
+  await relay.stop();
+  relay = new Proc(name, ['relay', '--listen', addr, '--data', path.join(data, name), '--web', WEB, '--web-pkg', PKG]);
+  await relay.waitFor('listening on', { seen: true });
+}
+
 describe('the web client against a terminal client', () => {
   let page;
   let myFingerprint;
@@ -262,6 +316,52 @@ describe('the web client against a terminal client', () => {
     await say(page, 'welcome back');
     await bob.waitFor('alice: welcome back', { seen: true });
     assert.ok(!bob.lines.some((l) => l.includes('who are you?')), 'the line typed before accepting was not sent');
+    assert.equal(await errorShown(page), '');
+    assert.deepEqual(pageErrors, []);
+    await page.close();
+  });
+
+  test("a forgery with a copied MAC does not displace a changed identity's held message", async () => {
+    await bob.stop();
+    await newRelay('relay-3');
+    page = await newPage(url);
+    // Closed even if this fails, so that the next test can open alice's page.
+    try {
+      await ready(page);
+      const fingerprint = await impostor('the genuine one');
+      await page.locator('#warning', { hasText: "bob's identity key has CHANGED" }).waitFor({ timeout: T });
+      await page.locator('#log li', { hasText: 'messages from bob are held until you accept' }).first().waitFor({ timeout: T });
+      assert.equal(await page.locator('#log li', { hasText: 'bob: the genuine one' }).count(), 0, 'held, not shown');
+      await page.click('#accept');
+      await logLine(page, 'bob: the genuine one');
+      assert.equal(await page.locator('#log li', { hasText: 'bob: forged' }).count(), 0);
+      assert.equal((await page.locator('#peer-fp').textContent()).replaceAll(' ', ''), fingerprint);
+    } finally {
+      await page.close();
+    }
+  });
+
+  test('after the session is deleted, a changed identity is still checked before its first message is shown', async () => {
+    // What /reset does in the terminal: with no session, the engine alone would accept any
+    // identity's prekey message.
+    await newRelay('relay-4');
+    const tool = await context.newPage();
+    await tool.goto(`${url}pkg/index.js`);
+    await tool.evaluate(async () => {
+      const { Client } = await import('/pkg/index.js');
+      const alice = await Client.open('chat-alice');
+      await alice.deleteSession('bob');
+      await alice.close();
+    });
+    await tool.close();
+    page = await newPage(url);
+    await ready(page);
+    await impostor('shown only once accepted');
+    await page.locator('#warning', { hasText: "bob's identity key has CHANGED" }).waitFor({ timeout: T });
+    await page.locator('#log li', { hasText: 'messages from bob are held until you accept' }).first().waitFor({ timeout: T });
+    assert.equal(await page.locator('#log li', { hasText: 'bob: shown only' }).count(), 0, 'shown before the identity check');
+    await page.click('#accept');
+    await logLine(page, 'bob: shown only once accepted');
     assert.equal(await errorShown(page), '');
     assert.deepEqual(pageErrors, []);
     await page.close();
