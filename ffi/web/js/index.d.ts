@@ -17,6 +17,12 @@ export function init(input?: WasmSource): Promise<void>;
 export const CALLBACK_FAILED: 121;
 /** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
 export const STORAGE_FAILURE: 507;
+/**
+ * Code when another client of the store (another tab) committed first and this call could not
+ * simply run again: nothing of it was stored, the client reloaded, call again. A decryptBatch
+ * that fails so had delivered its results: they come again, with the same message ids.
+ */
+export const STORE_CONFLICT: 511;
 /** Code of a bug inside the wasm client; close the client and open the store again. */
 export const INTERNAL: 599;
 
@@ -70,8 +76,16 @@ export interface BatchResult {
 export interface OpenOptions {
   /** The IDBFactory to use (default: the global indexedDB). */
   indexedDB?: IDBFactory;
-  /** The LockManager to use (default: navigator.locks, else a queue in this JS realm). */
+  /** The LockManager to use (default: navigator.locks). */
   locks?: { request<T>(name: string, callback: () => Promise<T>): Promise<T> };
+  /**
+   * Open even without Web Locks (navigator.locks is missing on plain-http origins other than
+   * localhost): tabs then do not take turns. No message key is reused (every commit is a
+   * compare-and-swap), but calls racing another tab fail more often with StoreConflict (511)
+   * and decryptBatch results may be delivered again. Default false: open refuses with an
+   * Error named "WebLocksUnavailableError".
+   */
+  allowWithoutWebLocks?: boolean;
   /** Where to load the wasm from (default: next to this module). */
   wasm?: WasmSource;
 }
@@ -89,6 +103,7 @@ export class Client {
   static inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<Client>;
   /** Deletes the IndexedDB database of store `name`. */
   static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
+
 
   /** Our fingerprint: lowercase hex of the identity key. */
   fingerprint(): Promise<string>;
@@ -123,6 +138,8 @@ export class Client {
    * throw stops it too (CallbackFailed, 121): then nothing is committed. It may return a
    * Promise (an IndexedDB write): the commit waits for all of them, and a rejection
    * (CallbackFailed) or a resolution to false (BatchAborted) means nothing is committed.
+   * If another tab committed in the meantime, the batch fails with StoreConflict (511): nothing
+   * is committed and the messages decrypt again later, with the same message ids.
    */
   decryptBatch(
     messages: QueuedMessage[],

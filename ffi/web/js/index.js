@@ -6,25 +6,33 @@
 //     commits resolves only after its writes are stored in ONE IndexedDB transaction (so an
 //     envelope from encrypt() is returned only once the advanced chain is durable).
 //   * Client.inMemory(): records in memory only (Node, tests).
-//   * Calls on one store take turns through Web Locks (navigator.locks, across tabs) or an
-//     in-realm queue. Under the lock, a client whose store was changed by another tab reloads
-//     first, so two tabs of one client never interleave or lose commits.
+//   * Calls of one client run one at a time; calls on one store take turns across tabs through
+//     Web Locks (navigator.locks). Under the lock, a client whose store was changed by another
+//     tab reloads first. Every commit is a compare-and-swap on the store's commit counter, so
+//     even without the lock two tabs never reuse a message key or lose a commit: the loser
+//     reloads and runs its call again (or fails with StoreConflict if it delivered results).
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
-import initWasm, {
+import {
   RawClient,
   bundleFingerprint as rawBundleFingerprint,
   messageId as rawMessageId,
   prekeyMessageFingerprint as rawPrekeyMessageFingerprint,
   tableNames,
 } from './proteus_web.js';
-import { IdbStore, MemoryStore } from './stores.js';
+import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
+import { init, requireInit } from './init.js';
+import { CommitConflict, IdbStore, LocalLocks, MemoryStore, storeLocks } from './stores.js';
+
+export { init };
 
 /** Codes of the bindings themselves (the same in Kotlin and Swift). */
 export const CALLBACK_FAILED = 121;
 /** The native code of a batch the application stopped (ClientError::BatchAborted). */
 const BATCH_ABORTED = 108;
+/** The store's codes (StoreError natively) that the package raises itself; 511 is web only. */
 export const STORAGE_FAILURE = 507;
+export const STORE_CONFLICT = 511;
 export const INTERNAL = 599;
 
 /** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
@@ -59,112 +67,21 @@ function internalError(cause) {
   );
 }
 
+function conflictError(cause) {
+  return new ProteusError(
+    'another client of this store (another tab) committed first: nothing of this call was stored, and the client reloaded the store; call again',
+    STORE_CONFLICT,
+    'StoreConflict',
+    { cause },
+  );
+}
+
+const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
+
 function closedError() {
   const e = new Error('the client is closed');
   e.name = 'ClientClosedError';
   return e;
-}
-
-// --- wasm initialisation -------------------------------------------------------------------
-
-let ready;
-let initialised = false;
-
-function isNode() {
-  return typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
-}
-
-/**
- * Loads the wasm module (once). Optional: Client.open / Client.inMemory call it. `input` is what
- * wasm-bindgen's init takes (URL, Response, bytes, WebAssembly.Module); by default the .wasm
- * next to this module, read from disk in Node.
- */
-export function init(input) {
-  ready ??= (async () => {
-    let source = input;
-    if (source === undefined && isNode()) {
-      const { readFile } = await import('node:fs/promises');
-      source = await readFile(new URL('./proteus_web_bg.wasm', import.meta.url));
-    }
-    await initWasm(source === undefined ? undefined : { module_or_path: source });
-    initialised = true;
-  })().catch((e) => {
-    ready = undefined;
-    throw e;
-  });
-  return ready;
-}
-
-function requireInit() {
-  if (!initialised) throw new Error('call `await init()` first');
-}
-
-// --- arguments -----------------------------------------------------------------------------
-
-const encoder = new TextEncoder();
-
-function bytes(value, what) {
-  if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  throw new TypeError(`${what} must be a Uint8Array`);
-}
-
-/** Bytes, or a string as its UTF-8 bytes. */
-function textOrBytes(value, what = 'plaintext') {
-  return typeof value === 'string' ? encoder.encode(value) : bytes(value, what);
-}
-
-function sessionId(value) {
-  if (typeof value !== 'string') throw new TypeError('a session id must be a string');
-  return value;
-}
-
-function integer(value, what, max) {
-  if (!Number.isInteger(value) || value < 0 || value > max) {
-    throw new RangeError(`${what} must be an integer from 0 to ${max}`);
-  }
-  return value;
-}
-
-/** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
-function packBatch(messages, field, toBytes) {
-  if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
-  const n = messages.length;
-  const ids = [];
-  const byId = new Map();
-  const index = new Uint32Array(n);
-  const lengths = new Uint32Array(n);
-  const parts = new Array(n);
-  let size = 0;
-  let lastId;
-  let lastK = 0;
-  for (let i = 0; i < n; i++) {
-    const message = messages[i];
-    const id = message?.sessionId;
-    if (id !== lastId) {
-      let k = byId.get(sessionId(id));
-      if (k === undefined) {
-        k = ids.length;
-        ids.push(id);
-        byId.set(id, k);
-      }
-      lastId = id;
-      lastK = k;
-    }
-    index[i] = lastK;
-    const part = toBytes(message[field]);
-    parts[i] = part;
-    lengths[i] = part.length;
-    size += part.length;
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    all.set(part, at);
-    at += part.length;
-  }
-  return [ids, index, all, lengths];
 }
 
 function newRaw(records) {
@@ -180,6 +97,12 @@ function newRaw(records) {
 const CONSTRUCT = Symbol('construct');
 
 /**
+ * How many times a call runs when its commit keeps losing the compare-and-swap to other tabs'
+ * commits (each loss means another tab's commit landed). Then it fails with StoreConflict.
+ */
+const MAX_COMMIT_ATTEMPTS = 8;
+
+/**
  * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
  * method returns a Promise; calls run one at a time, in order.
  */
@@ -191,6 +114,8 @@ export class Client {
   #closed = false;
   #failed;
   #maxCounterGap;
+  /** This client's calls, one at a time (the store's lock is for other clients, other tabs). */
+  #calls = new LocalLocks();
 
   constructor(token, raw, store, version) {
     if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
@@ -201,15 +126,17 @@ export class Client {
 
   /**
    * Opens the client stored in IndexedDB under `name`, creating it (with a new identity) if
-   * there is none. Options: `indexedDB` (an IDBFactory, default the global one), `locks` (a
-   * LockManager, default navigator.locks), `wasm` (what init() takes).
+   * there is none. Without Web Locks, refuses unless `allowWithoutWebLocks` is true. Other
+   * options: `indexedDB` (an IDBFactory, default the global one), `locks` (a LockManager,
+   * default navigator.locks), `wasm` (what init() takes).
    */
   static async open(name, options = {}) {
     if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
+    const locks = storeLocks(options);
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, tableNames(), options);
+      store = await IdbStore.open(name, tableNames(), { indexedDB: options.indexedDB, locks });
     } catch (e) {
       throw storageFailure(e);
     }
@@ -231,24 +158,28 @@ export class Client {
     }
   }
 
+  /** Loads the store; an empty one gets an identity. */
   static async #start(store) {
     try {
       return await store.lock(async () => {
-        let loaded;
-        try {
-          loaded = await store.load();
-        } catch (e) {
-          throw storageFailure(e);
+        for (let attempt = 1; ; attempt++) {
+          let loaded;
+          try {
+            loaded = await store.load();
+          } catch (e) {
+            throw storageFailure(e);
+          }
+          const raw = newRaw(loaded.records);
+          const client = new Client(CONSTRUCT, raw, store, loaded.version);
+          try {
+            await client.#persist();
+            return client;
+          } catch (e) {
+            raw.free();
+            // Another tab stored its new identity first: load that one.
+            if (!isConflict(e) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
+          }
         }
-        const raw = newRaw(loaded.records);
-        const client = new Client(CONSTRUCT, raw, store, loaded.version);
-        try {
-          await client.#persist();
-        } catch (e) {
-          raw.free();
-          throw e;
-        }
-        return client;
       });
     } catch (e) {
       store.close();
@@ -257,45 +188,63 @@ export class Client {
   }
 
   /**
-   * Runs `fn(raw)` under the store's lock, on fresh state, and persists what it committed.
-   * `beforePersist(result)`, if given, is awaited in between; if it throws, nothing is persisted
-   * and the next call starts from the stored state.
+   * Runs `fn(raw)` on fresh state, one call at a time and under the store's lock, and persists
+   * what it committed. `beforePersist(result)`, if given, is awaited in between; if it throws,
+   * nothing is persisted and the next call starts from the stored state. If the commit loses
+   * its compare-and-swap, the client reloads and runs `fn` again, unless `fn` has delivered
+   * results (`delivers`): then the call fails with StoreConflict.
    */
-  #run(fn, beforePersist) {
+  #run(fn, beforePersist, delivers = false) {
     if (this.#closed) return Promise.reject(closedError());
-    return this.#store.lock(async () => {
-      if (this.#closed) throw closedError();
-      if (this.#failed) throw internalError(this.#failed);
-      let current;
-      try {
-        current = this.#stale ? undefined : await this.#store.version();
-      } catch (e) {
-        throw storageFailure(e);
-      }
-      if (current !== this.#version) await this.#reload();
-      let result;
-      try {
-        result = fn(this.#raw);
-      } catch (e) {
-        if (e instanceof WebAssembly.RuntimeError) {
-          this.#failed = e;
-          throw internalError(e);
+    return this.#calls.request('calls', () =>
+      this.#store.lock(async () => {
+        for (let attempt = 1; ; attempt++) {
+          let ran = false;
+          try {
+            return await this.#attempt((raw) => {
+              ran = true;
+              return fn(raw);
+            }, beforePersist);
+          } catch (e) {
+            if (!isConflict(e) || (delivers && ran) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
+          }
         }
-        // A failed call changes nothing; persist anyway should a commit be pending.
-        await this.#persist();
-        throw adopt(e);
+      }),
+    );
+  }
+
+  async #attempt(fn, beforePersist) {
+    if (this.#closed) throw closedError();
+    if (this.#failed) throw internalError(this.#failed);
+    let current;
+    try {
+      current = this.#stale ? undefined : await this.#store.version();
+    } catch (e) {
+      throw storageFailure(e);
+    }
+    if (current !== this.#version) await this.#reload();
+    let result;
+    try {
+      result = fn(this.#raw);
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) {
+        this.#failed = e;
+        throw internalError(e);
       }
-      if (beforePersist !== undefined) {
-        try {
-          await beforePersist(result);
-        } catch (e) {
-          this.#stale = true;
-          throw e;
-        }
-      }
+      // A failed call changes nothing; persist anyway should a commit be pending.
       await this.#persist();
-      return result;
-    });
+      throw adopt(e);
+    }
+    if (beforePersist !== undefined) {
+      try {
+        await beforePersist(result);
+      } catch (e) {
+        this.#stale = true;
+        throw e;
+      }
+    }
+    await this.#persist();
+    return result;
   }
 
   async #reload() {
@@ -314,7 +263,10 @@ export class Client {
     await this.#persist();
   }
 
-  /** Stores the pending writes in one transaction; on failure the mirror is reloaded next call. */
+  /**
+   * Stores the pending writes in one transaction, if the store is still at our version. On
+   * failure (StorageFailure, or StoreConflict) the mirror is reloaded next call.
+   */
   async #persist() {
     let writes;
     try {
@@ -328,7 +280,7 @@ export class Client {
       this.#version = await this.#store.persist(writes, this.#version);
     } catch (e) {
       this.#stale = true;
-      throw storageFailure(e);
+      throw e instanceof CommitConflict ? conflictError(e) : storageFailure(e);
     }
   }
 
@@ -441,7 +393,8 @@ export class Client {
    * rejects or resolves to false, nothing is committed (CallbackFailed 121, BatchAborted 108).
    * Resolves to every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?,
    * alreadySeen}` once the commit is stored. Rejected messages are results, not errors. The
-   * plaintexts of a batch are views into one buffer.
+   * plaintexts of a batch are views into one buffer. If another tab committed meanwhile:
+   * StoreConflict (511), nothing committed, and the messages decrypt again later (same ids).
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
@@ -536,7 +489,7 @@ export class Client {
         throw e;
       }
       return results;
-    }, settle);
+    }, settle, onMessage !== undefined);
   }
 
   /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
@@ -572,16 +525,18 @@ export class Client {
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */
   async close() {
     if (this.#closed) return;
-    await this.#store
-      .lock(async () => {
-        if (this.#closed) return;
-        this.#closed = true;
-        try {
-          this.#raw.free();
-        } catch {
-          // a failed client may not free; its memory goes with the page
-        }
-      })
+    await this.#calls
+      .request('calls', () =>
+        this.#store.lock(async () => {
+          if (this.#closed) return;
+          this.#closed = true;
+          try {
+            this.#raw.free();
+          } catch {
+            // a failed client may not free; its memory goes with the page
+          }
+        }),
+      )
       .finally(() => this.#store.close());
   }
 

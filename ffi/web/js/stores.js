@@ -2,13 +2,15 @@
 //
 // A store offers: load() -> {version, records}, version() -> number, persist(writes, version)
 // -> new version (all writes in ONE transaction), lock(fn) (runs fn exclusively for this store
-// name: Web Locks across tabs, a queue within one JS realm), close(). `version` counts commits:
-// a client whose version differs from the store's was overtaken by another tab and reloads.
+// name: Web Locks across tabs), close(). `version` counts commits. persist is a compare-and-swap
+// on it: inside its transaction it reads the stored count and, if another client (another tab)
+// committed since `version`, writes nothing and throws CommitConflict. That alone rules out two
+// tabs using one message key; the lock only keeps such conflicts rare.
 
 import { DELETE, packRecords, unpackWrites } from './records.js';
 
-/** A queue per name, for runtimes without Web Locks (Node): one holder at a time. */
-class LocalLocks {
+/** A queue per name: one holder at a time, in order of request, within this JS realm. */
+export class LocalLocks {
   #tails = new Map();
 
   request(name, fn) {
@@ -28,10 +30,38 @@ class LocalLocks {
 
 const localLocks = new LocalLocks();
 
-/** Web Locks if the runtime has them (browsers, workers), else the in-realm queue. */
-export function defaultLocks() {
-  const locks = globalThis.navigator?.locks;
-  return locks && typeof locks.request === 'function' ? locks : localLocks;
+/** A commit lost its compare-and-swap: the store is at `found`, not at `expected`. */
+export class CommitConflict extends Error {
+  constructor(expected, found) {
+    super(`the store is at commit ${found}, not ${expected}: another client committed first`);
+    this.name = 'CommitConflict';
+  }
+}
+
+/**
+ * The lock manager of an IndexedDB store: `locks` if given, else Web Locks (navigator.locks).
+ * Without them (a plain-http origin other than localhost, an old runtime, Node), tabs cannot
+ * take turns: opening then needs `allowWithoutWebLocks: true`, and uses a queue within this
+ * realm only. The compare-and-swap of every commit still keeps tabs from reusing a message key;
+ * what the app gets is more StoreConflict failures and re-delivered batches.
+ */
+export function storeLocks({ locks, allowWithoutWebLocks = false } = {}) {
+  if (locks != null) {
+    if (typeof locks.request !== 'function') throw new TypeError('locks must be a LockManager');
+    return locks;
+  }
+  const web = globalThis.navigator?.locks;
+  if (web && typeof web.request === 'function') return web;
+  if (allowWithoutWebLocks === true) return localLocks;
+  const e = new Error(
+    'Web Locks (navigator.locks) are not available here (a plain-http origin other than ' +
+      'localhost, or an old runtime), so tabs of this store cannot take turns. Serve the page ' +
+      'over https, or pass { allowWithoutWebLocks: true } to open the store anyway: no message ' +
+      'key is reused (every commit is a compare-and-swap), but calls racing another tab fail ' +
+      'more often with StoreConflict (511) and batches may be delivered again.',
+  );
+  e.name = 'WebLocksUnavailableError';
+  throw e;
 }
 
 /**
@@ -41,7 +71,6 @@ export function defaultLocks() {
  */
 export class MemoryStore {
   #version = 0;
-  #name = `memory:${Math.random().toString(36).slice(2)}`;
   /** Per table: hex key -> {key, value}. */
   #tables = new Map();
 
@@ -57,7 +86,8 @@ export class MemoryStore {
     return this.#version;
   }
 
-  async persist(writes) {
+  async persist(writes, version) {
+    if (version !== this.#version) throw new CommitConflict(version, this.#version);
     for (const w of unpackWrites(writes)) {
       let rows = this.#tables.get(w.table);
       if (rows === undefined) this.#tables.set(w.table, (rows = new Map()));
@@ -69,8 +99,9 @@ export class MemoryStore {
     return this.#version;
   }
 
+  /** The client's own queue orders its calls; nothing else uses this store. */
   lock(fn) {
-    return localLocks.request(this.#name, fn);
+    return fn();
   }
 
   close() {}
@@ -125,7 +156,7 @@ export class IdbStore {
     this.#locks = locks;
   }
 
-  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks = defaultLocks() } = {}) {
+  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks }) {
     if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
     const req = indexedDB.open(databaseName(name), DB_VERSION);
     req.onupgradeneeded = () => {
@@ -135,10 +166,10 @@ export class IdbStore {
       }
     };
     const db = await request(req);
-    const missing = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
-    if (missing.length) {
+    const lacking = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
+    if (lacking.length) {
       db.close();
-      throw new Error(`IndexedDB database ${databaseName(name)} lacks ${missing.join(', ')}`);
+      throw new Error(`IndexedDB database ${databaseName(name)} lacks ${lacking.join(', ')}`);
     }
     // Let another tab upgrade or delete the database rather than block it.
     db.onversionchange = () => db.close();
@@ -176,27 +207,46 @@ export class IdbStore {
     return (await request(tx.objectStore(SYNC).get(COMMITS))) ?? 0;
   }
 
+  /**
+   * One readwrite transaction: reads the commit counter and, only if it is still `version`,
+   * applies `writes` and counts the commit. Otherwise it aborts: CommitConflict.
+   */
   async persist(writes, version) {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability: 'strict' });
     const finished = done(tx);
-    try {
-      for (const w of unpackWrites(writes)) {
-        const store = tx.objectStore(this.#tables[w.table]);
-        // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
-        if (w.op === DELETE) store.delete(w.key);
-        else store.put(w.value.slice(), w.key);
-      }
-      tx.objectStore(SYNC).put(version + 1, COMMITS);
-    } catch (e) {
+    let conflict;
+    let failure;
+    const read = tx.objectStore(SYNC).get(COMMITS);
+    // The writes are made in the read's success event, while the transaction is active.
+    read.onsuccess = () => {
+      const stored = read.result ?? 0;
       try {
-        tx.abort();
-      } catch {
-        // already finished
+        if (stored !== version) {
+          conflict = new CommitConflict(version, stored);
+          tx.abort();
+          return;
+        }
+        for (const w of unpackWrites(writes)) {
+          const store = tx.objectStore(this.#tables[w.table]);
+          // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
+          if (w.op === DELETE) store.delete(w.key);
+          else store.put(w.value.slice(), w.key);
+        }
+        tx.objectStore(SYNC).put(version + 1, COMMITS);
+      } catch (e) {
+        failure ??= e;
+        try {
+          tx.abort();
+        } catch {
+          // already finished
+        }
       }
-      finished.catch(() => {});
-      throw e;
+    };
+    try {
+      await finished;
+    } catch (e) {
+      throw conflict ?? failure ?? e;
     }
-    await finished;
     return version + 1;
   }
 
