@@ -13,6 +13,12 @@ export type WasmSource =
 /** Loads the wasm module once (Client.open and Client.inMemory call it). */
 export function init(input?: WasmSource): Promise<void>;
 
+/**
+ * Code of a call made while a decryptBatch of the same client delivers its results (from its
+ * callback, or while the batch waits for the callback's promises): it would wait for the batch,
+ * which would wait for it. Call again once the batch has resolved.
+ */
+export const CLIENT_BUSY: 120;
 /** Code when a batch callback threw (nothing of the batch was committed). */
 export const CALLBACK_FAILED: 121;
 /** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
@@ -138,6 +144,7 @@ export class Client {
    * throw stops it too (CallbackFailed, 121): then nothing is committed. It may return a
    * Promise (an IndexedDB write): the commit waits for all of them, and a rejection
    * (CallbackFailed) or a resolution to false (BatchAborted) means nothing is committed.
+   * Until those promises settle the client is busy: calls on it fail with ClientBusy (120).
    * If another tab committed in the meantime, the batch fails with StoreConflict (511): nothing
    * is committed and the messages decrypt again later, with the same message ids.
    */

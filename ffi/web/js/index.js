@@ -27,6 +27,7 @@ import { CommitConflict, IdbStore, LocalLocks, MemoryStore, storeLocks } from '.
 export { init };
 
 /** Codes of the bindings themselves (the same in Kotlin and Swift). */
+export const CLIENT_BUSY = 120;
 export const CALLBACK_FAILED = 121;
 /** The native code of a batch the application stopped (ClientError::BatchAborted). */
 const BATCH_ABORTED = 108;
@@ -64,6 +65,14 @@ function internalError(cause) {
     INTERNAL,
     'Internal',
     { cause },
+  );
+}
+
+function busyError() {
+  return new ProteusError(
+    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
+    CLIENT_BUSY,
+    'ClientBusy',
   );
 }
 
@@ -116,6 +125,8 @@ export class Client {
   #maxCounterGap;
   /** This client's calls, one at a time (the store's lock is for other clients, other tabs). */
   #calls = new LocalLocks();
+  /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
+  #delivering = false;
 
   constructor(token, raw, store, version) {
     if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
@@ -196,6 +207,7 @@ export class Client {
    */
   #run(fn, beforePersist, delivers = false) {
     if (this.#closed) return Promise.reject(closedError());
+    if (this.#delivering) return Promise.reject(busyError());
     return this.#calls.request('calls', () =>
       this.#store.lock(async () => {
         for (let attempt = 1; ; attempt++) {
@@ -207,6 +219,8 @@ export class Client {
             }, beforePersist);
           } catch (e) {
             if (!isConflict(e) || (delivers && ran) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
+          } finally {
+            this.#delivering = false;
           }
         }
       }),
@@ -393,8 +407,9 @@ export class Client {
    * rejects or resolves to false, nothing is committed (CallbackFailed 121, BatchAborted 108).
    * Resolves to every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?,
    * alreadySeen}` once the commit is stored. Rejected messages are results, not errors. The
-   * plaintexts of a batch are views into one buffer. If another tab committed meanwhile:
-   * StoreConflict (511), nothing committed, and the messages decrypt again later (same ids).
+   * plaintexts of a batch are views into one buffer. Until the callback's promises settle, calls
+   * on this client fail with ClientBusy (120). If another tab committed meanwhile: StoreConflict
+   * (511), nothing committed, and the messages decrypt again later under the same ids.
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
@@ -410,10 +425,12 @@ export class Client {
       try {
         outcomes = await Promise.all(pending);
       } catch (e) {
+        this.#delivering = false;
         throw new ProteusError('a batch callback\'s promise rejected; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
           cause: e,
         });
       }
+      this.#delivering = false;
       if (outcomes.includes(false)) {
         throw new ProteusError('the batch was stopped by the application before its commit', BATCH_ABORTED, 'BatchAborted');
       }
@@ -476,9 +493,13 @@ export class Client {
           return true;
         },
       };
+      // Until the callback's promises settle, a call on this client from the callback would wait
+      // for the batch, which waits for it: such calls fail with ClientBusy instead.
+      if (onMessage !== undefined) this.#delivering = true;
       try {
         raw.decryptBatch(...packed, sink);
       } catch (e) {
+        this.#delivering = false;
         // Nothing waits for these any more; keep their rejections from going unhandled.
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown) {
@@ -488,6 +509,7 @@ export class Client {
         }
         throw e;
       }
+      if (pending.length === 0) this.#delivering = false;
       return results;
     }, settle, onMessage !== undefined);
   }
@@ -525,6 +547,7 @@ export class Client {
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */
   async close() {
     if (this.#closed) return;
+    if (this.#delivering) throw busyError();
     await this.#calls
       .request('calls', () =>
         this.#store.lock(async () => {
