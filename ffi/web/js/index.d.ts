@@ -21,6 +21,8 @@ export function init(input?: WasmSource): Promise<void>;
 export const CLIENT_BUSY: 120;
 /** Code when a batch callback threw (nothing of the batch was committed). */
 export const CALLBACK_FAILED: 121;
+/** Code of `Client.open(name, { create: false })` when there is no store with an identity. */
+export const STORE_NOT_FOUND: 504;
 /** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
 export const STORAGE_FAILURE: 507;
 /**
@@ -92,6 +94,14 @@ export interface OpenOptions {
    * Error named "WebLocksUnavailableError".
    */
   allowWithoutWebLocks?: boolean;
+  /**
+   * Whether to create the store, with a new identity, if there is none (default true). With
+   * false, a missing store (never made, deleted, or evicted by the browser) fails with
+   * StoreNotFound (504) and nothing is created.
+   */
+  create?: boolean;
+  /** Whether to ask for persistent storage, navigator.storage.persist() (default true). */
+  persist?: boolean;
   /** Where to load the wasm from (default: next to this module). */
   wasm?: WasmSource;
 }
@@ -103,13 +113,27 @@ export interface OpenOptions {
  */
 export class Client {
   private constructor();
-  /** Opens (or creates, with a new identity) the client stored in IndexedDB under `name`. */
+  /**
+   * Opens (or creates, with a new identity, unless `create` is false) the client stored in
+   * IndexedDB under `name`.
+   */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
   static inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<Client>;
   /** Deletes the IndexedDB database of store `name`. */
   static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
 
+  /**
+   * Whether opening found no identity and made a new one (always true in memory). An app that
+   * had an identity on this device and sees true lost its store: tell the user.
+   */
+  readonly created: boolean;
+  /**
+   * Whether the browser granted persistent storage when asked at open (it then does not evict
+   * the store under storage pressure); undefined where unknown (Node, memory, not asked). Not
+   * awaited by open: a browser may ask the user.
+   */
+  readonly persisted: Promise<boolean | undefined>;
 
   /** Our fingerprint: lowercase hex of the identity key. */
   fingerprint(): Promise<string>;

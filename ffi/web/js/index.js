@@ -22,7 +22,7 @@ import {
 } from './proteus_web.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { init, requireInit } from './init.js';
-import { CommitConflict, IdbStore, LocalLocks, MemoryStore, storeLocks } from './stores.js';
+import { CommitConflict, IdbStore, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
 
 export { init };
 
@@ -32,6 +32,7 @@ export const CALLBACK_FAILED = 121;
 /** The native code of a batch the application stopped (ClientError::BatchAborted). */
 const BATCH_ABORTED = 108;
 /** The store's codes (StoreError natively) that the package raises itself; 511 is web only. */
+export const STORE_NOT_FOUND = 504;
 export const STORAGE_FAILURE = 507;
 export const STORE_CONFLICT = 511;
 export const INTERNAL = 599;
@@ -85,6 +86,10 @@ function conflictError(cause) {
   );
 }
 
+function notFoundError(name) {
+  return new ProteusError(`no store proteus:${name} with an identity (opened with create: false)`, STORE_NOT_FOUND, 'StoreNotFound');
+}
+
 const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
 
 function closedError() {
@@ -128,36 +133,45 @@ export class Client {
   /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
   #delivering = false;
 
-  constructor(token, raw, store, version) {
+  constructor(token, raw, store, version, created, persisted) {
     if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
     this.#raw = raw;
     this.#store = store;
     this.#version = version;
+    /** Whether opening found no identity in the store and made a new one. */
+    this.created = created;
+    /** A Promise of whether the browser granted persistent storage (undefined: unknown). */
+    this.persisted = persisted;
   }
 
   /**
    * Opens the client stored in IndexedDB under `name`, creating it (with a new identity) if
-   * there is none. Without Web Locks, refuses unless `allowWithoutWebLocks` is true. Other
-   * options: `indexedDB` (an IDBFactory, default the global one), `locks` (a LockManager,
-   * default navigator.locks), `wasm` (what init() takes).
+   * there is none, unless `create` is false: then a missing store fails with StoreNotFound (504).
+   * `client.created` says whether a new identity was made. Asks for persistent storage
+   * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without Web
+   * Locks, refuses unless `allowWithoutWebLocks` is true. Other options: `indexedDB` (an
+   * IDBFactory, default the global one), `locks` (a LockManager, default navigator.locks),
+   * `wasm` (what init() takes).
    */
   static async open(name, options = {}) {
     if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
     const locks = storeLocks(options);
+    const create = options.create !== false;
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, tableNames(), { indexedDB: options.indexedDB, locks });
+      store = await IdbStore.open(name, tableNames(), { indexedDB: options.indexedDB, locks, create });
     } catch (e) {
-      throw storageFailure(e);
+      throw e instanceof StoreMissing ? notFoundError(name) : storageFailure(e);
     }
-    return Client.#start(store);
+    const persisted = options.persist === false ? Promise.resolve(undefined) : askPersistence();
+    return Client.#start(store, create ? undefined : name, persisted);
   }
 
   /** A client whose records live in memory only. */
   static async inMemory(options = {}) {
     await init(options.wasm);
-    return Client.#start(new MemoryStore());
+    return Client.#start(new MemoryStore(), undefined, Promise.resolve(undefined));
   }
 
   /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
@@ -169,8 +183,8 @@ export class Client {
     }
   }
 
-  /** Loads the store; an empty one gets an identity. */
-  static async #start(store) {
+  /** Loads the store; an empty one gets an identity, unless `mustExist` (its name) is given. */
+  static async #start(store, mustExist, persisted) {
     try {
       return await store.lock(async () => {
         for (let attempt = 1; ; attempt++) {
@@ -180,8 +194,10 @@ export class Client {
           } catch (e) {
             throw storageFailure(e);
           }
+          const created = loaded.records.length === 0;
+          if (created && mustExist !== undefined) throw notFoundError(mustExist);
           const raw = newRaw(loaded.records);
-          const client = new Client(CONSTRUCT, raw, store, loaded.version);
+          const client = new Client(CONSTRUCT, raw, store, loaded.version, created, persisted);
           try {
             await client.#persist();
             return client;

@@ -38,6 +38,14 @@ export class CommitConflict extends Error {
   }
 }
 
+/** Opening with `create: false` found no store of this name. */
+export class StoreMissing extends Error {
+  constructor(name) {
+    super(`no store ${name}`);
+    this.name = 'StoreMissing';
+  }
+}
+
 /**
  * The lock manager of an IndexedDB store: `locks` if given, else Web Locks (navigator.locks).
  * Without them (a plain-http origin other than localhost, an old runtime, Node), tabs cannot
@@ -62,6 +70,16 @@ export function storeLocks({ locks, allowWithoutWebLocks = false } = {}) {
   );
   e.name = 'WebLocksUnavailableError';
   throw e;
+}
+
+/** Asks the browser to keep the store under storage pressure; whether it will (undefined: unknown). */
+export async function askPersistence() {
+  try {
+    const granted = await globalThis.navigator?.storage?.persist?.();
+    return typeof granted === 'boolean' ? granted : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -156,16 +174,33 @@ export class IdbStore {
     this.#locks = locks;
   }
 
-  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks }) {
+  /**
+   * Opens (or, unless `create` is false, creates) the database of store `name`. With `create`
+   * false a missing database is not created: StoreMissing.
+   */
+  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks, create = true }) {
     if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
     const req = indexedDB.open(databaseName(name), DB_VERSION);
-    req.onupgradeneeded = () => {
+    let missing = false;
+    req.onupgradeneeded = (event) => {
+      if (event.oldVersion === 0 && !create) {
+        // Aborting the upgrade of a new database leaves no database behind.
+        missing = true;
+        req.transaction.abort();
+        return;
+      }
       const db = req.result;
       for (const table of [...tables, SYNC]) {
         if (!db.objectStoreNames.contains(table)) db.createObjectStore(table);
       }
     };
-    const db = await request(req);
+    let db;
+    try {
+      db = await request(req);
+    } catch (e) {
+      if (missing) throw new StoreMissing(databaseName(name));
+      throw e;
+    }
     const lacking = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
     if (lacking.length) {
       db.close();

@@ -4,6 +4,7 @@ import {
   Client,
   ProteusError,
   STORE_CONFLICT,
+  STORE_NOT_FOUND,
   bundleFingerprint,
   init,
   messageId,
@@ -14,8 +15,13 @@ export async function usage(): Promise<number> {
   await init();
   const alice: Client = await Client.inMemory();
   const bob = await Client.open('bob');
-  const other = await Client.open('carol', { allowWithoutWebLocks: true });
-  await other.close();
+  const isNew: boolean = bob.created;
+  const persisted: boolean | undefined = await bob.persisted;
+  const existing = await Client.open('carol', { create: false, persist: false, allowWithoutWebLocks: true }).catch((e: unknown) => {
+    if (e instanceof ProteusError && e.code === STORE_NOT_FOUND) return undefined;
+    throw e;
+  });
+  await existing?.close();
   const [{ id, bundle }] = await bob.generatePrekeys(1);
   const fp: string = bundleFingerprint(bundle);
   await alice.createSession('bob', bundle);
@@ -37,5 +43,5 @@ export async function usage(): Promise<number> {
   }
   const remaining: number = await bob.prekeysRemaining();
   await bob.close();
-  return id + remaining + results.length + fp.length;
+  return id + remaining + results.length + fp.length + Number(isNew) + Number(persisted ?? 0);
 }
