@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
-wasm="$root/target/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
+wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".

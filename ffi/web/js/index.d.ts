@@ -13,10 +13,24 @@ export type WasmSource =
 /** Loads the wasm module once (Client.open and Client.inMemory call it). */
 export function init(input?: WasmSource): Promise<void>;
 
+/**
+ * Code of a call made while a decryptBatch of the same client delivers its results (from its
+ * callback, or while the batch waits for the callback's promises): it would wait for the batch,
+ * which would wait for it. Call again once the batch has resolved.
+ */
+export const CLIENT_BUSY: 120;
 /** Code when a batch callback threw (nothing of the batch was committed). */
 export const CALLBACK_FAILED: 121;
+/** Code of `Client.open(name, { create: false })` when there is no store with an identity. */
+export const STORE_NOT_FOUND: 504;
 /** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
 export const STORAGE_FAILURE: 507;
+/**
+ * Code when another client of the store (another tab) committed first and this call could not
+ * simply run again: nothing of it was stored, the client reloaded, call again. A decryptBatch
+ * that fails so had delivered its results: they come again, with the same message ids.
+ */
+export const STORE_CONFLICT: 511;
 /** Code of a bug inside the wasm client; close the client and open the store again. */
 export const INTERNAL: 599;
 
@@ -70,8 +84,24 @@ export interface BatchResult {
 export interface OpenOptions {
   /** The IDBFactory to use (default: the global indexedDB). */
   indexedDB?: IDBFactory;
-  /** The LockManager to use (default: navigator.locks, else a queue in this JS realm). */
+  /** The LockManager to use (default: navigator.locks). */
   locks?: { request<T>(name: string, callback: () => Promise<T>): Promise<T> };
+  /**
+   * Open even without Web Locks (navigator.locks is missing on plain-http origins other than
+   * localhost): tabs then do not take turns. No message key is reused (every commit is a
+   * compare-and-swap), but calls racing another tab fail more often with StoreConflict (511)
+   * and decryptBatch results may be delivered again. Default false: open refuses with an
+   * Error named "WebLocksUnavailableError".
+   */
+  allowWithoutWebLocks?: boolean;
+  /**
+   * Whether to create the store, with a new identity, if there is none (default true). With
+   * false, a missing store (never made, deleted, or evicted by the browser) fails with
+   * StoreNotFound (504) and nothing is created.
+   */
+  create?: boolean;
+  /** Whether to ask for persistent storage, navigator.storage.persist() (default true). */
+  persist?: boolean;
   /** Where to load the wasm from (default: next to this module). */
   wasm?: WasmSource;
 }
@@ -83,12 +113,27 @@ export interface OpenOptions {
  */
 export class Client {
   private constructor();
-  /** Opens (or creates, with a new identity) the client stored in IndexedDB under `name`. */
+  /**
+   * Opens (or creates, with a new identity, unless `create` is false) the client stored in
+   * IndexedDB under `name`.
+   */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
   static inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<Client>;
   /** Deletes the IndexedDB database of store `name`. */
   static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
+
+  /**
+   * Whether opening found no identity and made a new one (always true in memory). An app that
+   * had an identity on this device and sees true lost its store: tell the user.
+   */
+  readonly created: boolean;
+  /**
+   * Whether the browser granted persistent storage when asked at open (it then does not evict
+   * the store under storage pressure); undefined where unknown (Node, memory, not asked). Not
+   * awaited by open: a browser may ask the user.
+   */
+  readonly persisted: Promise<boolean | undefined>;
 
   /** Our fingerprint: lowercase hex of the identity key. */
   fingerprint(): Promise<string>;
@@ -123,6 +168,9 @@ export class Client {
    * throw stops it too (CallbackFailed, 121): then nothing is committed. It may return a
    * Promise (an IndexedDB write): the commit waits for all of them, and a rejection
    * (CallbackFailed) or a resolution to false (BatchAborted) means nothing is committed.
+   * Until those promises settle the client is busy: calls on it fail with ClientBusy (120).
+   * If another tab committed in the meantime, the batch fails with StoreConflict (511): nothing
+   * is committed and the messages decrypt again later, with the same message ids.
    */
   decryptBatch(
     messages: QueuedMessage[],

@@ -6,25 +6,35 @@
 //     commits resolves only after its writes are stored in ONE IndexedDB transaction (so an
 //     envelope from encrypt() is returned only once the advanced chain is durable).
 //   * Client.inMemory(): records in memory only (Node, tests).
-//   * Calls on one store take turns through Web Locks (navigator.locks, across tabs) or an
-//     in-realm queue. Under the lock, a client whose store was changed by another tab reloads
-//     first, so two tabs of one client never interleave or lose commits.
+//   * Calls of one client run one at a time; calls on one store take turns across tabs through
+//     Web Locks (navigator.locks). Under the lock, a client whose store was changed by another
+//     tab reloads first. Every commit is a compare-and-swap on the store's commit counter, so
+//     even without the lock two tabs never reuse a message key or lose a commit: the loser
+//     reloads and runs its call again (or fails with StoreConflict if it delivered results).
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
-import initWasm, {
+import {
   RawClient,
   bundleFingerprint as rawBundleFingerprint,
   messageId as rawMessageId,
   prekeyMessageFingerprint as rawPrekeyMessageFingerprint,
   tableNames,
 } from './proteus_web.js';
-import { IdbStore, MemoryStore } from './stores.js';
+import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
+import { init, requireInit } from './init.js';
+import { CommitConflict, IdbStore, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
+
+export { init };
 
 /** Codes of the bindings themselves (the same in Kotlin and Swift). */
+export const CLIENT_BUSY = 120;
 export const CALLBACK_FAILED = 121;
 /** The native code of a batch the application stopped (ClientError::BatchAborted). */
 const BATCH_ABORTED = 108;
+/** The store's codes (StoreError natively) that the package raises itself; 511 is web only. */
+export const STORE_NOT_FOUND = 504;
 export const STORAGE_FAILURE = 507;
+export const STORE_CONFLICT = 511;
 export const INTERNAL = 599;
 
 /** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
@@ -59,112 +69,33 @@ function internalError(cause) {
   );
 }
 
+function busyError() {
+  return new ProteusError(
+    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
+    CLIENT_BUSY,
+    'ClientBusy',
+  );
+}
+
+function conflictError(cause) {
+  return new ProteusError(
+    'another client of this store (another tab) committed first: nothing of this call was stored, and the client reloaded the store; call again',
+    STORE_CONFLICT,
+    'StoreConflict',
+    { cause },
+  );
+}
+
+function notFoundError(name) {
+  return new ProteusError(`no store proteus:${name} with an identity (opened with create: false)`, STORE_NOT_FOUND, 'StoreNotFound');
+}
+
+const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
+
 function closedError() {
   const e = new Error('the client is closed');
   e.name = 'ClientClosedError';
   return e;
-}
-
-// --- wasm initialisation -------------------------------------------------------------------
-
-let ready;
-let initialised = false;
-
-function isNode() {
-  return typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
-}
-
-/**
- * Loads the wasm module (once). Optional: Client.open / Client.inMemory call it. `input` is what
- * wasm-bindgen's init takes (URL, Response, bytes, WebAssembly.Module); by default the .wasm
- * next to this module, read from disk in Node.
- */
-export function init(input) {
-  ready ??= (async () => {
-    let source = input;
-    if (source === undefined && isNode()) {
-      const { readFile } = await import('node:fs/promises');
-      source = await readFile(new URL('./proteus_web_bg.wasm', import.meta.url));
-    }
-    await initWasm(source === undefined ? undefined : { module_or_path: source });
-    initialised = true;
-  })().catch((e) => {
-    ready = undefined;
-    throw e;
-  });
-  return ready;
-}
-
-function requireInit() {
-  if (!initialised) throw new Error('call `await init()` first');
-}
-
-// --- arguments -----------------------------------------------------------------------------
-
-const encoder = new TextEncoder();
-
-function bytes(value, what) {
-  if (value instanceof Uint8Array) return value;
-  if (value instanceof ArrayBuffer) return new Uint8Array(value);
-  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
-  throw new TypeError(`${what} must be a Uint8Array`);
-}
-
-/** Bytes, or a string as its UTF-8 bytes. */
-function textOrBytes(value, what = 'plaintext') {
-  return typeof value === 'string' ? encoder.encode(value) : bytes(value, what);
-}
-
-function sessionId(value) {
-  if (typeof value !== 'string') throw new TypeError('a session id must be a string');
-  return value;
-}
-
-function integer(value, what, max) {
-  if (!Number.isInteger(value) || value < 0 || value > max) {
-    throw new RangeError(`${what} must be an integer from 0 to ${max}`);
-  }
-  return value;
-}
-
-/** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
-function packBatch(messages, field, toBytes) {
-  if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
-  const n = messages.length;
-  const ids = [];
-  const byId = new Map();
-  const index = new Uint32Array(n);
-  const lengths = new Uint32Array(n);
-  const parts = new Array(n);
-  let size = 0;
-  let lastId;
-  let lastK = 0;
-  for (let i = 0; i < n; i++) {
-    const message = messages[i];
-    const id = message?.sessionId;
-    if (id !== lastId) {
-      let k = byId.get(sessionId(id));
-      if (k === undefined) {
-        k = ids.length;
-        ids.push(id);
-        byId.set(id, k);
-      }
-      lastId = id;
-      lastK = k;
-    }
-    index[i] = lastK;
-    const part = toBytes(message[field]);
-    parts[i] = part;
-    lengths[i] = part.length;
-    size += part.length;
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    all.set(part, at);
-    at += part.length;
-  }
-  return [ids, index, all, lengths];
 }
 
 function newRaw(records) {
@@ -180,6 +111,12 @@ function newRaw(records) {
 const CONSTRUCT = Symbol('construct');
 
 /**
+ * How many times a call runs when its commit keeps losing the compare-and-swap to other tabs'
+ * commits (each loss means another tab's commit landed). Then it fails with StoreConflict.
+ */
+const MAX_COMMIT_ATTEMPTS = 8;
+
+/**
  * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
  * method returns a Promise; calls run one at a time, in order.
  */
@@ -191,35 +128,50 @@ export class Client {
   #closed = false;
   #failed;
   #maxCounterGap;
+  /** This client's calls, one at a time (the store's lock is for other clients, other tabs). */
+  #calls = new LocalLocks();
+  /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
+  #delivering = false;
 
-  constructor(token, raw, store, version) {
+  constructor(token, raw, store, version, created, persisted) {
     if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
     this.#raw = raw;
     this.#store = store;
     this.#version = version;
+    /** Whether opening found no identity in the store and made a new one. */
+    this.created = created;
+    /** A Promise of whether the browser granted persistent storage (undefined: unknown). */
+    this.persisted = persisted;
   }
 
   /**
    * Opens the client stored in IndexedDB under `name`, creating it (with a new identity) if
-   * there is none. Options: `indexedDB` (an IDBFactory, default the global one), `locks` (a
-   * LockManager, default navigator.locks), `wasm` (what init() takes).
+   * there is none, unless `create` is false: then a missing store fails with StoreNotFound (504).
+   * `client.created` says whether a new identity was made. Asks for persistent storage
+   * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without Web
+   * Locks, refuses unless `allowWithoutWebLocks` is true. Other options: `indexedDB` (an
+   * IDBFactory, default the global one), `locks` (a LockManager, default navigator.locks),
+   * `wasm` (what init() takes).
    */
   static async open(name, options = {}) {
     if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
+    const locks = storeLocks(options);
+    const create = options.create !== false;
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, tableNames(), options);
+      store = await IdbStore.open(name, tableNames(), { indexedDB: options.indexedDB, locks, create });
     } catch (e) {
-      throw storageFailure(e);
+      throw e instanceof StoreMissing ? notFoundError(name) : storageFailure(e);
     }
-    return Client.#start(store);
+    const persisted = options.persist === false ? Promise.resolve(undefined) : askPersistence();
+    return Client.#start(store, create ? undefined : name, persisted);
   }
 
   /** A client whose records live in memory only. */
   static async inMemory(options = {}) {
     await init(options.wasm);
-    return Client.#start(new MemoryStore());
+    return Client.#start(new MemoryStore(), undefined, Promise.resolve(undefined));
   }
 
   /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
@@ -231,24 +183,30 @@ export class Client {
     }
   }
 
-  static async #start(store) {
+  /** Loads the store; an empty one gets an identity, unless `mustExist` (its name) is given. */
+  static async #start(store, mustExist, persisted) {
     try {
       return await store.lock(async () => {
-        let loaded;
-        try {
-          loaded = await store.load();
-        } catch (e) {
-          throw storageFailure(e);
+        for (let attempt = 1; ; attempt++) {
+          let loaded;
+          try {
+            loaded = await store.load();
+          } catch (e) {
+            throw storageFailure(e);
+          }
+          const created = loaded.records.length === 0;
+          if (created && mustExist !== undefined) throw notFoundError(mustExist);
+          const raw = newRaw(loaded.records);
+          const client = new Client(CONSTRUCT, raw, store, loaded.version, created, persisted);
+          try {
+            await client.#persist();
+            return client;
+          } catch (e) {
+            raw.free();
+            // Another tab stored its new identity first: load that one.
+            if (!isConflict(e) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
+          }
         }
-        const raw = newRaw(loaded.records);
-        const client = new Client(CONSTRUCT, raw, store, loaded.version);
-        try {
-          await client.#persist();
-        } catch (e) {
-          raw.free();
-          throw e;
-        }
-        return client;
       });
     } catch (e) {
       store.close();
@@ -257,45 +215,66 @@ export class Client {
   }
 
   /**
-   * Runs `fn(raw)` under the store's lock, on fresh state, and persists what it committed.
-   * `beforePersist(result)`, if given, is awaited in between; if it throws, nothing is persisted
-   * and the next call starts from the stored state.
+   * Runs `fn(raw)` on fresh state, one call at a time and under the store's lock, and persists
+   * what it committed. `beforePersist(result)`, if given, is awaited in between; if it throws,
+   * nothing is persisted and the next call starts from the stored state. If the commit loses
+   * its compare-and-swap, the client reloads and runs `fn` again, unless `fn` has delivered
+   * results (`delivers`): then the call fails with StoreConflict.
    */
-  #run(fn, beforePersist) {
+  #run(fn, beforePersist, delivers = false) {
     if (this.#closed) return Promise.reject(closedError());
-    return this.#store.lock(async () => {
-      if (this.#closed) throw closedError();
-      if (this.#failed) throw internalError(this.#failed);
-      let current;
-      try {
-        current = this.#stale ? undefined : await this.#store.version();
-      } catch (e) {
-        throw storageFailure(e);
-      }
-      if (current !== this.#version) await this.#reload();
-      let result;
-      try {
-        result = fn(this.#raw);
-      } catch (e) {
-        if (e instanceof WebAssembly.RuntimeError) {
-          this.#failed = e;
-          throw internalError(e);
+    if (this.#delivering) return Promise.reject(busyError());
+    return this.#calls.request('calls', () =>
+      this.#store.lock(async () => {
+        for (let attempt = 1; ; attempt++) {
+          let ran = false;
+          try {
+            return await this.#attempt((raw) => {
+              ran = true;
+              return fn(raw);
+            }, beforePersist);
+          } catch (e) {
+            if (!isConflict(e) || (delivers && ran) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
+          } finally {
+            this.#delivering = false;
+          }
         }
-        // A failed call changes nothing; persist anyway should a commit be pending.
-        await this.#persist();
-        throw adopt(e);
+      }),
+    );
+  }
+
+  async #attempt(fn, beforePersist) {
+    if (this.#closed) throw closedError();
+    if (this.#failed) throw internalError(this.#failed);
+    let current;
+    try {
+      current = this.#stale ? undefined : await this.#store.version();
+    } catch (e) {
+      throw storageFailure(e);
+    }
+    if (current !== this.#version) await this.#reload();
+    let result;
+    try {
+      result = fn(this.#raw);
+    } catch (e) {
+      if (e instanceof WebAssembly.RuntimeError) {
+        this.#failed = e;
+        throw internalError(e);
       }
-      if (beforePersist !== undefined) {
-        try {
-          await beforePersist(result);
-        } catch (e) {
-          this.#stale = true;
-          throw e;
-        }
-      }
+      // A failed call changes nothing; persist anyway should a commit be pending.
       await this.#persist();
-      return result;
-    });
+      throw adopt(e);
+    }
+    if (beforePersist !== undefined) {
+      try {
+        await beforePersist(result);
+      } catch (e) {
+        this.#stale = true;
+        throw e;
+      }
+    }
+    await this.#persist();
+    return result;
   }
 
   async #reload() {
@@ -314,7 +293,10 @@ export class Client {
     await this.#persist();
   }
 
-  /** Stores the pending writes in one transaction; on failure the mirror is reloaded next call. */
+  /**
+   * Stores the pending writes in one transaction, if the store is still at our version. On
+   * failure (StorageFailure, or StoreConflict) the mirror is reloaded next call.
+   */
   async #persist() {
     let writes;
     try {
@@ -328,7 +310,7 @@ export class Client {
       this.#version = await this.#store.persist(writes, this.#version);
     } catch (e) {
       this.#stale = true;
-      throw storageFailure(e);
+      throw e instanceof CommitConflict ? conflictError(e) : storageFailure(e);
     }
   }
 
@@ -441,7 +423,9 @@ export class Client {
    * rejects or resolves to false, nothing is committed (CallbackFailed 121, BatchAborted 108).
    * Resolves to every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?,
    * alreadySeen}` once the commit is stored. Rejected messages are results, not errors. The
-   * plaintexts of a batch are views into one buffer.
+   * plaintexts of a batch are views into one buffer. Until the callback's promises settle, calls
+   * on this client fail with ClientBusy (120). If another tab committed meanwhile: StoreConflict
+   * (511), nothing committed, and the messages decrypt again later under the same ids.
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
@@ -457,10 +441,12 @@ export class Client {
       try {
         outcomes = await Promise.all(pending);
       } catch (e) {
+        this.#delivering = false;
         throw new ProteusError('a batch callback\'s promise rejected; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
           cause: e,
         });
       }
+      this.#delivering = false;
       if (outcomes.includes(false)) {
         throw new ProteusError('the batch was stopped by the application before its commit', BATCH_ABORTED, 'BatchAborted');
       }
@@ -523,9 +509,13 @@ export class Client {
           return true;
         },
       };
+      // Until the callback's promises settle, a call on this client from the callback would wait
+      // for the batch, which waits for it: such calls fail with ClientBusy instead.
+      if (onMessage !== undefined) this.#delivering = true;
       try {
         raw.decryptBatch(...packed, sink);
       } catch (e) {
+        this.#delivering = false;
         // Nothing waits for these any more; keep their rejections from going unhandled.
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown) {
@@ -535,8 +525,9 @@ export class Client {
         }
         throw e;
       }
+      if (pending.length === 0) this.#delivering = false;
       return results;
-    }, settle);
+    }, settle, onMessage !== undefined);
   }
 
   /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
@@ -572,16 +563,19 @@ export class Client {
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */
   async close() {
     if (this.#closed) return;
-    await this.#store
-      .lock(async () => {
-        if (this.#closed) return;
-        this.#closed = true;
-        try {
-          this.#raw.free();
-        } catch {
-          // a failed client may not free; its memory goes with the page
-        }
-      })
+    if (this.#delivering) throw busyError();
+    await this.#calls
+      .request('calls', () =>
+        this.#store.lock(async () => {
+          if (this.#closed) return;
+          this.#closed = true;
+          try {
+            this.#raw.free();
+          } catch {
+            // a failed client may not free; its memory goes with the page
+          }
+        }),
+      )
       .finally(() => this.#store.close());
   }
 

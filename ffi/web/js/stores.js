@@ -2,13 +2,15 @@
 //
 // A store offers: load() -> {version, records}, version() -> number, persist(writes, version)
 // -> new version (all writes in ONE transaction), lock(fn) (runs fn exclusively for this store
-// name: Web Locks across tabs, a queue within one JS realm), close(). `version` counts commits:
-// a client whose version differs from the store's was overtaken by another tab and reloads.
+// name: Web Locks across tabs), close(). `version` counts commits. persist is a compare-and-swap
+// on it: inside its transaction it reads the stored count and, if another client (another tab)
+// committed since `version`, writes nothing and throws CommitConflict. That alone rules out two
+// tabs using one message key; the lock only keeps such conflicts rare.
 
 import { DELETE, packRecords, unpackWrites } from './records.js';
 
-/** A queue per name, for runtimes without Web Locks (Node): one holder at a time. */
-class LocalLocks {
+/** A queue per name: one holder at a time, in order of request, within this JS realm. */
+export class LocalLocks {
   #tails = new Map();
 
   request(name, fn) {
@@ -28,10 +30,56 @@ class LocalLocks {
 
 const localLocks = new LocalLocks();
 
-/** Web Locks if the runtime has them (browsers, workers), else the in-realm queue. */
-export function defaultLocks() {
-  const locks = globalThis.navigator?.locks;
-  return locks && typeof locks.request === 'function' ? locks : localLocks;
+/** A commit lost its compare-and-swap: the store is at `found`, not at `expected`. */
+export class CommitConflict extends Error {
+  constructor(expected, found) {
+    super(`the store is at commit ${found}, not ${expected}: another client committed first`);
+    this.name = 'CommitConflict';
+  }
+}
+
+/** Opening with `create: false` found no store of this name. */
+export class StoreMissing extends Error {
+  constructor(name) {
+    super(`no store ${name}`);
+    this.name = 'StoreMissing';
+  }
+}
+
+/**
+ * The lock manager of an IndexedDB store: `locks` if given, else Web Locks (navigator.locks).
+ * Without them (a plain-http origin other than localhost, an old runtime, Node), tabs cannot
+ * take turns: opening then needs `allowWithoutWebLocks: true`, and uses a queue within this
+ * realm only. The compare-and-swap of every commit still keeps tabs from reusing a message key;
+ * what the app gets is more StoreConflict failures and re-delivered batches.
+ */
+export function storeLocks({ locks, allowWithoutWebLocks = false } = {}) {
+  if (locks != null) {
+    if (typeof locks.request !== 'function') throw new TypeError('locks must be a LockManager');
+    return locks;
+  }
+  const web = globalThis.navigator?.locks;
+  if (web && typeof web.request === 'function') return web;
+  if (allowWithoutWebLocks === true) return localLocks;
+  const e = new Error(
+    'Web Locks (navigator.locks) are not available here (a plain-http origin other than ' +
+      'localhost, or an old runtime), so tabs of this store cannot take turns. Serve the page ' +
+      'over https, or pass { allowWithoutWebLocks: true } to open the store anyway: no message ' +
+      'key is reused (every commit is a compare-and-swap), but calls racing another tab fail ' +
+      'more often with StoreConflict (511) and batches may be delivered again.',
+  );
+  e.name = 'WebLocksUnavailableError';
+  throw e;
+}
+
+/** Asks the browser to keep the store under storage pressure; whether it will (undefined: unknown). */
+export async function askPersistence() {
+  try {
+    const granted = await globalThis.navigator?.storage?.persist?.();
+    return typeof granted === 'boolean' ? granted : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -41,7 +89,6 @@ export function defaultLocks() {
  */
 export class MemoryStore {
   #version = 0;
-  #name = `memory:${Math.random().toString(36).slice(2)}`;
   /** Per table: hex key -> {key, value}. */
   #tables = new Map();
 
@@ -57,7 +104,8 @@ export class MemoryStore {
     return this.#version;
   }
 
-  async persist(writes) {
+  async persist(writes, version) {
+    if (version !== this.#version) throw new CommitConflict(version, this.#version);
     for (const w of unpackWrites(writes)) {
       let rows = this.#tables.get(w.table);
       if (rows === undefined) this.#tables.set(w.table, (rows = new Map()));
@@ -69,8 +117,9 @@ export class MemoryStore {
     return this.#version;
   }
 
+  /** The client's own queue orders its calls; nothing else uses this store. */
   lock(fn) {
-    return localLocks.request(this.#name, fn);
+    return fn();
   }
 
   close() {}
@@ -125,20 +174,37 @@ export class IdbStore {
     this.#locks = locks;
   }
 
-  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks = defaultLocks() } = {}) {
+  /**
+   * Opens (or, unless `create` is false, creates) the database of store `name`. With `create`
+   * false a missing database is not created: StoreMissing.
+   */
+  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks, create = true }) {
     if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
     const req = indexedDB.open(databaseName(name), DB_VERSION);
-    req.onupgradeneeded = () => {
+    let missing = false;
+    req.onupgradeneeded = (event) => {
+      if (event.oldVersion === 0 && !create) {
+        // Aborting the upgrade of a new database leaves no database behind.
+        missing = true;
+        req.transaction.abort();
+        return;
+      }
       const db = req.result;
       for (const table of [...tables, SYNC]) {
         if (!db.objectStoreNames.contains(table)) db.createObjectStore(table);
       }
     };
-    const db = await request(req);
-    const missing = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
-    if (missing.length) {
+    let db;
+    try {
+      db = await request(req);
+    } catch (e) {
+      if (missing) throw new StoreMissing(databaseName(name));
+      throw e;
+    }
+    const lacking = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
+    if (lacking.length) {
       db.close();
-      throw new Error(`IndexedDB database ${databaseName(name)} lacks ${missing.join(', ')}`);
+      throw new Error(`IndexedDB database ${databaseName(name)} lacks ${lacking.join(', ')}`);
     }
     // Let another tab upgrade or delete the database rather than block it.
     db.onversionchange = () => db.close();
@@ -176,27 +242,46 @@ export class IdbStore {
     return (await request(tx.objectStore(SYNC).get(COMMITS))) ?? 0;
   }
 
+  /**
+   * One readwrite transaction: reads the commit counter and, only if it is still `version`,
+   * applies `writes` and counts the commit. Otherwise it aborts: CommitConflict.
+   */
   async persist(writes, version) {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability: 'strict' });
     const finished = done(tx);
-    try {
-      for (const w of unpackWrites(writes)) {
-        const store = tx.objectStore(this.#tables[w.table]);
-        // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
-        if (w.op === DELETE) store.delete(w.key);
-        else store.put(w.value.slice(), w.key);
-      }
-      tx.objectStore(SYNC).put(version + 1, COMMITS);
-    } catch (e) {
+    let conflict;
+    let failure;
+    const read = tx.objectStore(SYNC).get(COMMITS);
+    // The writes are made in the read's success event, while the transaction is active.
+    read.onsuccess = () => {
+      const stored = read.result ?? 0;
       try {
-        tx.abort();
-      } catch {
-        // already finished
+        if (stored !== version) {
+          conflict = new CommitConflict(version, stored);
+          tx.abort();
+          return;
+        }
+        for (const w of unpackWrites(writes)) {
+          const store = tx.objectStore(this.#tables[w.table]);
+          // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
+          if (w.op === DELETE) store.delete(w.key);
+          else store.put(w.value.slice(), w.key);
+        }
+        tx.objectStore(SYNC).put(version + 1, COMMITS);
+      } catch (e) {
+        failure ??= e;
+        try {
+          tx.abort();
+        } catch {
+          // already finished
+        }
       }
-      finished.catch(() => {});
-      throw e;
+    };
+    try {
+      await finished;
+    } catch (e) {
+      throw conflict ?? failure ?? e;
     }
-    await finished;
     return version + 1;
   }
 

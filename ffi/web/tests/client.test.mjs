@@ -326,7 +326,7 @@ describe('decryptBatch', () => {
 
   for (const [what, store] of [
     ['in memory', () => Client.inMemory()],
-    ['on IndexedDB', () => Client.open('async-callback', { indexedDB: new IDBFactory() })],
+    ['on IndexedDB', () => Client.open('async-callback', { indexedDB: new IDBFactory(), allowWithoutWebLocks: true })],
   ]) {
     test(`a promise that rejects or resolves to false commits nothing (${what})`, async () => {
       const alice = await Client.inMemory();
@@ -443,7 +443,7 @@ describe('IndexedDB store', () => {
   test('a client survives a reopen: identity, prekeys, sessions and chains', async () => {
     const indexedDB = new IDBFactory();
     const peer = await Client.inMemory();
-    let c = await Client.open('me', { indexedDB });
+    let c = await Client.open('me', { indexedDB, allowWithoutWebLocks: true });
     const fp = await c.fingerprint();
     const bundles = await c.generatePrekeys(3);
     await peer.createSession('me', bundles[1].bundle);
@@ -451,7 +451,7 @@ describe('IndexedDB store', () => {
     const toPeer = await c.encrypt('peer', 'reply 1');
     await c.close();
 
-    c = await Client.open('me', { indexedDB });
+    c = await Client.open('me', { indexedDB, allowWithoutWebLocks: true });
     assert.equal(await c.fingerprint(), fp);
     assert.equal(await c.prekeysRemaining(), 2);
     assert.deepEqual(await c.sessionIds(), ['peer']);
@@ -463,12 +463,12 @@ describe('IndexedDB store', () => {
     await c.decryptBatch(queue);
     await c.close();
 
-    c = await Client.open('me', { indexedDB });
+    c = await Client.open('me', { indexedDB, allowWithoutWebLocks: true });
     const again = await c.decryptBatch(queue);
     assert.ok(again.every((r) => r.alreadySeen), 'the batch commit was stored');
     await c.close();
     await Client.deleteStore('me', { indexedDB });
-    c = await Client.open('me', { indexedDB });
+    c = await Client.open('me', { indexedDB, allowWithoutWebLocks: true });
     assert.notEqual(await c.fingerprint(), fp, 'a deleted store starts over');
     await c.close();
   });
@@ -476,7 +476,7 @@ describe('IndexedDB store', () => {
   test('a failed IndexedDB write rejects with StorageFailure and loses nothing', async () => {
     const indexedDB = new IDBFactory();
     const { alice: peer } = await pair();
-    const c = await Client.open('failing', { indexedDB });
+    const c = await Client.open('failing', { indexedDB, allowWithoutWebLocks: true });
     const [{ bundle }] = await c.generatePrekeys(1);
     await peer.createSession('c', bundle);
     await c.decrypt('peer', await peer.encrypt('c', 'hello'));
@@ -499,8 +499,8 @@ describe('IndexedDB store', () => {
 
   test('two clients of one store (two tabs) take turns and see each other\'s commits', async () => {
     const indexedDB = new IDBFactory();
-    const tab1 = await Client.open('shared', { indexedDB });
-    const tab2 = await Client.open('shared', { indexedDB });
+    const tab1 = await Client.open('shared', { indexedDB, allowWithoutWebLocks: true });
+    const tab2 = await Client.open('shared', { indexedDB, allowWithoutWebLocks: true });
     assert.equal(await tab1.fingerprint(), await tab2.fingerprint());
     const peer = await Client.inMemory();
     const [{ bundle }] = await tab1.generatePrekeys(1);
@@ -519,7 +519,7 @@ describe('IndexedDB store', () => {
 
   test('a damaged store is reported, not wiped', async () => {
     const indexedDB = new IDBFactory();
-    const c = await Client.open('damaged', { indexedDB });
+    const c = await Client.open('damaged', { indexedDB, allowWithoutWebLocks: true });
     const fp = await c.fingerprint();
     await c.close();
     const db = await new Promise((resolve, reject) => {
@@ -532,7 +532,7 @@ describe('IndexedDB store', () => {
     await new Promise((resolve) => {
       tx.oncomplete = resolve;
     });
-    await rejectsWith(Client.open('damaged', { indexedDB }), 503, 'StoreCorrupt');
+    await rejectsWith(Client.open('damaged', { indexedDB, allowWithoutWebLocks: true }), 503, 'StoreCorrupt');
     const tx2 = db.transaction('meta', 'readonly');
     const kept = await new Promise((resolve) => {
       const r = tx2.objectStore('meta').get(new TextEncoder().encode('identity'));
@@ -544,7 +544,7 @@ describe('IndexedDB store', () => {
   });
 
   test('without IndexedDB, open fails with StorageFailure', async () => {
-    await rejectsWith(Client.open('x', { indexedDB: null }), STORAGE_FAILURE, 'StorageFailure');
+    await rejectsWith(Client.open('x', { indexedDB: null, allowWithoutWebLocks: true }), STORAGE_FAILURE, 'StorageFailure');
     await assert.rejects(Client.open(''), TypeError);
   });
 });

@@ -1,7 +1,7 @@
 // The package in a real headless Chromium (Debian's, driven by playwright-core), pages served on
 // 127.0.0.1: IndexedDB persistence across a reload with a 1000-message queue, two pages of one
-// client committing at once, and the demo page. The peer runs in Node (the same package, in
-// memory). Run: node --test tests/browser/chromium.mjs (after ./build.sh).
+// client committing at once, the demo page, and opening with { create: false }. The peer runs in
+// Node (the same package, in memory). Run: node --test tests/browser/chromium.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '../../pkg/index.js';
@@ -141,6 +141,30 @@ describe('Chromium', () => {
     await page.click('#alice-send');
     await page.locator('#bob-log li', { hasText: 'still there?' }).waitFor();
     assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('open: { create: false } leaves no database behind; created and persisted', async () => {
+    const page = await harnessPage();
+    const seen = await page.evaluate(async () => {
+      const { Client } = await import('/ffi/web/pkg/index.js');
+      let code;
+      try {
+        await Client.open('never-made', { create: false });
+      } catch (e) {
+        code = e.code;
+      }
+      const listed = (await indexedDB.databases()).some((d) => d.name === 'proteus:never-made');
+      const made = await Client.open('made-here');
+      const created = made.created;
+      const persisted = typeof (await made.persisted);
+      await made.close();
+      const again = await Client.open('made-here', { create: false });
+      const createdAgain = again.created;
+      await again.close();
+      return { code, listed, created, persisted, createdAgain };
+    });
+    assert.deepEqual(seen, { code: 504, listed: false, created: true, persisted: 'boolean', createdAgain: false });
     await page.close();
   });
 });

@@ -1,0 +1,67 @@
+// The arguments of the package's calls: checked, and converted to what the wasm client takes.
+
+const encoder = new TextEncoder();
+
+export function bytes(value, what) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  throw new TypeError(`${what} must be a Uint8Array`);
+}
+
+/** Bytes, or a string as its UTF-8 bytes. */
+export function textOrBytes(value, what = 'plaintext') {
+  return typeof value === 'string' ? encoder.encode(value) : bytes(value, what);
+}
+
+export function sessionId(value) {
+  if (typeof value !== 'string') throw new TypeError('a session id must be a string');
+  return value;
+}
+
+export function integer(value, what, max) {
+  if (!Number.isInteger(value) || value < 0 || value > max) {
+    throw new RangeError(`${what} must be an integer from 0 to ${max}`);
+  }
+  return value;
+}
+
+/** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
+export function packBatch(messages, field, toBytes) {
+  if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
+  const n = messages.length;
+  const ids = [];
+  const byId = new Map();
+  const index = new Uint32Array(n);
+  const lengths = new Uint32Array(n);
+  const parts = new Array(n);
+  let size = 0;
+  let lastId;
+  let lastK = 0;
+  for (let i = 0; i < n; i++) {
+    const message = messages[i];
+    const id = message?.sessionId;
+    if (id !== lastId) {
+      let k = byId.get(sessionId(id));
+      if (k === undefined) {
+        k = ids.length;
+        ids.push(id);
+        byId.set(id, k);
+      }
+      lastId = id;
+      lastK = k;
+    }
+    index[i] = lastK;
+    const part = toBytes(message[field]);
+    parts[i] = part;
+    lengths[i] = part.length;
+    size += part.length;
+  }
+  const all = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    all.set(part, at);
+    at += part.length;
+  }
+  return [ids, index, all, lengths];
+}

@@ -1,0 +1,43 @@
+// Loading the wasm module, once per JS realm.
+
+import initWasm from './proteus_web.js';
+
+let ready;
+let initialised = false;
+
+function isNode() {
+  return typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
+}
+
+/**
+ * Loads the wasm module (once). Optional: Client.open / Client.inMemory call it. `input` is what
+ * wasm-bindgen's init takes (URL, Response, bytes, WebAssembly.Module); by default the .wasm
+ * next to this module, read from disk in Node.
+ */
+export function init(input) {
+  ready ??= (async () => {
+    let source = input;
+    if (source === undefined && isNode()) {
+      const { readFile } = await import('node:fs/promises');
+      source = await readFile(new URL('./proteus_web_bg.wasm', import.meta.url));
+    }
+    await initWasm(source === undefined ? undefined : { module_or_path: source });
+    initialised = true;
+  })().catch((e) => {
+    ready = undefined;
+    throw e;
+  });
+  return ready;
+}
+
+export function requireInit() {
+  if (!initialised) throw new Error('call `await init()` first');
+}
+
+function newRaw(records) {
+  try {
+    return new RawClient(records);
+  } catch (e) {
+    throw adopt(e);
+  }
+}
