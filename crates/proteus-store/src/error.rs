@@ -2,7 +2,7 @@
 //!
 //! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
 //! storage codes 502–510 (system). The bindings add 120 (client busy: a re-entrant call),
-//! 121 (the application's callback failed) and 599 (internal error), and the web package 511
+//! 121 (the application's callback failed) and 599 (internal error), and the web package 512
 //! (StoreConflict: another tab's commit won the compare-and-swap); they are reserved here.
 
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};

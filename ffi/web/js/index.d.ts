@@ -30,7 +30,7 @@ export const STORAGE_FAILURE: 507;
  * simply run again: nothing of it was stored, the client reloaded, call again. A decryptBatch
  * that fails so had delivered its results: they come again, with the same message ids.
  */
-export const STORE_CONFLICT: 511;
+export const STORE_CONFLICT: 512;
 /** Code of a bug inside the wasm client; close the client and open the store again. */
 export const INTERNAL: 599;
 
@@ -89,7 +89,7 @@ export interface OpenOptions {
   /**
    * Open even without Web Locks (navigator.locks is missing on plain-http origins other than
    * localhost): tabs then do not take turns. No message key is reused (every commit is a
-   * compare-and-swap), but calls racing another tab fail more often with StoreConflict (511)
+   * compare-and-swap), but calls racing another tab fail more often with StoreConflict (512)
    * and decryptBatch results may be delivered again. Default false: open refuses with an
    * Error named "WebLocksUnavailableError".
    */
@@ -169,7 +169,7 @@ export class Client {
    * Promise (an IndexedDB write): the commit waits for all of them, and a rejection
    * (CallbackFailed) or a resolution to false (BatchAborted) means nothing is committed.
    * Until those promises settle the client is busy: calls on it fail with ClientBusy (120).
-   * If another tab committed in the meantime, the batch fails with StoreConflict (511): nothing
+   * If another tab committed in the meantime, the batch fails with StoreConflict (512): nothing
    * is committed and the messages decrypt again later, with the same message ids.
    */
   decryptBatch(

@@ -31,10 +31,10 @@ export const CLIENT_BUSY = 120;
 export const CALLBACK_FAILED = 121;
 /** The native code of a batch the application stopped (ClientError::BatchAborted). */
 const BATCH_ABORTED = 108;
-/** The store's codes (StoreError natively) that the package raises itself; 511 is web only. */
+/** The store's codes (StoreError natively) that the package raises itself; 512 is web only. */
 export const STORE_NOT_FOUND = 504;
 export const STORAGE_FAILURE = 507;
-export const STORE_CONFLICT = 511;
+export const STORE_CONFLICT = 512;
 export const INTERNAL = 599;
 
 /** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
@@ -425,7 +425,7 @@ export class Client {
    * alreadySeen}` once the commit is stored. Rejected messages are results, not errors. The
    * plaintexts of a batch are views into one buffer. Until the callback's promises settle, calls
    * on this client fail with ClientBusy (120). If another tab committed meanwhile: StoreConflict
-   * (511), nothing committed, and the messages decrypt again later under the same ids.
+   * (512), nothing committed, and the messages decrypt again later under the same ids.
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {

@@ -66,7 +66,7 @@ export function storeLocks({ locks, allowWithoutWebLocks = false } = {}) {
       'localhost, or an old runtime), so tabs of this store cannot take turns. Serve the page ' +
       'over https, or pass { allowWithoutWebLocks: true } to open the store anyway: no message ' +
       'key is reused (every commit is a compare-and-swap), but calls racing another tab fail ' +
-      'more often with StoreConflict (511) and batches may be delivered again.',
+      'more often with StoreConflict (512) and batches may be delivered again.',
   );
   e.name = 'WebLocksUnavailableError';
   throw e;

@@ -127,5 +127,5 @@ describe('persistent storage', () => {
 test('the codes of these conditions are exported', () => {
   assert.equal(pkg.CLIENT_BUSY, 120);
   assert.equal(pkg.STORE_NOT_FOUND, 504);
-  assert.equal(pkg.STORE_CONFLICT, 511);
+  assert.equal(pkg.STORE_CONFLICT, 512);
 });

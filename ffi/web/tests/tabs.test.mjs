@@ -37,7 +37,7 @@ afterEach(() => {
 });
 
 /** The code of StoreConflict: a commit lost its compare-and-swap to another client's. */
-const STORE_CONFLICT = 511;
+const STORE_CONFLICT = 512;
 
 // --- a tiny CBOR reader (just what an envelope holds), to read an envelope's chain position --
 
@@ -212,7 +212,7 @@ describe('two tabs without a lock: every commit is a compare-and-swap', () => {
 });
 
 describe('a batch commit that lost its compare-and-swap', () => {
-  test('fails with StoreConflict (511); its messages decrypt again with the same ids', async () => {
+  test('fails with StoreConflict (512); its messages decrypt again with the same ids', async () => {
     const indexedDB = new IDBFactory();
     const alice = await Client.inMemory();
     const tab1 = await Client.open('conflict', { indexedDB, locks: noLocks });
