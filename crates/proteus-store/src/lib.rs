@@ -14,6 +14,11 @@
 //! * A failed operation changes nothing, in memory or on disk.
 //! * Opening never wipes or recreates anything: a store that cannot be read is reported
 //!   ([`StoreError::Corrupt`], distinct from [`StoreError::NotFound`]) and left as it is.
+//! * What is deleted is gone (SQLite): a used one-time prekey, a superseded session state, a
+//!   used message key or a deleted session is overwritten on disk by the commit that removes
+//!   it (`secure_delete`, and a checkpoint that empties the WAL after every commit), so a copy
+//!   of the file taken later does not decrypt messages already read. [`seal_store`] and
+//!   [`rekey_store`] leave no plaintext or old ciphertext behind either.
 //! * Encryption at rest (feature `sealed`, on by default): [`Client::open_sealed`] seals every
 //!   record with an application key (ChaCha20-Poly1305, the record's table and key as associated
 //!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key.
@@ -86,13 +91,19 @@ pub use storage::sqlite::{
 };
 
 /// Encrypts an existing, unencrypted SQLite store in place with `key`, in one transaction.
+///
+/// No plaintext remains in the file: it is first compacted (`VACUUM`, which changes no record),
+/// so that pages freed by older versions of this library are gone, and the sealing transaction
+/// overwrites every plaintext record it replaces (`secure_delete`).
 #[cfg(all(feature = "sqlite", feature = "sealed"))]
 pub fn seal_store(path: impl AsRef<std::path::Path>, key: &StoreKey) -> Result<(), StoreError> {
-    let storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
+    let mut storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
+    storage.compact()?;
     SealedStorage::seal_existing(storage, key).map(drop)
 }
 
-/// Re-encrypts a sealed SQLite store from `old` to `new`, in one transaction.
+/// Re-encrypts a sealed SQLite store from `old` to `new`, in one transaction. As with
+/// [`seal_store`], no record sealed with `old` remains in the file afterwards.
 #[cfg(all(feature = "sqlite", feature = "sealed"))]
 pub fn rekey_store(
     path: impl AsRef<std::path::Path>,
@@ -100,6 +111,8 @@ pub fn rekey_store(
     new: &StoreKey,
 ) -> Result<(), StoreError> {
     let storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
-    SealedStorage::open(storage, old)?.rekey(new)
+    let mut sealed = SealedStorage::open(storage, old)?;
+    sealed.inner_mut().compact()?;
+    sealed.rekey(new)
 }
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};

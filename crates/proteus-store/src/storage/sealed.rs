@@ -192,6 +192,12 @@ impl<S: Storage> SealedStorage<S> {
         Ok(())
     }
 
+    /// The storage underneath, for maintenance that changes no record (compaction).
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
     /// The storage underneath.
     pub fn into_inner(self) -> S {
         self.inner
