@@ -23,14 +23,22 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE staged_keys (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;",
 ];
 
-/// The settings every connection gets.
+/// The settings every connection gets, for a platform (`apple`: macOS, iOS and the other
+/// Apple systems).
 ///
 /// * `synchronous=FULL`: a commit is on disk when it returns.
 /// * `secure_delete=ON`: deleted and replaced records are overwritten with zeros, so a used
 ///   prekey, a superseded session state or a used message key is gone from the file, not
 ///   merely unlinked (forward secrecy at rest).
-fn connection_pragmas(_apple: bool) -> Vec<(&'static str, &'static str)> {
-    vec![("synchronous", "FULL"), ("secure_delete", "ON")]
+/// * `fullfsync=ON` on Apple systems only: there `fsync` does not flush the drive's cache, and
+///   a commit lost in a power cut after its envelope was sent means a reused message key.
+///   (It also covers checkpoints, which use `F_FULLFSYNC` once `fullfsync` is on.)
+fn connection_pragmas(apple: bool) -> Vec<(&'static str, &'static str)> {
+    let mut pragmas = vec![("synchronous", "FULL"), ("secure_delete", "ON")];
+    if apple {
+        pragmas.push(("fullfsync", "ON"));
+    }
+    pragmas
 }
 
 /// How to treat the path when opening.
@@ -66,8 +74,9 @@ impl Default for SqliteOptions {
 ///
 /// The file is held with an exclusive lock for as long as it is open, so a second process (or a
 /// second opener in this one) waits up to the busy timeout and then gets [`StoreError::Busy`]; it
-/// can never interleave writes. Commits are transactions in WAL mode with `synchronous=FULL`:
-/// once a commit returns, it survives a crash or a power loss.
+/// can never interleave writes. Commits are transactions in WAL mode with `synchronous=FULL`
+/// (and `fullfsync` on Apple systems): once a commit returns, it survives a crash or a power
+/// loss.
 ///
 /// What a commit deletes or replaces is gone from disk when it returns: `secure_delete` zeroes
 /// it in the database pages, and a `TRUNCATE` checkpoint after every commit moves the pages
@@ -329,6 +338,16 @@ mod tests {
             assert!(pragmas.contains(&("secure_delete", "ON")), "{pragmas:?}");
             assert!(pragmas.contains(&("synchronous", "FULL")), "{pragmas:?}");
         }
+    }
+
+    #[test]
+    fn apple_systems_flush_the_drive_cache() {
+        assert!(connection_pragmas(true).contains(&("fullfsync", "ON")));
+        assert!(
+            !connection_pragmas(false)
+                .iter()
+                .any(|(p, _)| *p == "fullfsync")
+        );
     }
 
     #[test]
