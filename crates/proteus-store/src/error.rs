@@ -1,7 +1,7 @@
 //! Errors of the client layer, each with a stable numeric code.
 //!
 //! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–510 (system). The bindings add 120 (client busy: a re-entrant call),
+//! storage codes 502–511 (system). The bindings add 120 (client busy: a re-entrant call),
 //! 121 (the application's callback failed) and 599 (internal error); they are reserved here.
 
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
@@ -39,6 +39,19 @@ pub enum StoreError {
     /// A key was given, but the store holds unsealed records; seal it first.
     #[error("the store is not encrypted")]
     NotSealed,
+    /// The store is older than the application's own record of it says: it was restored from
+    /// an old copy (a device backup, say). Using it would reuse message keys, so it is refused
+    /// and left as it is; see [`RollbackGuard`](crate::RollbackGuard).
+    #[error(
+        "the store was restored from an older copy (commit {store}, the application has seen \
+         {expected}); it is refused so that no message key is used twice"
+    )]
+    RolledBack {
+        /// The store's commit counter.
+        store: u64,
+        /// The counter the application kept outside the store.
+        expected: u64,
+    },
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
     #[error("storage failure: {0}")]
     Backend(String),
@@ -65,6 +78,7 @@ impl StoreError {
             Self::WrongKey => "WrongStoreKey",
             Self::NotSealed => "StoreNotSealed",
             Self::KeyRequired => "StoreKeyRequired",
+            Self::RolledBack { .. } => "StoreRolledBack",
         }
     }
 
@@ -80,6 +94,7 @@ impl StoreError {
             Self::WrongKey => 508,
             Self::NotSealed => 509,
             Self::KeyRequired => 510,
+            Self::RolledBack { .. } => 511,
         }
     }
 }

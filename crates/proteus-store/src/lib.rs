@@ -23,6 +23,32 @@
 //!   record with an application key (ChaCha20-Poly1305, the record's table and key as associated
 //!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key.
 //!
+//! # Backups: never restore an old copy of a store
+//!
+//! A store holds the ratchet: which message keys were used. A copy of it restored later (a
+//! device backup, a file copied back) rolls the ratchet back, and the next messages are
+//! encrypted with message keys already used — the peer's old ciphertexts and the new ones then
+//! share keys. The engine cannot tell a restored copy from the real store by itself. So:
+//!
+//! * **Keep the store out of backups.** iOS/macOS: set `isExcludedFromBackup` on the store's
+//!   file URL (`NSURLIsExcludedFromBackupKey`), and on the `-wal` file too, or put the store in
+//!   a directory excluded that way (`Caches` is not backed up but may be purged: do not use
+//!   it). Android: leave the store out of Auto Backup and device transfer, with
+//!   `android:allowBackup="false"`, or with `fullBackupContent` / `dataExtractionRules`
+//!   (Android 12+) rules that `exclude` the store file and its `-wal` for both `cloud-backup`
+//!   and `device-transfer`. Web:
+//!   browser sync does not copy IndexedDB, but copying a whole browser profile does; nothing
+//!   in a page can prevent that.
+//! * **Detect a restored copy: [`RollbackGuard`].** The application keeps a commit counter
+//!   outside the store ([`CommitCounter`]: the keychain, say, which a restored file does not
+//!   roll back); a store behind it is refused with [`StoreError::RolledBack`] (511) and left
+//!   as it is. The application then decides (start a new device identity, say); the store is
+//!   never wiped automatically. Without a guard, a restored copy opens as if nothing happened.
+//!   The guard is available to Rust applications; the bindings do not expose it yet.
+//!
+//! A device that moves to a new phone should be a new Proteus client (new identity, new
+//! sessions), not a restored copy of the old one.
+//!
 //! # Batch decryption: the contract
 //!
 //! [`Client::decrypt_batch`] takes a queue of `(session id, envelope)` and commits all session
@@ -115,4 +141,5 @@ pub fn rekey_store(
     sealed.inner_mut().compact()?;
     sealed.rekey(new)
 }
+pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};
