@@ -21,7 +21,10 @@
 //!   [`rekey_store`] leave no plaintext or old ciphertext behind either.
 //! * Encryption at rest (feature `sealed`, on by default): [`Client::open_sealed`] seals every
 //!   record with an application key (ChaCha20-Poly1305, the record's table and key as associated
-//!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key.
+//!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key. Session
+//!   ids (the contact list) are stored as keyed hashes (HMAC-SHA256 under a key derived from
+//!   the store key), the clear id sealed inside the record; stores sealed before are migrated
+//!   when first opened. See [`SealedStorage`] for what stays visible.
 //!
 //! # Backups: never restore an old copy of a store
 //!
