@@ -30,8 +30,7 @@
 //!
 //! A store holds the ratchet: which message keys were used. A copy of it restored later (a
 //! device backup, a file copied back) rolls the ratchet back, and the next messages are
-//! encrypted with message keys already used — the peer's old ciphertexts and the new ones then
-//! share keys. The engine cannot tell a restored copy from the real store by itself. So:
+//! encrypted with message keys already used for messages sent after the copy was taken. The engine cannot tell a restored copy from the real store by itself. So:
 //!
 //! * **Keep the store out of backups.** iOS/macOS: set `isExcludedFromBackup` on the store's
 //!   file URL (`NSURLIsExcludedFromBackupKey`), and on the `-wal` file too, or put the store in
@@ -39,9 +38,8 @@
 //!   it). Android: leave the store out of Auto Backup and device transfer, with
 //!   `android:allowBackup="false"`, or with `fullBackupContent` / `dataExtractionRules`
 //!   (Android 12+) rules that `exclude` the store file and its `-wal` for both `cloud-backup`
-//!   and `device-transfer`. Web:
-//!   browser sync does not copy IndexedDB, but copying a whole browser profile does; nothing
-//!   in a page can prevent that.
+//!   and `device-transfer`. Web: browser sync does not copy IndexedDB, but copying a whole
+//!   browser profile does; nothing in a page can prevent that.
 //! * **Detect a restored copy: [`RollbackGuard`].** The application keeps a commit counter
 //!   outside the store ([`CommitCounter`]: the keychain, say, which a restored file does not
 //!   roll back); a store behind it is refused with [`StoreError::RolledBack`] (511) and left
@@ -112,6 +110,7 @@ pub use batch::{Decrypted, MessageId, Progress, QueuedMessage};
 pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
+pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};
 #[cfg(feature = "sqlite")]
@@ -144,5 +143,4 @@ pub fn rekey_store(
     sealed.inner_mut().compact()?;
     sealed.rekey(new)
 }
-pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};
