@@ -1,7 +1,7 @@
 //! Errors of the client layer, each with a stable numeric code.
 //!
 //! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–510 (system). The bindings add 120 (client busy: a re-entrant call),
+//! storage codes 502–511 (system). The bindings add 120 (client busy: a re-entrant call),
 //! 121 (the application's callback failed) and 599 (internal error), and the web package 512
 //! (StoreConflict: another tab's commit won the compare-and-swap); they are reserved here.
 
@@ -40,6 +40,19 @@ pub enum StoreError {
     /// A key was given, but the store holds unsealed records; seal it first.
     #[error("the store is not encrypted")]
     NotSealed,
+    /// The store is older than the application's own record of it says: it was restored from
+    /// an old copy (a device backup, say). Using it would reuse message keys, so it is refused
+    /// and left as it is; see [`RollbackGuard`](crate::RollbackGuard).
+    #[error(
+        "the store was restored from an older copy (commit {store}, the application has seen \
+         {expected}); it is refused so that no message key is used twice"
+    )]
+    RolledBack {
+        /// The store's commit counter.
+        store: u64,
+        /// The counter the application kept outside the store.
+        expected: u64,
+    },
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
     #[error("storage failure: {0}")]
     Backend(String),
@@ -66,6 +79,7 @@ impl StoreError {
             Self::WrongKey => "WrongStoreKey",
             Self::NotSealed => "StoreNotSealed",
             Self::KeyRequired => "StoreKeyRequired",
+            Self::RolledBack { .. } => "StoreRolledBack",
         }
     }
 
@@ -81,6 +95,7 @@ impl StoreError {
             Self::WrongKey => 508,
             Self::NotSealed => 509,
             Self::KeyRequired => 510,
+            Self::RolledBack { .. } => 511,
         }
     }
 }

@@ -14,9 +14,41 @@
 //! * A failed operation changes nothing, in memory or on disk.
 //! * Opening never wipes or recreates anything: a store that cannot be read is reported
 //!   ([`StoreError::Corrupt`], distinct from [`StoreError::NotFound`]) and left as it is.
+//! * What is deleted is gone (SQLite): a used one-time prekey, a superseded session state, a
+//!   used message key or a deleted session is overwritten on disk by the commit that removes
+//!   it (`secure_delete`, and a checkpoint that empties the WAL after every commit), so a copy
+//!   of the file taken later does not decrypt messages already read. [`seal_store`] and
+//!   [`rekey_store`] leave no plaintext or old ciphertext behind either.
 //! * Encryption at rest (feature `sealed`, on by default): [`Client::open_sealed`] seals every
 //!   record with an application key (ChaCha20-Poly1305, the record's table and key as associated
-//!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key.
+//!   data); [`seal_store`] encrypts an existing store, [`rekey_store`] rotates the key. Session
+//!   ids (the contact list) are stored as keyed hashes (HMAC-SHA256 under a key derived from
+//!   the store key), the clear id sealed inside the record; stores sealed before are migrated
+//!   when first opened. See [`SealedStorage`] for what stays visible.
+//!
+//! # Backups: never restore an old copy of a store
+//!
+//! A store holds the ratchet: which message keys were used. A copy of it restored later (a
+//! device backup, a file copied back) rolls the ratchet back, and the next messages are
+//! encrypted with message keys already used for messages sent after the copy was taken. The engine cannot tell a restored copy from the real store by itself. So:
+//!
+//! * **Keep the store out of backups.** iOS/macOS: set `isExcludedFromBackup` on the store's
+//!   file URL (`NSURLIsExcludedFromBackupKey`), and on the `-wal` file too, or put the store in
+//!   a directory excluded that way (`Caches` is not backed up but may be purged: do not use
+//!   it). Android: leave the store out of Auto Backup and device transfer, with
+//!   `android:allowBackup="false"`, or with `fullBackupContent` / `dataExtractionRules`
+//!   (Android 12+) rules that `exclude` the store file and its `-wal` for both `cloud-backup`
+//!   and `device-transfer`. Web: browser sync does not copy IndexedDB, but copying a whole
+//!   browser profile does; nothing in a page can prevent that.
+//! * **Detect a restored copy: [`RollbackGuard`].** The application keeps a commit counter
+//!   outside the store ([`CommitCounter`]: the keychain, say, which a restored file does not
+//!   roll back); a store behind it is refused with [`StoreError::RolledBack`] (511) and left
+//!   as it is. The application then decides (start a new device identity, say); the store is
+//!   never wiped automatically. Without a guard, a restored copy opens as if nothing happened.
+//!   The guard is available to Rust applications; the bindings do not expose it yet.
+//!
+//! A device that moves to a new phone should be a new Proteus client (new identity, new
+//! sessions), not a restored copy of the old one.
 //!
 //! # Batch decryption: the contract
 //!
@@ -78,6 +110,7 @@ pub use batch::{Decrypted, MessageId, Progress, QueuedMessage};
 pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
+pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};
 #[cfg(feature = "sqlite")]
@@ -86,13 +119,19 @@ pub use storage::sqlite::{
 };
 
 /// Encrypts an existing, unencrypted SQLite store in place with `key`, in one transaction.
+///
+/// No plaintext remains in the file: it is first compacted (`VACUUM`, which changes no record),
+/// so that pages freed by older versions of this library are gone, and the sealing transaction
+/// overwrites every plaintext record it replaces (`secure_delete`).
 #[cfg(all(feature = "sqlite", feature = "sealed"))]
 pub fn seal_store(path: impl AsRef<std::path::Path>, key: &StoreKey) -> Result<(), StoreError> {
-    let storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
+    let mut storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
+    storage.compact()?;
     SealedStorage::seal_existing(storage, key).map(drop)
 }
 
-/// Re-encrypts a sealed SQLite store from `old` to `new`, in one transaction.
+/// Re-encrypts a sealed SQLite store from `old` to `new`, in one transaction. As with
+/// [`seal_store`], no record sealed with `old` remains in the file afterwards.
 #[cfg(all(feature = "sqlite", feature = "sealed"))]
 pub fn rekey_store(
     path: impl AsRef<std::path::Path>,
@@ -100,6 +139,8 @@ pub fn rekey_store(
     new: &StoreKey,
 ) -> Result<(), StoreError> {
     let storage = SqliteStorage::open(path, OpenMode::Existing, &SqliteOptions::default())?;
-    SealedStorage::open(storage, old)?.rekey(new)
+    let mut sealed = SealedStorage::open(storage, old)?;
+    sealed.inner_mut().compact()?;
+    sealed.rekey(new)
 }
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};

@@ -8,6 +8,8 @@
 //! | meta        | `identity`                                   | IdentityKeyPair           |
 //! | meta        | `next_prekey_id`                             | u16, big-endian           |
 //! | meta        | `sealed_check` (encrypted stores only)       | a constant, sealed        |
+//! | meta        | `commit_counter` (with a rollback guard)     | u64, big-endian           |
+//! | meta        | `sealed_ids_hashed` (encrypted stores only)  | empty, sealed             |
 //! | prekeys     | prekey id, u16 big-endian                    | PreKey                    |
 //! | sessions    | session id (UTF-8)                           | Session, no staged keys   |
 //! | staged_keys | u16 BE length ‖ session id ‖ StagedKeyId     | MessageKeys               |
@@ -23,6 +25,10 @@ pub(crate) const META_IDENTITY: &[u8] = b"identity";
 pub(crate) const META_NEXT_PREKEY_ID: &[u8] = b"next_prekey_id";
 /// Present (sealed) in an encrypted store: only the right key opens it.
 pub(crate) const META_SEAL_CHECK: &[u8] = b"sealed_check";
+/// Present (sealed) once an encrypted store keeps session ids hashed (sealed format 2).
+pub(crate) const META_SEALED_IDS_HASHED: &[u8] = b"sealed_ids_hashed";
+/// How many commits a store opened with a [`RollbackGuard`](crate::RollbackGuard) has made.
+pub(crate) const META_COMMIT_COUNTER: &[u8] = b"commit_counter";
 
 pub(crate) fn check_session_id(id: &str) -> Result<(), ClientError> {
     if id.is_empty() {

@@ -96,22 +96,69 @@ fn swapped_records_do_not_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bob.db");
     let (_alice, _) = sealed_bob(&path, &key(1));
+    let mut bob = open_sealed(&path, &key(1)).unwrap();
+    let mut carol = Client::in_memory().unwrap();
+    connect(&mut carol, "carol", &mut bob, "bob");
+    drop(bob);
     {
-        // Copy the session record under another session id, as an attacker with the file could.
+        // Swap the two session records, as an attacker with the file could (the stored keys
+        // are keyed hashes of the session ids).
         let mut raw =
             SqliteStorage::open(&path, OpenMode::Existing, &SqliteOptions::default()).unwrap();
-        let value = raw.get(Table::Sessions, b"alice").unwrap().unwrap();
-        raw.commit(&[proteus_store::Write::Put {
-            table: Table::Sessions,
-            key: b"mallory".to_vec(),
-            value,
-        }])
+        let rows = raw.scan(Table::Sessions, &[]).unwrap();
+        assert_eq!(rows.len(), 2);
+        raw.commit(&[
+            proteus_store::Write::Put {
+                table: Table::Sessions,
+                key: rows[0].0.clone(),
+                value: rows[1].1.clone(),
+            },
+            proteus_store::Write::Put {
+                table: Table::Sessions,
+                key: rows[1].0.clone(),
+                value: rows[0].1.clone(),
+            },
+        ])
         .unwrap();
     }
     let mut bob = open_sealed(&path, &key(1)).unwrap();
-    let e = store_error(bob.remote_fingerprint("mallory"));
-    assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
-    assert!(bob.remote_fingerprint("alice").is_ok());
+    for id in ["alice", "carol"] {
+        let e = store_error(bob.remote_fingerprint(id));
+        assert!(matches!(e, StoreError::Corrupt(_)), "{e:?}");
+    }
+}
+
+#[test]
+fn session_ids_are_not_stored_in_the_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bob.db");
+    let (mut alice, _) = sealed_bob(&path, &key(1));
+    let mut bob = open_sealed(&path, &key(1)).unwrap();
+    // Staged keys too: their keys start with the session id.
+    let skipped: Vec<Vec<u8>> = (0..3)
+        .map(|_| alice.encrypt("bob", b"s").unwrap())
+        .collect();
+    bob.decrypt("alice", &skipped[2]).unwrap();
+    assert_eq!(bob.session_ids().unwrap(), ["alice"]);
+    drop(bob);
+    let raw = SqliteStorage::open(&path, OpenMode::Existing, &SqliteOptions::default()).unwrap();
+    let mut keys = 0;
+    for table in [Table::Sessions, Table::StagedKeys] {
+        for (k, _) in raw.scan(table, &[]).unwrap() {
+            assert!(!k.windows(5).any(|w| w == b"alice"), "{table:?} key {k:?}");
+            keys += 1;
+        }
+    }
+    assert!(keys >= 3, "{keys}");
+    drop(raw);
+    assert!(
+        !std::fs::read(&path)
+            .unwrap()
+            .windows(5)
+            .any(|w| w == b"alice")
+    );
+    let mut bob = open_sealed(&path, &key(1)).unwrap();
+    assert_eq!(bob.decrypt("alice", &skipped[0]).unwrap(), b"s");
 }
 
 #[test]
@@ -164,4 +211,58 @@ fn sealed_memory_storage_works_like_any_storage() {
     connect(&mut alice, "alice", &mut bob, "bob");
     let m = alice.encrypt("bob", b"x").unwrap();
     assert_eq!(bob.decrypt("alice", &m).unwrap(), b"x");
+}
+
+#[test]
+fn sealed_scans_keep_key_order_and_prefixes() {
+    use proteus_store::{MemoryStorage, Write};
+    use zeroize::Zeroizing;
+    let mut s = SealedStorage::open(MemoryStorage::new(), &key(8)).unwrap();
+    let staged = |id: &str, n: u8| {
+        let mut k = u16::try_from(id.len()).unwrap().to_be_bytes().to_vec();
+        k.extend_from_slice(id.as_bytes());
+        k.push(n);
+        k
+    };
+    let put = |table, key: Vec<u8>| Write::Put {
+        table,
+        key,
+        value: Zeroizing::new(b"v".to_vec()),
+    };
+    let mut writes = Vec::new();
+    for id in ["b", "a", "ab", "c"] {
+        writes.push(put(Table::Sessions, id.as_bytes().to_vec()));
+        for n in [2, 1] {
+            writes.push(put(Table::StagedKeys, staged(id, n)));
+        }
+    }
+    s.commit(&writes).unwrap();
+    let keys = |rows: Vec<proteus_store::Record>| -> Vec<Vec<u8>> {
+        rows.into_iter().map(|(k, _)| k).collect()
+    };
+    assert_eq!(
+        keys(s.scan(Table::Sessions, &[]).unwrap()),
+        [&b"a"[..], b"ab", b"b", b"c"]
+    );
+    assert_eq!(
+        keys(s.scan(Table::Sessions, b"a").unwrap()),
+        [&b"a"[..], b"ab"]
+    );
+    let prefix_a = &staged("a", 0)[..3];
+    assert_eq!(
+        keys(s.scan(Table::StagedKeys, prefix_a).unwrap()),
+        [staged("a", 1), staged("a", 2)]
+    );
+    assert_eq!(s.scan(Table::StagedKeys, &[]).unwrap().len(), 8);
+    s.commit(&[Write::Delete {
+        table: Table::StagedKeys,
+        key: staged("ab", 1),
+    }])
+    .unwrap();
+    assert_eq!(
+        keys(s.scan(Table::StagedKeys, &staged("ab", 0)[..4]).unwrap()),
+        [staged("ab", 2)]
+    );
+    assert!(s.get(Table::Sessions, b"ab").unwrap().is_some());
+    assert!(s.get(Table::Sessions, b"abc").unwrap().is_none());
 }

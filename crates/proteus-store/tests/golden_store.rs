@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use common::{array_of, code_of, hex_of, str_of, u64_of};
 use proteus_core::{IdentityKeyPair, OsRng};
-use proteus_store::{Client, OpenMode, QueuedMessage, SqliteOptions};
+use proteus_store::{Client, OpenMode, QueuedMessage, SqliteOptions, StoreKey};
 use serde_json::{Value, json};
 
 fn golden_dir() -> PathBuf {
@@ -149,6 +149,25 @@ fn generate_golden_store_v1() {
     .unwrap();
 }
 
+/// The key of the sealed golden store.
+const GOLDEN_STORE_KEY: [u8; 32] = [0x5e; 32];
+
+#[test]
+#[ignore = "writes tests/golden/store-v1-sealed.sqlite; run once to create it"]
+fn generate_golden_sealed_store_v1() {
+    // The v1 store sealed by `seal_store` as it was before session ids were keyed-hashed
+    // (sealed record format 1, session ids in the clear).
+    let out = golden_dir().join("store-v1-sealed.sqlite");
+    if out.exists() && std::env::var("PROTEUS_WRITE_GOLDEN").as_deref() != Ok("1") {
+        println!("the sealed golden file exists; set PROTEUS_WRITE_GOLDEN=1 to overwrite it");
+        return;
+    }
+    let (_dir, path) = golden_copy();
+    proteus_store::seal_store(&path, &StoreKey::new(GOLDEN_STORE_KEY)).unwrap();
+    assert!(!wal_of(&path).exists());
+    std::fs::copy(&path, out).unwrap();
+}
+
 fn load_doc() -> Value {
     let text = std::fs::read_to_string(golden_dir().join("store-v1-queue.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -190,10 +209,39 @@ fn the_golden_store_is_schema_version_1() {
 /// Open a copy of the v1 store with the current code, decrypt the queue, reply to every peer.
 #[test]
 fn the_golden_v1_store_opens_and_decrypts_its_queue() {
-    let doc = load_doc();
-    let golden_bytes = std::fs::read(golden_dir().join("store-v1.sqlite")).unwrap();
     let (_dir, path) = golden_copy();
-    let mut bob = Client::open_with(&path, OpenMode::Existing, &SqliteOptions::default()).unwrap();
+    check_golden(&path, "store-v1.sqlite", |p| {
+        Client::open_with(p, OpenMode::Existing, &SqliteOptions::default()).unwrap()
+    });
+}
+
+/// The same with the v1 store sealed in the first sealed record format (session ids in the
+/// clear): it opens, and afterwards no session id is left in the clear in the file.
+#[test]
+fn the_sealed_golden_v1_store_opens_and_decrypts_its_queue() {
+    let golden = golden_dir().join("store-v1-sealed.sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.sqlite");
+    std::fs::copy(&golden, &path).unwrap();
+    assert!(contains(&std::fs::read(&path).unwrap(), b"alice"));
+    let key = StoreKey::new(GOLDEN_STORE_KEY);
+    check_golden(&path, "store-v1-sealed.sqlite", |p| {
+        Client::open_sealed(p, OpenMode::Existing, &SqliteOptions::default(), &key).unwrap()
+    });
+    let bytes = std::fs::read(&path).unwrap();
+    for id in ["alice", "carol", "dave"] {
+        assert!(!contains(&bytes, id.as_bytes()), "{id} is in the clear");
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn check_golden(path: &Path, golden_name: &str, open: impl Fn(&Path) -> Client) {
+    let doc = load_doc();
+    let golden_bytes = std::fs::read(golden_dir().join(golden_name)).unwrap();
+    let mut bob = open(path);
     let b = &doc["bob"];
     assert_eq!(bob.fingerprint(), str_of(&b["fingerprint"]));
     let ids: Vec<String> = array_of(&b["session_ids"])
@@ -259,15 +307,15 @@ fn the_golden_v1_store_opens_and_decrypts_its_queue() {
 
     // Reopened, the batch comes back as already seen.
     drop(bob);
-    let mut bob = Client::open(&path).unwrap();
+    let mut bob = open(path);
     let again = bob
         .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
         .unwrap();
     assert!(again.iter().all(proteus_store::Decrypted::is_already_seen));
     drop(bob);
-    assert!(!wal_of(&path).exists());
+    assert!(!wal_of(path).exists());
     assert_eq!(
-        std::fs::read(golden_dir().join("store-v1.sqlite")).unwrap(),
+        std::fs::read(golden_dir().join(golden_name)).unwrap(),
         golden_bytes,
         "the golden file itself changed"
     );

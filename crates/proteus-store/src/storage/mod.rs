@@ -6,6 +6,7 @@
 //! IndexedDB (one IndexedDB transaction per commit).
 
 mod memory;
+pub(crate) mod rollback;
 #[cfg(feature = "sealed")]
 pub(crate) mod sealed;
 #[cfg(feature = "sqlite")]

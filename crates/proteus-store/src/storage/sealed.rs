@@ -1,21 +1,39 @@
 //! Encryption at rest: a [`Storage`] that seals every record with an application key.
 //!
-//! Each value is stored as `version (1) ‖ nonce (12) ‖ ChaCha20-Poly1305(value) ‖ tag (16)`
-//! (ring), with the record's table and key as associated data, so a record moved to another key
-//! or table fails to open. Nonces are random: one key seals at most a few million records over a
-//! store's life, far below the birthday bound of 96-bit nonces. A check record sealed with the
-//! key tells a wrong key ([`StoreError::WrongKey`]) from damage, before anything is written.
+//! Each value is stored as `version (1) ‖ nonce (12) ‖ ChaCha20-Poly1305(body) ‖ tag (16)`
+//! (ring), with the record's table and stored key as associated data, so a record moved to
+//! another key or table fails to open. Nonces are random: one key seals at most a few million
+//! records over a store's life, far below the birthday bound of 96-bit nonces. A check record
+//! sealed with the key tells a wrong key ([`StoreError::WrongKey`]) from damage, before anything
+//! is written.
+//!
+//! Session ids (the contact list) are not stored in the clear: in the sessions and staged-keys
+//! tables the session id part of a key is replaced by its HMAC-SHA256 under a key derived from
+//! the store key, and the clear key travels inside the sealed body (format 2: `u16 BE key
+//! length ‖ key ‖ value`, the version byte in the associated data too). Stores sealed before
+//! (format 1, clear ids) are migrated in one commit when first opened. What stays visible to
+//! whoever has the file without the key: the number of sessions and of staged keys per
+//! session, record sizes, prekey ids, and the staged-key ids (session tag, the peer's public
+//! ratchet key, a counter), which match envelopes seen on the wire but name no one.
 
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use zeroize::Zeroizing;
 
 use super::{Record, Storage, Table, Write};
 use crate::error::StoreError;
+use crate::records::META_SEALED_IDS_HASHED;
 
-/// The format version of a sealed value.
-const SEALED_VERSION: u8 = 1;
-/// Bytes a sealed value adds to the plaintext: version, nonce and tag.
+/// Sealed format 1: the body is the value; the stored key is the record's key.
+const SEALED_V1: u8 = 1;
+/// Sealed format 2 (sessions and staged keys): the body is `u16 BE key length ‖ key ‖ value`;
+/// the stored key has the session id replaced by its keyed hash.
+const SEALED_V2: u8 = 2;
+/// Derives the session-id hashing key from the store key.
+const ID_KEY_LABEL: &[u8] = b"proteus-store sealed session ids v1";
+/// Bytes a sealed value adds to the plaintext: version, nonce and tag (records of sessions and
+/// staged keys also carry their key: 2 bytes of length and the key).
 pub const SEAL_OVERHEAD: usize = 1 + NONCE_LEN + 16;
 /// The meta record that only the right key opens; its presence marks an encrypted store.
 const CHECK_KEY: &[u8] = crate::records::META_SEAL_CHECK;
@@ -31,10 +49,18 @@ impl StoreKey {
         Self(Zeroizing::new(bytes))
     }
 
-    fn aead(&self) -> Result<LessSafeKey, StoreError> {
-        UnboundKey::new(&CHACHA20_POLY1305, self.0.as_slice())
+    fn keys(&self) -> Result<Keys, StoreError> {
+        let aead = UnboundKey::new(&CHACHA20_POLY1305, self.0.as_slice())
             .map(LessSafeKey::new)
-            .map_err(|_| StoreError::Backend("cannot use the store key".into()))
+            .map_err(|_| StoreError::Backend("cannot use the store key".into()))?;
+        let derived = hmac::sign(
+            &hmac::Key::new(hmac::HMAC_SHA256, self.0.as_slice()),
+            ID_KEY_LABEL,
+        );
+        Ok(Keys {
+            aead,
+            ids: hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref()),
+        })
     }
 }
 
@@ -44,73 +70,181 @@ impl std::fmt::Debug for StoreKey {
     }
 }
 
-/// A [`Storage`] whose records are sealed with a [`StoreKey`].
-pub struct SealedStorage<S: Storage> {
-    inner: S,
-    key: LessSafeKey,
-    rng: SystemRandom,
+/// What a store key gives: the sealing key and the session-id hashing key.
+struct Keys {
+    aead: LessSafeKey,
+    ids: hmac::Key,
 }
 
-fn aad(table: Table, key: &[u8]) -> Vec<u8> {
-    let mut aad = Vec::with_capacity(table.name().len() + 1 + key.len());
+/// Whether a table's keys hold a session id, which is stored hashed.
+fn hides_ids(table: Table) -> bool {
+    matches!(table, Table::Sessions | Table::StagedKeys)
+}
+
+/// A staged key's parts: `u16 BE length ‖ session id ‖ rest`.
+fn split_staged(key: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = key.split_first_chunk::<2>()?;
+    let len = usize::from(u16::from_be_bytes(*len));
+    (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+impl Keys {
+    fn id_hash(&self, session_id: &[u8]) -> Vec<u8> {
+        hmac::sign(&self.ids, session_id).as_ref().to_vec()
+    }
+
+    /// The key a record is stored under: its own, or with the session id hashed.
+    fn stored_key(&self, table: Table, key: &[u8]) -> Vec<u8> {
+        match table {
+            Table::Sessions => self.id_hash(key),
+            Table::StagedKeys => match split_staged(key) {
+                Some((id, rest)) => [self.id_hash(id).as_slice(), rest].concat(),
+                None => self.id_hash(key),
+            },
+            Table::Meta | Table::PreKeys => key.to_vec(),
+        }
+    }
+
+    /// The stored-key prefix under which every key starting with `prefix` is found, if there
+    /// is one (otherwise the whole table is scanned).
+    fn stored_prefix(&self, table: Table, prefix: &[u8]) -> Option<Vec<u8>> {
+        if prefix.is_empty() || !hides_ids(table) {
+            return Some(prefix.to_vec());
+        }
+        match table {
+            Table::StagedKeys => {
+                split_staged(prefix).map(|(id, rest)| [self.id_hash(id).as_slice(), rest].concat())
+            }
+            _ => None,
+        }
+    }
+
+    /// Seals `value` stored under `stored` (the record's `key` inside the body for format 2).
+    fn seal(
+        &self,
+        rng: &SystemRandom,
+        table: Table,
+        key: &[u8],
+        stored: &[u8],
+        value: &[u8],
+    ) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+        let version = if hides_ids(table) {
+            SEALED_V2
+        } else {
+            SEALED_V1
+        };
+        let mut nonce = [0u8; NONCE_LEN];
+        rng.fill(&mut nonce)
+            .map_err(|_| StoreError::Backend("no randomness for a nonce".into()))?;
+        let mut body = Zeroizing::new(Vec::with_capacity(2 + key.len() + value.len() + 16));
+        if version == SEALED_V2 {
+            let len = u16::try_from(key.len())
+                .map_err(|_| StoreError::Backend("a record key is too long to seal".into()))?;
+            body.extend_from_slice(&len.to_be_bytes());
+            body.extend_from_slice(key);
+        }
+        body.extend_from_slice(value);
+        self.aead
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(aad(version, table, stored)),
+                &mut *body,
+            )
+            .map_err(|_| StoreError::Backend("sealing failed".into()))?;
+        let mut out = Zeroizing::new(Vec::with_capacity(1 + NONCE_LEN + body.len()));
+        out.push(version);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    /// Opens a value stored under `stored`: `(record key, value)`; `None` if the store key is
+    /// wrong or the value was changed or moved.
+    fn open(&self, table: Table, stored: &[u8], sealed: &[u8]) -> Option<Record> {
+        let (&version, rest) = sealed.split_first()?;
+        if !(version == SEALED_V1 || version == SEALED_V2) || rest.len() < NONCE_LEN + 16 {
+            return None;
+        }
+        let (nonce, body) = rest.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut body = Zeroizing::new(body.to_vec());
+        let len = self
+            .aead
+            .open_in_place(nonce, Aad::from(aad(version, table, stored)), &mut body)
+            .ok()?
+            .len();
+        body.truncate(len);
+        if version == SEALED_V1 {
+            return Some((stored.to_vec(), body));
+        }
+        let (key_len, rest) = body.split_first_chunk::<2>()?;
+        let (key, value) = rest.split_at_checked(usize::from(u16::from_be_bytes(*key_len)))?;
+        Some((key.to_vec(), Zeroizing::new(value.to_vec())))
+    }
+
+    /// The write that stores `(key, value)` sealed.
+    fn put(
+        &self,
+        rng: &SystemRandom,
+        table: Table,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Write, StoreError> {
+        let stored = self.stored_key(table, key);
+        let value = self.seal(rng, table, key, &stored, value)?;
+        Ok(Write::Put {
+            table,
+            key: stored,
+            value,
+        })
+    }
+}
+
+/// The associated data: the table and the stored key; format 2 also binds the version.
+fn aad(version: u8, table: Table, stored: &[u8]) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(1 + table.name().len() + 1 + stored.len());
+    if version != SEALED_V1 {
+        aad.push(version);
+    }
     aad.extend_from_slice(table.name().as_bytes());
     aad.push(0);
-    aad.extend_from_slice(key);
+    aad.extend_from_slice(stored);
     aad
 }
 
-fn seal(
-    aead: &LessSafeKey,
-    rng: &SystemRandom,
-    table: Table,
-    key: &[u8],
-    value: &[u8],
-) -> Result<Zeroizing<Vec<u8>>, StoreError> {
-    let mut nonce = [0u8; NONCE_LEN];
-    rng.fill(&mut nonce)
-        .map_err(|_| StoreError::Backend("no randomness for a nonce".into()))?;
-    let mut out = Zeroizing::new(Vec::with_capacity(SEAL_OVERHEAD + value.len()));
-    out.push(SEALED_VERSION);
-    out.extend_from_slice(&nonce);
-    let mut body = Zeroizing::new(value.to_vec());
-    aead.seal_in_place_append_tag(
-        Nonce::assume_unique_for_key(nonce),
-        Aad::from(aad(table, key)),
-        &mut *body,
-    )
-    .map_err(|_| StoreError::Backend("sealing failed".into()))?;
-    out.extend_from_slice(&body);
-    Ok(out)
+/// A [`Storage`] whose records are sealed with a [`StoreKey`] (ChaCha20-Poly1305, the table and
+/// stored key as associated data).
+///
+/// Session ids (the contact list) are not stored in the clear: in the sessions and staged-keys
+/// tables the session id in a key is replaced by its HMAC-SHA256 under a key derived from the
+/// store key, and the clear key is sealed inside the record, so listing sessions still works.
+/// Stores sealed before (ids in the clear) are migrated in one commit when first opened.
+/// Visible to whoever has the file but not the key: the number of sessions and of staged keys
+/// per session, record sizes, prekey ids, and staged-key ids (a session tag, the peer's public
+/// ratchet key and a counter: they match envelopes seen on the wire, but name no one).
+pub struct SealedStorage<S: Storage> {
+    inner: S,
+    keys: Keys,
+    rng: SystemRandom,
 }
 
-/// Opens a sealed value; `None` if the key is wrong or the value was changed or moved.
-fn open(aead: &LessSafeKey, table: Table, key: &[u8], sealed: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
-    let (&version, rest) = sealed.split_first()?;
-    if version != SEALED_VERSION || rest.len() < NONCE_LEN + 16 {
-        return None;
-    }
-    let (nonce, body) = rest.split_at(NONCE_LEN);
-    let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-    let mut body = Zeroizing::new(body.to_vec());
-    let len = aead
-        .open_in_place(nonce, Aad::from(aad(table, key)), &mut body)
-        .ok()?
-        .len();
-    body.truncate(len);
-    Some(body)
+/// Whether a stored meta record belongs to the sealing itself (hidden from scans).
+fn is_own_meta(table: Table, key: &[u8]) -> bool {
+    table == Table::Meta && (key == CHECK_KEY || key == META_SEALED_IDS_HASHED)
 }
 
 impl<S: Storage> SealedStorage<S> {
     /// Opens sealed storage. A new (empty) storage gets the check record; one sealed with another
     /// key is refused with [`StoreError::WrongKey`]; one that holds unsealed records is refused
     /// with [`StoreError::NotSealed`] (see [`SealedStorage::seal_existing`]). Nothing is changed
-    /// when it is refused.
+    /// when it is refused. A store sealed with session ids in the clear is migrated (one
+    /// commit).
     pub fn open(mut inner: S, key: &StoreKey) -> Result<Self, StoreError> {
-        let aead = key.aead()?;
+        let keys = key.keys()?;
         let rng = SystemRandom::new();
         match inner.get(Table::Meta, CHECK_KEY)? {
-            Some(check) => match open(&aead, Table::Meta, CHECK_KEY, &check) {
-                Some(value) if value.as_slice() == CHECK_VALUE => {}
+            Some(check) => match keys.open(Table::Meta, CHECK_KEY, &check) {
+                Some((_, value)) if value.as_slice() == CHECK_VALUE => {}
                 Some(_) => {
                     return Err(StoreError::Corrupt(
                         "the seal check record is damaged".into(),
@@ -124,19 +258,42 @@ impl<S: Storage> SealedStorage<S> {
                         return Err(StoreError::NotSealed);
                     }
                 }
-                let check = seal(&aead, &rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?;
-                inner.commit(&[Write::Put {
-                    table: Table::Meta,
-                    key: CHECK_KEY.to_vec(),
-                    value: check,
-                }])?;
+                inner.commit(&[
+                    keys.put(&rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?,
+                    keys.put(&rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
+                ])?;
             }
         }
-        Ok(Self {
-            inner,
-            key: aead,
-            rng,
-        })
+        let mut sealed = Self { inner, keys, rng };
+        if sealed
+            .inner
+            .get(Table::Meta, META_SEALED_IDS_HASHED)?
+            .is_none()
+        {
+            sealed.hash_session_ids()?;
+        }
+        Ok(sealed)
+    }
+
+    /// Moves the records of a store sealed in format 1 (session ids in the clear) to hashed
+    /// ids, in one commit.
+    fn hash_session_ids(&mut self) -> Result<(), StoreError> {
+        let mut writes = Vec::new();
+        for table in [Table::Sessions, Table::StagedKeys] {
+            for (stored, sealed) in self.inner.scan(table, &[])? {
+                let (key, value) = self
+                    .keys
+                    .open(table, &stored, &sealed)
+                    .ok_or_else(|| damaged(table, &stored))?;
+                writes.push(Write::Delete { table, key: stored });
+                writes.push(self.keys.put(&self.rng, table, &key, &value)?);
+            }
+        }
+        writes.push(
+            self.keys
+                .put(&self.rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
+        );
+        self.inner.commit(&writes)
     }
 
     /// Seals every record of an unsealed storage with `key`, in one commit, and opens it.
@@ -144,52 +301,52 @@ impl<S: Storage> SealedStorage<S> {
         if inner.get(Table::Meta, CHECK_KEY)?.is_some() {
             return Err(StoreError::Corrupt("the store is sealed already".into()));
         }
-        let aead = key.aead()?;
+        let keys = key.keys()?;
         let rng = SystemRandom::new();
         let mut writes = Vec::new();
         for table in Table::ALL {
             for (k, v) in inner.scan(table, &[])? {
-                let value = seal(&aead, &rng, table, &k, &v)?;
-                writes.push(Write::Put {
-                    table,
-                    key: k,
-                    value,
-                });
+                if hides_ids(table) {
+                    writes.push(Write::Delete {
+                        table,
+                        key: k.clone(),
+                    });
+                }
+                writes.push(keys.put(&rng, table, &k, &v)?);
             }
         }
-        let check = seal(&aead, &rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?;
-        writes.push(Write::Put {
-            table: Table::Meta,
-            key: CHECK_KEY.to_vec(),
-            value: check,
-        });
+        writes.push(keys.put(&rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?);
+        writes.push(keys.put(&rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?);
         inner.commit(&writes)?;
-        Ok(Self {
-            inner,
-            key: aead,
-            rng,
-        })
+        Ok(Self { inner, keys, rng })
     }
 
     /// Re-seals every record with `new_key`, in one commit: after a crash the store is sealed
     /// entirely with the old key or entirely with the new one.
     pub fn rekey(&mut self, new_key: &StoreKey) -> Result<(), StoreError> {
-        let new = new_key.aead()?;
+        let new = new_key.keys()?;
         let mut writes = Vec::new();
         for table in Table::ALL {
-            for (k, sealed) in self.inner.scan(table, &[])? {
-                let value =
-                    open(&self.key, table, &k, &sealed).ok_or_else(|| damaged(table, &k))?;
-                writes.push(Write::Put {
-                    table,
-                    value: seal(&new, &self.rng, table, &k, &value)?,
-                    key: k,
-                });
+            for (stored, sealed) in self.inner.scan(table, &[])? {
+                let (key, value) = self
+                    .keys
+                    .open(table, &stored, &sealed)
+                    .ok_or_else(|| damaged(table, &stored))?;
+                if hides_ids(table) {
+                    writes.push(Write::Delete { table, key: stored });
+                }
+                writes.push(new.put(&self.rng, table, &key, &value)?);
             }
         }
         self.inner.commit(&writes)?;
-        self.key = new;
+        self.keys = new;
         Ok(())
+    }
+
+    /// The storage underneath, for maintenance that changes no record (compaction).
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
     }
 
     /// The storage underneath.
@@ -208,22 +365,37 @@ fn damaged(table: Table, key: &[u8]) -> StoreError {
 
 impl<S: Storage> Storage for SealedStorage<S> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
-        match self.inner.get(table, key)? {
+        let stored = self.keys.stored_key(table, key);
+        match self.inner.get(table, &stored)? {
             None => Ok(None),
-            Some(sealed) => open(&self.key, table, key, &sealed)
-                .map(Some)
-                .ok_or_else(|| damaged(table, key)),
+            Some(sealed) => match self.keys.open(table, &stored, &sealed) {
+                Some((k, value)) if k == key => Ok(Some(value)),
+                _ => Err(damaged(table, &stored)),
+            },
         }
     }
 
     fn scan(&self, table: Table, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
+        let stored_prefix = self.keys.stored_prefix(table, prefix);
         let mut out = Vec::new();
-        for (k, sealed) in self.inner.scan(table, prefix)? {
-            if table == Table::Meta && k == CHECK_KEY {
+        for (stored, sealed) in self
+            .inner
+            .scan(table, stored_prefix.as_deref().unwrap_or_default())?
+        {
+            if is_own_meta(table, &stored) {
                 continue;
             }
-            let value = open(&self.key, table, &k, &sealed).ok_or_else(|| damaged(table, &k))?;
-            out.push((k, value));
+            let (key, value) = self
+                .keys
+                .open(table, &stored, &sealed)
+                .ok_or_else(|| damaged(table, &stored))?;
+            if key.starts_with(prefix) {
+                out.push((key, value));
+            }
+        }
+        // Hashed ids come back in hash order; callers expect key order.
+        if hides_ids(table) {
+            out.sort_by(|a, b| a.0.cmp(&b.0));
         }
         Ok(out)
     }
@@ -232,12 +404,11 @@ impl<S: Storage> Storage for SealedStorage<S> {
         let mut sealed = Vec::with_capacity(writes.len());
         for write in writes {
             sealed.push(match write {
-                Write::Put { table, key, value } => Write::Put {
+                Write::Put { table, key, value } => self.keys.put(&self.rng, *table, key, value)?,
+                Write::Delete { table, key } => Write::Delete {
                     table: *table,
-                    key: key.clone(),
-                    value: seal(&self.key, &self.rng, *table, key, value)?,
+                    key: self.keys.stored_key(*table, key),
                 },
-                Write::Delete { .. } => write.clone(),
             });
         }
         self.inner.commit(&sealed)

@@ -23,6 +23,24 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE staged_keys (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;",
 ];
 
+/// The settings every connection gets, for a platform (`apple`: macOS, iOS and the other
+/// Apple systems).
+///
+/// * `synchronous=FULL`: a commit is on disk when it returns.
+/// * `secure_delete=ON`: deleted and replaced records are overwritten with zeros, so a used
+///   prekey, a superseded session state or a used message key is gone from the file, not
+///   merely unlinked (forward secrecy at rest).
+/// * `fullfsync=ON` on Apple systems only: there `fsync` does not flush the drive's cache, and
+///   a commit lost in a power cut after its envelope was sent means a reused message key.
+///   (It also covers checkpoints, which use `F_FULLFSYNC` once `fullfsync` is on.)
+fn connection_pragmas(apple: bool) -> Vec<(&'static str, &'static str)> {
+    let mut pragmas = vec![("synchronous", "FULL"), ("secure_delete", "ON")];
+    if apple {
+        pragmas.push(("fullfsync", "ON"));
+    }
+    pragmas
+}
+
 /// How to treat the path when opening.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenMode {
@@ -56,8 +74,13 @@ impl Default for SqliteOptions {
 ///
 /// The file is held with an exclusive lock for as long as it is open, so a second process (or a
 /// second opener in this one) waits up to the busy timeout and then gets [`StoreError::Busy`]; it
-/// can never interleave writes. Commits are transactions in WAL mode with `synchronous=FULL`:
-/// once a commit returns, it survives a crash or a power loss.
+/// can never interleave writes. Commits are transactions in WAL mode with `synchronous=FULL`
+/// (and `fullfsync` on Apple systems): once a commit returns, it survives a crash or a power
+/// loss.
+///
+/// What a commit deletes or replaces is gone from disk when it returns: `secure_delete` zeroes
+/// it in the database pages, and a `TRUNCATE` checkpoint after every commit moves the pages
+/// into the main file and empties the WAL, which would otherwise keep the old page images.
 #[derive(Debug)]
 pub struct SqliteStorage {
     conn: Connection,
@@ -156,8 +179,9 @@ impl SqliteStorage {
                 "cannot switch the journal to WAL (got {journal})"
             )));
         }
-        conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(backend)?;
+        for (pragma, value) in connection_pragmas(cfg!(target_vendor = "apple")) {
+            conn.pragma_update(None, pragma, value).map_err(backend)?;
+        }
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
             .map_err(backend)?;
@@ -186,7 +210,31 @@ impl SqliteStorage {
                 )));
             }
         }
-        tx.commit().map_err(backend)
+        tx.commit().map_err(backend)?;
+        // A WAL left by an older version of this library may hold deleted records.
+        self.checkpoint()
+    }
+
+    /// Copies the WAL into the main file and truncates it to zero bytes, so that the page
+    /// images of deleted records it held are gone.
+    fn checkpoint(&self) -> Result<(), StoreError> {
+        let busy: i64 = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+            .map_err(backend)?;
+        if busy != 0 {
+            return Err(StoreError::Busy);
+        }
+        Ok(())
+    }
+
+    /// Rebuilds the file with only the live records (`VACUUM`) and empties the WAL. Changes no
+    /// record; drops the free pages, which may hold records deleted before `secure_delete` was
+    /// on (stores written by older versions), before the whole store is rewritten (sealed,
+    /// rekeyed).
+    pub(crate) fn compact(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch("VACUUM").map_err(backend)?;
+        self.checkpoint()
     }
 
     /// The file.
@@ -271,13 +319,36 @@ impl Storage for SqliteStorage {
             }
         }
         // Dropping an uncommitted transaction rolls it back, so an error above changes nothing.
-        tx.commit().map_err(backend)
+        tx.commit().map_err(backend)?;
+        // The commit is durable: it must not be reported as failed. A checkpoint that fails
+        // (an I/O error) is tried again after the next commit.
+        let _ = self.checkpoint();
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::prefix_end;
+    use super::{connection_pragmas, prefix_end};
+
+    #[test]
+    fn deleted_records_are_overwritten_everywhere() {
+        for apple in [false, true] {
+            let pragmas = connection_pragmas(apple);
+            assert!(pragmas.contains(&("secure_delete", "ON")), "{pragmas:?}");
+            assert!(pragmas.contains(&("synchronous", "FULL")), "{pragmas:?}");
+        }
+    }
+
+    #[test]
+    fn apple_systems_flush_the_drive_cache() {
+        assert!(connection_pragmas(true).contains(&("fullfsync", "ON")));
+        assert!(
+            !connection_pragmas(false)
+                .iter()
+                .any(|(p, _)| *p == "fullfsync")
+        );
+    }
 
     #[test]
     fn prefix_ends() {
