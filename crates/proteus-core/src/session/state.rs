@@ -160,10 +160,12 @@ impl SessionState {
         // A new ratchet key: a DH ratchet step (spec §7.2). The seed of our next ratchet key is
         // drawn first, as Wire's implementations do, so recorded randomness replays exactly;
         // the key itself is only computed once the MAC has verified.
-        let mut seed = Zeroizing::new([0u8; 32]);
-        rng.fill_bytes(seed.as_mut_slice());
+        // A ratchet key that is no curve point is rejected before drawing: Wire's JS already
+        // refuses it while decoding, so it draws nothing either.
         let their = &msg.ratchet_key;
         let their_point = their.dh_point()?;
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(seed.as_mut_slice());
         let recv_dh = self
             .send_chain
             .ratchet_key
