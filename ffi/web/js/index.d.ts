@@ -63,7 +63,10 @@ export interface BatchResult {
   plaintext?: Uint8Array;
   errorCode?: number;
   errorKind?: string;
-  /** The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it. */
+  /**
+   * The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it.
+   * False for MessageKeyEvicted (214): that message's key was evicted and it was never decrypted.
+   */
   alreadySeen: boolean;
 }
 

@@ -4,6 +4,7 @@ use super::derived::{ChainKey, MessageKeys};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::{CounterPosition, DecodeError, DecryptError};
 use crate::keys::{KeyPair, PublicKey};
+use crate::limits::MAX_COUNTER_GAP;
 use crate::message::CipherMessage;
 use crate::secret_vec::SecretVec;
 
@@ -46,6 +47,19 @@ pub(crate) struct RecvChain {
     pub(crate) chain_key: ChainKey,
     pub(crate) ratchet_key: PublicKey,
     pub(crate) staged: SecretVec<MessageKeys>,
+    /// Every counter below this that is not staged may have had its key evicted, so a message
+    /// there is `MessageKeyEvicted`, never "already seen". Evictions always take the oldest
+    /// keys, so one watermark describes them all. Stored in the session record (key 7), not in
+    /// the chain's Wire-format map.
+    pub(crate) evicted_below: u32,
+}
+
+/// The eviction watermark to assume for a chain whose record carries none (written by Wire's
+/// implementations or an older version): evictions only ever happen with more than
+/// `MAX_COUNTER_GAP` keys staged below the chain index, so every evicted counter is below
+/// `idx - MAX_COUNTER_GAP`. Below that the engine cannot tell decrypted from evicted.
+pub(crate) fn legacy_watermark(idx: u32) -> u32 {
+    idx.saturating_sub(MAX_COUNTER_GAP)
 }
 
 /// What a successful decryption changes in a receive chain, applied only after the MAC checked.
@@ -56,6 +70,9 @@ pub(crate) enum ChainUpdate {
     Advance {
         chain_key: ChainKey,
         skipped: SecretVec<MessageKeys>,
+        /// Counters from the chain's index up to this one were skipped without being staged
+        /// (a fast-forward longer than the staged-key limit); the chain's index if none.
+        unstaged_below: u32,
     },
 }
 
@@ -65,6 +82,7 @@ impl RecvChain {
             chain_key,
             ratchet_key,
             staged: SecretVec::with_capacity(0),
+            evicted_below: 0,
         }
     }
 
@@ -78,15 +96,19 @@ impl RecvChain {
     ) -> Result<(Vec<u8>, ChainUpdate), DecryptError> {
         let (c, k) = (msg.counter, self.chain_key.idx);
         if c < k {
+            if let Some(pos) = self.staged.iter().position(|mk| mk.counter == c) {
+                let mk = self.staged.get(pos).ok_or(DecryptError::DuplicateMessage)?;
+                let plaintext = open(mk, message_bytes, mac, msg, CounterPosition::Behind)?;
+                return Ok((plaintext, ChainUpdate::UseStaged(pos)));
+            }
+            // Not staged: decrypted before, unless its key may have been evicted.
+            if c < self.evicted_below {
+                return Err(DecryptError::MessageKeyEvicted);
+            }
             if self.staged.first().is_some_and(|oldest| oldest.counter > c) {
                 return Err(DecryptError::OutdatedMessage);
             }
-            let Some(pos) = self.staged.iter().position(|mk| mk.counter == c) else {
-                return Err(DecryptError::DuplicateMessage);
-            };
-            let mk = self.staged.get(pos).ok_or(DecryptError::DuplicateMessage)?;
-            let plaintext = open(mk, message_bytes, mac, msg, CounterPosition::Behind)?;
-            return Ok((plaintext, ChainUpdate::UseStaged(pos)));
+            return Err(DecryptError::DuplicateMessage);
         }
         let gap = c - k;
         if gap > max_gap {
@@ -121,7 +143,14 @@ impl RecvChain {
         for ck in &skipped_chain_keys {
             skipped.push(ck.message_keys());
         }
-        Ok((plaintext, ChainUpdate::Advance { chain_key, skipped }))
+        Ok((
+            plaintext,
+            ChainUpdate::Advance {
+                chain_key,
+                skipped,
+                unstaged_below: k,
+            },
+        ))
     }
 
     /// Applies an update; at most `max_staged` keys stay staged, the oldest dropped first.
@@ -130,10 +159,23 @@ impl RecvChain {
             ChainUpdate::UseStaged(pos) => {
                 self.staged.remove(pos);
             }
-            ChainUpdate::Advance { chain_key, skipped } => {
+            ChainUpdate::Advance {
+                chain_key,
+                skipped,
+                unstaged_below,
+            } => {
+                // Counters from the old index up to `unstaged_below` were never staged.
+                if unstaged_below > self.chain_key.idx {
+                    self.evicted_below = self.evicted_below.max(unstaged_below);
+                }
                 self.chain_key = chain_key;
                 self.staged.extend_cloned(&skipped);
                 let excess = self.staged.len().saturating_sub(max_staged);
+                if let Some(newest_evicted) = excess.checked_sub(1).and_then(|i| self.staged.get(i))
+                {
+                    let below = newest_evicted.counter.saturating_add(1);
+                    self.evicted_below = self.evicted_below.max(below);
+                }
                 self.staged.remove_front(..excess);
             }
         }
@@ -187,8 +229,10 @@ impl RecvChain {
                 _ => d.skip()?,
             }
         }
+        let chain_key: ChainKey = required(chain_key, "receive chain key")?;
         Ok(Self {
-            chain_key: required(chain_key, "receive chain key")?,
+            evicted_below: legacy_watermark(chain_key.idx),
+            chain_key,
             ratchet_key: required(ratchet_key, "receive ratchet key")?,
             staged,
         })

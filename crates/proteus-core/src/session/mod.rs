@@ -2,6 +2,7 @@
 
 mod chain;
 mod derived;
+mod extensions;
 mod staged;
 mod state;
 
@@ -318,13 +319,28 @@ impl Session {
 
     /// `{0: 1, 1: tag, 2: local IdentityKey, 3: remote IdentityKey, 4: pending or null,
     /// 5: {tag: SessionState}}` (spec §9.1). The result holds secret keys.
+    ///
+    /// Data this engine adds (eviction watermarks) goes under new map keys that Wire's decoders
+    /// skip; see [`to_wire_bytes`](Self::to_wire_bytes) for the record without them.
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
-        self.encode(true)
+        self.encode(true, true)
     }
 
-    fn encode(&self, with_staged: bool) -> zeroize::Zeroizing<Vec<u8>> {
+    /// Exactly the fields Wire's implementations write (spec §9.1), byte-identical to their
+    /// record of the same session: for comparison with their records. Loading it back loses
+    /// what this engine adds (eviction watermarks fall back to conservative defaults).
+    pub fn to_wire_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        self.encode(true, false)
+    }
+
+    fn encode(&self, with_staged: bool, with_extensions: bool) -> zeroize::Zeroizing<Vec<u8>> {
         let mut e = Encoder::with_capacity(512 * self.states.len() + 256);
-        e.map(6)
+        let marks = if with_extensions {
+            extensions::watermarks(&self.states)
+        } else {
+            Vec::new()
+        };
+        e.map(6 + usize::from(!marks.is_empty()))
             .key(0)
             .u64(u64::from(Self::VERSION))
             .key(1)
@@ -348,6 +364,9 @@ impl Session {
             e.bytes(entry.tag.as_bytes());
             entry.state.encode(&mut e, with_staged);
         }
+        if !marks.is_empty() {
+            extensions::encode_watermarks(&mut e, &marks);
+        }
         zeroize::Zeroizing::new(e.into_bytes())
     }
 
@@ -357,6 +376,7 @@ impl Session {
         let mut d = Decoder::new(bytes);
         let (mut tag, mut local, mut remote, mut pending, mut states) =
             (None, None, None, None, None);
+        let mut marks = Vec::new();
         let mut seen = Seen::default();
         for _ in 0..d.map()? {
             match seen.key(&mut d)? {
@@ -368,6 +388,7 @@ impl Session {
                 3 => remote = Some(IdentityKey::decode(&mut d)?),
                 4 => pending = Some(decode_pending(&mut d)?),
                 5 => states = Some(decode_states(&mut d)?),
+                extensions::WATERMARKS_KEY => marks = extensions::decode_watermarks(&mut d)?,
                 _ => d.skip()?,
             }
         }
@@ -375,7 +396,8 @@ impl Session {
         if local.is_some_and(|l| &l != identity) {
             return Err(DecodeError::LocalIdentityChanged);
         }
-        let states = required(states, "session states")?;
+        let mut states = required(states, "session states")?;
+        extensions::apply_watermarks(&mut states, &marks);
         let mut session = Self::empty(
             *identity,
             required(remote, "remote identity")?,

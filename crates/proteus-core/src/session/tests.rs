@@ -127,23 +127,42 @@ fn too_distant_within_a_used_chain_is_212() {
 }
 
 #[test]
-fn keys_older_than_the_staged_window_are_outdated() {
+fn keys_older_than_the_staged_window_are_evicted_not_already_seen() {
     let mut p = established();
     let sent: Vec<Envelope> = (0..1500u32)
         .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
         .collect();
     p.deliver_to_bob(&sent[900]).unwrap();
+    p.deliver_to_bob(&sent[10]).unwrap();
     p.deliver_to_bob(&sent[1499]).unwrap();
-    // 900 + 598 keys were staged; the oldest were evicted to keep 1000.
+    // 899 + 598 keys were staged; the oldest 497 (0..=497 but 10) were evicted to keep 1000.
     assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
-    assert!(matches!(
-        p.rejected_by_bob(&sent[0]),
-        DecryptError::OutdatedMessage
-    ));
+    // Counter 0 was never decrypted: its key is gone, and it must not pass for a duplicate.
+    let err = p.rejected_by_bob(&sent[0]);
+    assert_eq!((err.code(), err.kind()), (214, "MessageKeyEvicted"));
+    assert!(
+        !err.is_already_seen(),
+        "an evicted message reported as seen"
+    );
+    // Below the watermark the engine cannot tell decrypted from evicted: still not "seen".
+    assert!(!p.rejected_by_bob(&sent[10]).is_already_seen());
+    // Above it, a message decrypted before is a duplicate.
+    assert_eq!(p.deliver_to_bob(&sent[499]).unwrap(), 499u32.to_be_bytes());
+    assert_eq!(p.rejected_by_bob(&sent[499]).code(), 209);
     assert_eq!(
         p.deliver_to_bob(&sent[1400]).unwrap(),
         1400u32.to_be_bytes()
     );
+    // The watermark (498) is stored with the session: 499 stays a duplicate after a reload.
+    let reloaded = Session::from_bytes(p.b.local_identity(), &p.b.to_bytes()).unwrap();
+    assert_eq!(reloaded.to_bytes(), p.b.to_bytes());
+    p.b = reloaded;
+    assert_eq!(p.rejected_by_bob(&sent[499]).code(), 209);
+    assert_eq!(p.rejected_by_bob(&sent[0]).code(), 214);
+    // A record without it (Wire's format) assumes the worst below idx - 1000 (500).
+    p.b = Session::from_bytes(p.b.local_identity(), &p.b.to_wire_bytes()).unwrap();
+    assert_eq!(p.rejected_by_bob(&sent[499]).code(), 214);
+    assert_eq!(p.rejected_by_bob(&sent[1400]).code(), 209);
 }
 
 #[test]
@@ -324,6 +343,9 @@ fn error_codes_are_stable() {
     );
     assert_eq!(DecryptError::OutdatedMessage.code(), 208);
     assert_eq!(DecryptError::DuplicateMessage.code(), 209);
+    assert_eq!(DecryptError::MessageKeyEvicted.code(), 214);
+    assert!(DecryptError::OutdatedMessage.is_already_seen());
+    assert!(!DecryptError::MessageKeyEvicted.is_already_seen());
     assert_eq!(DecodeError::LocalIdentityChanged.code(), 300);
     assert_eq!(DecodeError::UnknownMessageType(3).code(), 302);
     assert_eq!(DecodeError::InvalidKey("x").code(), 409);

@@ -54,6 +54,21 @@ final class ErrorTests: XCTestCase {
         }
     }
 
+    func testMessageKeyEvicted214IsNotAlreadySeen() throws {
+        let (alice, bob) = try establishedPair()
+        let sent = try (0..<1500).map { try alice.encrypt(sessionId: "bob", plaintext: bytes("m\($0)")) }
+        XCTAssertEqual(text(try bob.decrypt(sessionId: "alice", envelope: sent[900])), "m900")
+        // 1498 keys skipped in all; only the newest 1000 are kept, so message 0's is gone.
+        XCTAssertEqual(text(try bob.decrypt(sessionId: "alice", envelope: sent[1499])), "m1499")
+        expectError(214, "MessageKeyEvicted") { _ = try bob.decrypt(sessionId: "alice", envelope: sent[0]) }
+        let collector = Collector()
+        let summary = try bob.decryptBatch(queue: [QueuedMessage(sessionId: "alice", envelope: sent[1])], delivery: collector)
+        XCTAssertEqual(summary, BatchSummary(total: 1, decrypted: 0, alreadySeen: 0, failed: 1))
+        let r = collector.results[0]
+        XCTAssertEqual(r.errorCode, 214)
+        XCTAssertFalse(r.alreadySeen)
+    }
+
     func testDecodingErrors3xxAndLocalIdentity300() throws {
         let client = try Client.inMemory()
         for garbage in [Data(), Data([1]), Data([0xa1, 0x00]), Data(repeating: 0x5a, count: 64)] {

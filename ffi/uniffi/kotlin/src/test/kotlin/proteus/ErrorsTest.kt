@@ -82,6 +82,22 @@ class ErrorsTest {
     }
 
     @Test
+    fun `214 - a skipped message whose key was evicted is not already seen`() {
+        val (alice, bob) = establishedPair()
+        val sent = (0 until 1500).map { alice.encrypt("bob", bytes("m$it")) }
+        assertEquals("m900", text(bob.decrypt("alice", sent[900])))
+        // 1498 keys skipped in all; only the newest 1000 are kept, so message 0's is gone.
+        assertEquals("m1499", text(bob.decrypt("alice", sent[1499])))
+        expectError(214, "MessageKeyEvicted") { bob.decrypt("alice", sent[0]) }
+        val collector = Collector()
+        val summary = bob.decryptBatch(listOf(QueuedMessage("alice", sent[1])), collector)
+        assertEquals(BatchSummary(1u, 0u, 0u, 1u), summary)
+        val r = collector.results.single()
+        assertEquals(214 to false, r.errorCode to r.alreadySeen)
+        assertEquals("m1400", text(bob.decrypt("alice", sent[1400])))
+    }
+
+    @Test
     fun `decoding errors - 3xx for bytes that are not what they claim`() {
         val client = Client.inMemory()
         for (garbage in listOf(byteArrayOf(), byteArrayOf(0x01), byteArrayOf(0xa1.toByte(), 0x00), ByteArray(64) { 0x5a })) {
