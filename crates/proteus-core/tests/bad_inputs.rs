@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use proteus_core::limits::{MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN};
+use proteus_core::limits::{MAX_COUNTER_GAP, MAX_FAST_FORWARD, MAX_PLAINTEXT_LEN};
 use proteus_core::{
     DecryptError, Envelope, IdentityKeyPair, Message, PreKey, PreKeyBundle, PreKeyId, PublicKey,
     Session, SessionTag,
@@ -309,9 +309,15 @@ fn catalogue(f: &Fixture) -> Vec<Case> {
         })),
         &[205],
     ));
+    // A gap over the staged-key limit is fast-forwarded, so the altered message fails its MAC.
     cases.push(case(
         "counter gap of 1001",
         Input::ToSession(altered(f, |m| cipher(m).counter += MAX_COUNTER_GAP + 1)),
+        &[207],
+    ));
+    cases.push(case(
+        "counter gap over MAX_FAST_FORWARD",
+        Input::ToSession(altered(f, |m| cipher(m).counter += MAX_FAST_FORWARD + 1)),
         &[212],
     ));
     cases.push(case(

@@ -4,7 +4,7 @@ use super::derived::{ChainKey, MessageKeys};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::{CounterPosition, DecodeError, DecryptError};
 use crate::keys::{KeyPair, PublicKey};
-use crate::limits::MAX_COUNTER_GAP;
+use crate::limits::{MAX_COUNTER_GAP, MAX_FAST_FORWARD};
 use crate::message::CipherMessage;
 use crate::secret_vec::SecretVec;
 
@@ -92,7 +92,7 @@ impl RecvChain {
         message_bytes: &[u8],
         mac: &[u8; 32],
         msg: &CipherMessage,
-        max_gap: u32,
+        max_staged: u32,
     ) -> Result<(Vec<u8>, ChainUpdate), DecryptError> {
         let (c, k) = (msg.counter, self.chain_key.idx);
         if c < k {
@@ -111,21 +111,26 @@ impl RecvChain {
             return Err(DecryptError::DuplicateMessage);
         }
         let gap = c - k;
-        if gap > max_gap {
-            return Err(DecryptError::TooDistantFuture {
-                gap: u64::from(gap),
-                chain_start: k == 0,
-            });
+        let too_distant = || DecryptError::TooDistantFuture {
+            gap: u64::from(gap),
+            chain_start: k == 0,
+        };
+        if gap > MAX_FAST_FORWARD {
+            return Err(too_distant());
         }
-        // Step the chain key to the message's counter; message keys of the skipped indices are
-        // derived only once the MAC has verified, so a forged counter costs one HMAC per step.
-        let mut skipped_chain_keys = Vec::with_capacity(gap as usize);
+        // Step the chain key to the message's counter. Only the chain keys of the last
+        // `max_staged` skipped indices are kept (the older ones would be evicted at once), and
+        // their message keys are derived only once the MAC has verified: a forged counter
+        // costs one HMAC per step and no memory beyond the kept keys.
+        let keep = gap.min(max_staged);
+        let first_staged = c - keep;
         let mut ck = self.chain_key.clone();
+        while ck.idx < first_staged {
+            ck = ck.next().ok_or_else(too_distant)?;
+        }
+        let mut skipped_chain_keys = Vec::with_capacity(keep as usize);
         while ck.idx < c {
-            let next = ck.next().ok_or(DecryptError::TooDistantFuture {
-                gap: u64::from(gap),
-                chain_start: k == 0,
-            })?;
+            let next = ck.next().ok_or_else(too_distant)?;
             skipped_chain_keys.push(ck);
             ck = next;
         }
@@ -134,10 +139,7 @@ impl RecvChain {
         } else {
             CounterPosition::Ahead
         };
-        let (mk, chain_key) = ck.step().ok_or(DecryptError::TooDistantFuture {
-            gap: u64::from(gap),
-            chain_start: k == 0,
-        })?;
+        let (mk, chain_key) = ck.step().ok_or_else(too_distant)?;
         let plaintext = open(&mk, message_bytes, mac, msg, position)?;
         let mut skipped = SecretVec::with_capacity(skipped_chain_keys.len());
         for ck in &skipped_chain_keys {
@@ -148,7 +150,7 @@ impl RecvChain {
             ChainUpdate::Advance {
                 chain_key,
                 skipped,
-                unstaged_below: k,
+                unstaged_below: first_staged,
             },
         ))
     }

@@ -160,13 +160,15 @@ impl Session {
         self.states.len()
     }
 
-    /// The largest counter gap accepted (default [`MAX_COUNTER_GAP`]); it is also how many
-    /// skipped-message keys each receive chain keeps. Not persisted: set it after loading.
+    /// How many skipped-message keys each receive chain keeps (default [`MAX_COUNTER_GAP`]);
+    /// older ones are evicted (`MessageKeyEvicted`, 214). The gap a message may skip is bounded
+    /// separately, by [`MAX_FAST_FORWARD`](crate::limits::MAX_FAST_FORWARD). Not persisted:
+    /// set it after loading.
     pub fn max_counter_gap(&self) -> u32 {
         self.max_counter_gap
     }
 
-    /// Raises (or lowers) the counter-gap limit, clamped to
+    /// Raises (or lowers) the staged-key limit, clamped to
     /// `MAX_COUNTER_GAP..=MAX_CONFIGURABLE_COUNTER_GAP`.
     pub fn set_max_counter_gap(&mut self, gap: u32) {
         self.max_counter_gap = gap.clamp(MAX_COUNTER_GAP, MAX_CONFIGURABLE_COUNTER_GAP);
@@ -229,17 +231,20 @@ impl Session {
         envelope: &Envelope,
     ) -> Result<Vec<u8>, DecryptError> {
         let msg = envelope.message().cipher_message();
-        let max_gap = self.max_counter_gap;
+        let max_staged = self.max_counter_gap;
         let entry = self
             .states
             .iter_mut()
             .find(|e| e.tag == msg.session_tag)
             .ok_or(DecryptError::UnknownSessionTag)?;
-        let (plaintext, update) =
-            entry
-                .state
-                .decrypt(rng, envelope.message_bytes(), envelope.mac(), msg, max_gap)?;
-        entry.state.apply(update, max_gap as usize);
+        let (plaintext, update) = entry.state.decrypt(
+            rng,
+            envelope.message_bytes(),
+            envelope.mac(),
+            msg,
+            max_staged,
+        )?;
+        entry.state.apply(update, max_staged as usize);
         self.pending_prekey = None;
         self.session_tag = msg.session_tag;
         Ok(plaintext)
@@ -266,15 +271,15 @@ impl Session {
             &pkm.identity_key,
             &pkm.base_key,
         )?;
-        let max_gap = self.max_counter_gap;
+        let max_staged = self.max_counter_gap;
         let (plaintext, update) = state.decrypt(
             rng,
             envelope.message_bytes(),
             envelope.mac(),
             &pkm.message,
-            max_gap,
+            max_staged,
         )?;
-        state.apply(update, max_gap as usize);
+        state.apply(update, max_staged as usize);
         if !id.is_last_resort() {
             prekeys
                 .remove(id)
