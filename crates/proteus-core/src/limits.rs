@@ -34,6 +34,12 @@ pub const MAX_RECV_CHAINS: usize = 5;
 /// than the current one is evicted, so at most `MAX_SESSION_STATES - 1` remain.
 pub const MAX_SESSION_STATES: usize = 100;
 
+/// Base keys of the handshakes that created states of a session, kept (oldest dropped first) so
+/// that a replayed PreKeyMessage is refused as a duplicate instead of building its state again,
+/// even after the state was evicted. Twice [`MAX_SESSION_STATES`]; 32 bytes each in the record,
+/// and below the 1000-element arrays Wire's decoders skip.
+pub const MAX_SESSION_BASE_KEYS: usize = 2 * MAX_SESSION_STATES;
+
 /// Largest byte string a decoder accepts (5 MiB), as in Wire's codecs.
 pub const MAX_BYTES_LEN: usize = 5 * 1024 * 1024;
 

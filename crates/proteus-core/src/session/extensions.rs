@@ -5,6 +5,8 @@
 //! none of them is byte-identical to Wire's. A record without them (Wire's, or an older
 //! version's) loads with conservative defaults.
 //!
+//! * key 6, base keys: `[bstr(32), …]`, oldest first, of the handshakes that created states
+//!   (at most [`MAX_SESSION_BASE_KEYS`]), so a replayed PreKeyMessage is refused.
 //! * key 7, eviction watermarks: `[[tag bstr(16), ratchet key bstr(32), u32 watermark], …]` for
 //!   each receive chain whose watermark differs from [`legacy_watermark`].
 
@@ -13,8 +15,31 @@ use super::chain::legacy_watermark;
 use crate::cbor::{Decoder, Encoder};
 use crate::error::DecodeError;
 use crate::keys::PublicKey;
+use crate::limits::MAX_SESSION_BASE_KEYS;
 use crate::message::SessionTag;
 use crate::secret_vec::SecretVec;
+
+/// Map key of the base keys.
+pub(super) const BASE_KEYS_KEY: u8 = 6;
+
+pub(super) fn encode_base_keys(e: &mut Encoder, keys: &[PublicKey]) {
+    e.key(BASE_KEYS_KEY).array(keys.len());
+    for key in keys {
+        e.bytes(key.as_bytes());
+    }
+}
+
+/// The newest [`MAX_SESSION_BASE_KEYS`] are kept if a record holds more.
+pub(super) fn decode_base_keys(d: &mut Decoder<'_>) -> Result<Vec<PublicKey>, DecodeError> {
+    let n = d.array()?;
+    let mut keys = Vec::with_capacity(n.min(MAX_SESSION_BASE_KEYS));
+    for _ in 0..n {
+        keys.push(PublicKey::from_bytes(d.fixed::<32>("base key")?));
+    }
+    let excess = keys.len().saturating_sub(MAX_SESSION_BASE_KEYS);
+    keys.drain(..excess);
+    Ok(keys)
+}
 
 /// Map key of the eviction watermarks.
 pub(super) const WATERMARKS_KEY: u8 = 7;

@@ -349,11 +349,14 @@ fn states_are_evicted_below_the_limit() {
         assert!(b.state_count() < MAX_SESSION_STATES);
     }
     assert_eq!(b.state_count(), MAX_SESSION_STATES - 1);
-    // The first state was the oldest: it is gone, and its next message builds a new state.
+    // The first state was the oldest: it is gone. Its handshake's base key is remembered, so
+    // its PreKeyMessages no longer build a state again (that is what a replay does).
     let again = first.encrypt(b"again").unwrap();
     assert_eq!(
-        b.decrypt(rng, &bob, &mut prekeys, &again).unwrap(),
-        b"again"
+        b.decrypt(rng, &bob, &mut prekeys, &again)
+            .unwrap_err()
+            .code(),
+        209
     );
 }
 
@@ -415,4 +418,81 @@ fn decoded_envelopes_borrow_their_bytes_and_owned_ones_still_decrypt() {
             .unwrap(),
         b"borrowed"
     );
+}
+
+#[test]
+fn a_replayed_last_resort_prekey_message_never_replaces_a_live_state() {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let last_resort = PreKey::last_resort(rng);
+    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
+    let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
+    let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+    // Recorded by a relay or an observer.
+    let first = a.encrypt(b"first").unwrap();
+    let mut p = Pair {
+        b: Session::init_from_message(rng, &bob, &mut prekeys, &first)
+            .unwrap()
+            .session,
+        alice,
+        bob,
+        a,
+        prekeys,
+    };
+    // More ratchet turns than receive chains are kept: the first chain is gone at Bob's.
+    for turn in 0..=MAX_RECV_CHAINS {
+        let to_alice = p.b.encrypt(format!("b{turn}").as_bytes()).unwrap();
+        p.deliver_to_alice(&to_alice).unwrap();
+        let to_bob = p.a.encrypt(format!("a{turn}").as_bytes()).unwrap();
+        p.deliver_to_bob(&to_bob).unwrap();
+    }
+    // The replay authenticates but its handshake made the live state: a duplicate.
+    let err = p.rejected_by_bob(&first);
+    assert!(matches!(err, DecryptError::DuplicateMessage), "{err:?}");
+    assert!(p.prekeys.contains_key(&PreKeyId::LAST_RESORT));
+    // Both directions still work.
+    let next = p.a.encrypt(b"still here").unwrap();
+    assert_eq!(p.deliver_to_bob(&next).unwrap(), b"still here");
+    let back = p.b.encrypt(b"me too").unwrap();
+    assert_eq!(p.deliver_to_alice(&back).unwrap(), b"me too");
+    // The base key is stored with the session; a record in Wire's format still has the tag.
+    let Message::PreKey(pkm) = first.message() else {
+        panic!("the first message carries the prekey header");
+    };
+    let base_key = pkm.base_key;
+    for (bytes, has_base_key) in [(p.b.to_bytes(), true), (p.b.to_wire_bytes(), false)] {
+        p.b = Session::from_bytes(p.b.local_identity(), &bytes).unwrap();
+        assert_eq!(p.b.has_seen_base_key(&base_key), has_base_key);
+        assert_eq!(p.rejected_by_bob(&first).code(), 209);
+    }
+}
+
+#[test]
+fn a_replay_is_refused_after_its_state_was_evicted() {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let last_resort = PreKey::last_resort(rng);
+    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
+    let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
+    let mut first_session = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+    let first = first_session.encrypt(b"0").unwrap();
+    let mut b = Session::init_from_message(rng, &bob, &mut prekeys, &first)
+        .unwrap()
+        .session;
+    for i in 1..(MAX_SESSION_STATES + 5) {
+        let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+        b.decrypt(rng, &bob, &mut prekeys, &a.encrypt(&[i as u8]).unwrap())
+            .unwrap();
+    }
+    // The first state is gone; its base key is still known.
+    let before = b.to_bytes();
+    let err = b.decrypt(rng, &bob, &mut prekeys, &first).unwrap_err();
+    assert_eq!(err.code(), 209);
+    assert_eq!(b.to_bytes(), before);
 }
