@@ -148,8 +148,8 @@ impl Client {
         self.identity.sign(message)
     }
 
-    /// Raises the counter-gap limit for every session (default 1000; see
-    /// [`Session::set_max_counter_gap`]).
+    /// Raises how many skipped-message keys each chain keeps, for every session (default 1000;
+    /// see [`Session::set_max_counter_gap`]).
     pub fn set_max_counter_gap(&mut self, gap: u32) {
         self.max_counter_gap = gap;
         self.sessions.set_max_counter_gap(gap);
