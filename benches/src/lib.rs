@@ -15,6 +15,7 @@ use std::error::Error;
 
 pub mod chat;
 pub mod core_queue;
+pub mod fast_forward;
 pub mod memory;
 pub mod run;
 pub mod scale;

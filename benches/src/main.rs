@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release -p proteus-bench -- [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 //! cargo run --release -p proteus-bench -- --scale [--json] [--runs N]
+//! cargo run --release -p proteus-bench -- --fast-forward [--runs N]
 //! ```
 //!
 //! Without `--json` it prints a table; with it, one JSON object per line:
@@ -28,6 +29,7 @@ use proteus_bench::stores::StoreKind;
 const USAGE: &str = "\
 usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --scale [--json] [--runs N]
+       proteus-bench --fast-forward [--runs N]
 
   --json         one JSON object per line instead of a table
   --runs N       runs per scenario and store (default: up to 15, fewer for slow ones; each
@@ -36,7 +38,9 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
   --scenario S   only these scenarios: 1x1000, 1x1000est, 50x20, conv10
   --store S      only these stores: memory, sqlite-batch, sqlite-per-message
   --scale        10k, 50k and 100k queued messages over 1000 sessions (sqlite-batch, batches
-                 of 1000), each count in a fresh child process: time and peak memory";
+                 of 1000), each count in a fresh child process: time and peak memory
+  --fast-forward one message at the largest counter gap (MAX_FAST_FORWARD), forged and
+                 genuine, on a fresh copy of the session each run (default 15 runs)";
 
 /// Default runs: up to this many...
 const MAX_RUNS: usize = 15;
@@ -51,6 +55,7 @@ struct Options {
     scenarios: Vec<ScenarioKind>,
     stores: Vec<StoreKind>,
     scale: bool,
+    fast_forward: bool,
 }
 
 enum Mode {
@@ -72,6 +77,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         scenarios: Vec::new(),
         stores: Vec::new(),
         scale: false,
+        fast_forward: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -79,6 +85,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         match arg.as_str() {
             "--json" => options.json = true,
             "--scale" => options.scale = true,
+            "--fast-forward" => options.fast_forward = true,
             "--runs" => {
                 let runs: usize = value()?.parse()?;
                 if runs == 0 {
@@ -139,6 +146,7 @@ fn main() -> Result<(), BoxError> {
             println!("{}", serde_json::to_string(&result)?);
         }
         Mode::Bench(options) if options.scale => scale(&options)?,
+        Mode::Bench(options) if options.fast_forward => fast_forward(options.runs)?,
         Mode::Bench(options) => scenarios(&options)?,
     }
     Ok(())
@@ -290,6 +298,20 @@ fn scale(options: &Options) -> Result<(), BoxError> {
          (the fixed part is mostly each session's first message, which carries a new ratchet \
          key: one DH ratchet step per session)",
         fit.fixed_ms, fit.us_per_msg, fit.max_residual_pct
+    );
+    Ok(())
+}
+
+/// The worst case of a fast-forward: the median of each case.
+fn fast_forward(runs: Option<usize>) -> Result<(), BoxError> {
+    let result = proteus_bench::fast_forward::measure(runs.unwrap_or(MAX_RUNS))?;
+    println!(
+        "one message at a gap of {} (MAX_FAST_FORWARD), median of {} runs: forged (MAC fails) \
+         {:.1} ms, genuine {:.1} ms",
+        proteus_core::limits::MAX_FAST_FORWARD,
+        result.forged.len(),
+        median_ms(result.forged.iter().copied()),
+        median_ms(result.genuine.iter().copied())
     );
     Ok(())
 }

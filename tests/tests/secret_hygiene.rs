@@ -239,7 +239,7 @@ fn debug_output_shows_no_secret() {
         ),
         (
             format!("{session:?}"),
-            "Session { local_identity: IdentityKey(d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737), remote_identity: IdentityKey(d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737), session_tag: SessionTag(00000000000000000000000000000000), pending_prekey: Some(PreKeyId(7)), states: 1, max_counter_gap: 1000 }",
+            "Session { local_identity: IdentityKey(d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737), remote_identity: IdentityKey(d04ab232742bb4ab3a1368bd4615e4e6d0224ab71a016baf8520a332c9778737), session_tag: SessionTag(00000000000000000000000000000000), pending_prekey: Some(PreKeyId(7)), states: 1, max_counter_gap: 1000, base_keys: 0 }",
         ),
     ];
     for (shown, expected) in &snapshots {

@@ -193,9 +193,14 @@ pub enum DecryptError {
     /// The envelope MAC did not verify.
     #[error("invalid message authentication code")]
     InvalidSignature(CounterPosition),
-    /// The message is older than the oldest staged key of its chain.
+    /// The message is older than the oldest staged key of its chain and was decrypted before.
     #[error("outdated message")]
     OutdatedMessage,
+    /// The message's key is gone: it was skipped and its staged key evicted (only the newest
+    /// keys are kept per chain), or the engine cannot tell whether it was (a session record
+    /// without eviction data). It was **not** necessarily decrypted: not "already seen".
+    #[error("the message's key was evicted; it cannot be decrypted")]
+    MessageKeyEvicted,
     /// The message was already decrypted.
     #[error("duplicate message")]
     DuplicateMessage,
@@ -229,6 +234,7 @@ impl DecryptError {
             Self::UnknownSessionTag => "UnknownSessionTag",
             Self::InvalidSignature(_) => "InvalidSignature",
             Self::OutdatedMessage => "OutdatedMessage",
+            Self::MessageKeyEvicted => "MessageKeyEvicted",
             Self::DuplicateMessage => "DuplicateMessage",
             Self::TooDistantFuture { .. } => "TooDistantFuture",
             Self::Decode(e) => e.kind(),
@@ -250,6 +256,8 @@ impl DecryptError {
             Self::InvalidSignature(CounterPosition::Behind) => 210,
             Self::OutdatedMessage => 208,
             Self::DuplicateMessage => 209,
+            // 213 is Wire's app-level RemoteEncryptionError.
+            Self::MessageKeyEvicted => 214,
             Self::TooDistantFuture {
                 chain_start: true, ..
             } => 211,
@@ -262,7 +270,8 @@ impl DecryptError {
         }
     }
 
-    /// Whether the message was already seen (duplicate or outdated): apps drop these silently.
+    /// Whether the message was already decrypted (duplicate or outdated): apps drop these
+    /// silently. [`MessageKeyEvicted`](Self::MessageKeyEvicted) is not: that message was lost.
     pub fn is_already_seen(&self) -> bool {
         matches!(self, Self::DuplicateMessage | Self::OutdatedMessage)
     }

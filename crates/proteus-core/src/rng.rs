@@ -34,16 +34,16 @@ impl TryCryptoRng for OsRng {}
 
 /// Replays recorded random draws, for tests and interop vectors.
 ///
-/// Each `fill_bytes` call takes the next recorded draw, which should have the requested length
-/// (32 bytes for a key seed, 16 for a session tag). A draw of another length, or a call after
-/// the last draw, is served from zero bytes and marks the replay as [`diverged`]: check it after
-/// the operation. It never panics, so a broken replay fails a test instead of aborting it.
-///
-/// [`diverged`]: RecordedRng::diverged
+/// Each `fill_bytes` call takes the next recorded draw, which must have the requested length
+/// (32 bytes for a key seed, 16 for a session tag). A call after the last draw, or a draw of
+/// another length, means the replay has left the recording: that **panics** with a message
+/// saying which, because silently handing out zero bytes would let a test go on with keys
+/// nobody recorded (and a zero seed is a valid but public key). This type is fed only by test
+/// data; production code uses [`OsRng`].
 #[derive(Debug, Default, Clone)]
 pub struct RecordedRng {
     draws: std::collections::VecDeque<zeroize::Zeroizing<Vec<u8>>>,
-    diverged: bool,
+    served: usize,
 }
 
 impl RecordedRng {
@@ -51,13 +51,8 @@ impl RecordedRng {
     pub fn new<I: IntoIterator<Item = Vec<u8>>>(draws: I) -> Self {
         Self {
             draws: draws.into_iter().map(zeroize::Zeroizing::new).collect(),
-            diverged: false,
+            served: 0,
         }
-    }
-
-    /// Whether a draw was requested that the recording did not have (or had with another length).
-    pub fn diverged(&self) -> bool {
-        self.diverged
     }
 
     /// How many recorded draws are left.
@@ -77,16 +72,57 @@ impl TryRng for RecordedRng {
         rand_core::utils::next_word_via_fill(self)
     }
 
+    // A test tool: a replay that leaves its recording must stop the test, not go on with zeros.
+    #[allow(clippy::panic)]
     fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
+        let n = self.served;
         match self.draws.pop_front() {
             Some(draw) if draw.len() == dst.len() => dst.copy_from_slice(&draw),
-            _ => {
-                dst.fill(0);
-                self.diverged = true;
-            }
+            Some(draw) => panic!(
+                "RecordedRng: draw {n} has {} bytes but {} were requested",
+                draw.len(),
+                dst.len()
+            ),
+            None => panic!(
+                "RecordedRng exhausted: {} bytes requested after all {n} recorded draws",
+                dst.len()
+            ),
         }
+        self.served += 1;
         Ok(())
     }
 }
 
 impl TryCryptoRng for RecordedRng {}
+
+#[cfg(test)]
+mod tests {
+    use rand_core::Rng;
+
+    use super::RecordedRng;
+
+    #[test]
+    fn recorded_draws_are_replayed_in_order() {
+        let mut rng = RecordedRng::new([vec![1; 32], vec![2; 16]]);
+        let (mut a, mut b) = ([0u8; 32], [0u8; 16]);
+        rng.fill_bytes(&mut a);
+        rng.fill_bytes(&mut b);
+        assert_eq!((a, b, rng.remaining()), ([1; 32], [2; 16], 0));
+    }
+
+    #[test]
+    #[should_panic(expected = "RecordedRng exhausted")]
+    fn an_exhausted_recording_panics_instead_of_returning_zeros() {
+        let mut rng = RecordedRng::new([vec![7; 32]]);
+        let mut out = [0xffu8; 32];
+        rng.fill_bytes(&mut out);
+        rng.fill_bytes(&mut out);
+    }
+
+    #[test]
+    #[should_panic(expected = "has 16 bytes but 32 were requested")]
+    fn a_draw_of_another_length_panics() {
+        let mut rng = RecordedRng::new([vec![7; 16]]);
+        rng.fill_bytes(&mut [0u8; 32]);
+    }
+}

@@ -14,17 +14,41 @@
 
 use std::collections::BTreeMap;
 
-use proteus_core::limits::{MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN};
+use proteus_core::limits::{MAX_COUNTER_GAP, MAX_FAST_FORWARD, MAX_PLAINTEXT_LEN};
 use proteus_core::{
     DecryptError, Envelope, IdentityKeyPair, Message, PreKey, PreKeyBundle, PreKeyId, PublicKey,
-    RecordedRng, Session, SessionTag,
+    Session, SessionTag,
 };
 
-/// Deterministic randomness, so every run builds the same conversation.
-fn rng(label: u8) -> RecordedRng {
-    RecordedRng::new(
-        (0..64u8).map(|i| vec![label ^ i.wrapping_mul(31); if i % 4 == 3 { 16 } else { 32 }]),
-    )
+/// Deterministic randomness, so every run builds the same conversation: each draw is filled
+/// from the label and a running counter, whatever its length.
+struct Deterministic {
+    label: u8,
+    next: u8,
+}
+
+impl rand_core::TryRng for Deterministic {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        rand_core::utils::next_word_via_fill(self)
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        dst.fill(self.label ^ self.next.wrapping_mul(31));
+        self.next = self.next.wrapping_add(1);
+        Ok(())
+    }
+}
+
+impl rand_core::TryCryptoRng for Deterministic {}
+
+fn rng(label: u8) -> Deterministic {
+    Deterministic { label, next: 0 }
 }
 
 /// The conversation every case starts from.
@@ -285,9 +309,15 @@ fn catalogue(f: &Fixture) -> Vec<Case> {
         })),
         &[205],
     ));
+    // A gap over the staged-key limit is fast-forwarded, so the altered message fails its MAC.
     cases.push(case(
         "counter gap of 1001",
         Input::ToSession(altered(f, |m| cipher(m).counter += MAX_COUNTER_GAP + 1)),
+        &[207],
+    ));
+    cases.push(case(
+        "counter gap over MAX_FAST_FORWARD",
+        Input::ToSession(altered(f, |m| cipher(m).counter += MAX_FAST_FORWARD + 1)),
         &[212],
     ));
     cases.push(case(

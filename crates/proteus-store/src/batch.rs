@@ -98,7 +98,8 @@ pub struct Decrypted {
     pub session_id: String,
     /// The plaintext, or why the message was rejected (with a stable code). Duplicates of
     /// messages already decrypted come back as `DuplicateMessage` (209) or `OutdatedMessage`
-    /// (208): see [`ClientError::code`].
+    /// (208): see [`ClientError::code`]. A message whose skipped key was evicted comes back as
+    /// `MessageKeyEvicted` (214): it was never decrypted, so it is not "already seen".
     pub outcome: Result<Vec<u8>, ClientError>,
 }
 

@@ -16,6 +16,7 @@ use crate::records::{
     META_IDENTITY, META_NEXT_PREKEY_ID, META_SEAL_CHECK, check_session_id, prekey_key,
     staged_prefix,
 };
+use crate::replay_guard::ReplayGuard;
 use crate::session_cache::SessionCache;
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
@@ -29,6 +30,7 @@ pub struct Client {
     identity: IdentityKeyPair,
     sessions: SessionCache,
     max_counter_gap: u32,
+    replay_guard: ReplayGuard,
 }
 
 impl Client {
@@ -124,6 +126,7 @@ impl Client {
             identity,
             sessions: SessionCache::default(),
             max_counter_gap: MAX_COUNTER_GAP,
+            replay_guard: ReplayGuard::default(),
         })
     }
 
@@ -145,8 +148,8 @@ impl Client {
         self.identity.sign(message)
     }
 
-    /// Raises the counter-gap limit for every session (default 1000; see
-    /// [`Session::set_max_counter_gap`]).
+    /// Raises how many skipped-message keys each chain keeps, for every session (default 1000;
+    /// see [`Session::set_max_counter_gap`]).
     pub fn set_max_counter_gap(&mut self, gap: u32) {
         self.max_counter_gap = gap;
         self.sessions.set_max_counter_gap(gap);
@@ -250,7 +253,9 @@ impl Client {
         Ok(self.session(session_id)?.remote_identity().fingerprint())
     }
 
-    /// Deletes a session and its staged keys.
+    /// Deletes a session and its staged keys. A replay of a PreKeyMessage that created it from
+    /// the last-resort prekey does not create it again (`DuplicateMessage`, 209; see
+    /// [`MAX_LAST_RESORT_BASE_KEYS`](crate::MAX_LAST_RESORT_BASE_KEYS)); a new handshake does.
     pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         let mut writes = vec![Write::Delete {
@@ -425,17 +430,30 @@ impl Client {
             Some(cached) => cached
                 .session
                 .decrypt(&mut OsRng, identity, &mut prekeys, envelope),
-            None if matches!(envelope.message(), Message::PreKey(_)) => {
-                Session::init_from_message(&mut OsRng, identity, &mut prekeys, envelope).map(
-                    |inbound| {
+            None => {
+                let Message::PreKey(pkm) = envelope.message() else {
+                    return Err(ClientError::SessionNotFound(session_id.to_owned()));
+                };
+                // A handshake on the last-resort prekey whose session was deleted: a replay.
+                let last_resort = pkm.prekey_id.is_last_resort();
+                match Session::init_from_message(&mut OsRng, identity, &mut prekeys, envelope) {
+                    Ok(_)
+                        if last_resort && self.replay_guard.contains(storage, &pkm.base_key)? =>
+                    {
+                        Err(DecryptError::DuplicateMessage)
+                    }
+                    Ok(inbound) => {
+                        if last_resort {
+                            self.replay_guard.record(&pkm.base_key);
+                        }
                         let mut session = inbound.session;
                         session.set_max_counter_gap(self.max_counter_gap);
                         self.sessions.insert_new(session_id, session);
-                        inbound.plaintext
-                    },
-                )
+                        Ok(inbound.plaintext)
+                    }
+                    Err(e) => Err(e),
+                }
             }
-            None => return Err(ClientError::SessionNotFound(session_id.to_owned())),
         };
         result.map_err(|e| match e {
             DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
@@ -462,26 +480,30 @@ impl Client {
             table: Table::PreKeys,
             key: prekey_key(*id),
         }));
+        let guarded = self.replay_guard.writes(&*self.storage, &mut writes);
         if writes.is_empty() {
             return Ok(());
         }
-        match self.storage.commit(&writes) {
+        match guarded.and_then(|()| self.storage.commit(&writes).map_err(ClientError::from)) {
             Ok(()) => {
                 for a in after {
                     self.sessions.committed(a);
                 }
+                self.replay_guard.committed();
                 Ok(())
             }
             Err(e) => {
                 for id in session_ids {
                     self.sessions.evict(id);
                 }
-                Err(e.into())
+                self.replay_guard.rolled_back();
+                Err(e)
             }
         }
     }
 
     fn forget(&mut self, session_ids: &[&str]) {
+        self.replay_guard.rolled_back();
         for id in session_ids {
             self.sessions.evict(id);
         }

@@ -103,6 +103,7 @@ mod client;
 mod error;
 mod prekeys;
 mod records;
+mod replay_guard;
 mod session_cache;
 mod storage;
 
@@ -110,6 +111,7 @@ pub use batch::{Decrypted, MessageId, Progress, QueuedMessage};
 pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
+pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};

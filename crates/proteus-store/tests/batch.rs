@@ -344,29 +344,32 @@ fn a_reencoded_envelope_keeps_its_id() {
     assert_eq!(again[0].message_id, results[0].message_id);
 }
 
-/// Decrypted::is_already_seen covers duplicates (209) and outdated messages (208).
+/// Decrypted::is_already_seen covers duplicates (209) and outdated messages (208), never a
+/// message whose key was evicted (214): that one was not decrypted.
 #[test]
-fn already_seen_covers_duplicates_and_outdated() {
+fn already_seen_covers_duplicates_and_outdated_not_evicted_keys() {
     let mut alice = Client::in_memory().unwrap();
     let mut bob = Client::in_memory().unwrap();
     connect(&mut alice, "alice", &mut bob, "bob");
     // Counters 1..=1004 (the handshake message was 0).
     let msgs = encrypt_n(&mut alice, "bob", "m", 1004);
     // Counter 1001 stages 1..=1000 (a gap of exactly the limit); counter 1004 stages two more,
-    // and the two oldest (counters 1 and 2) are evicted: those messages are now outdated.
+    // and the two oldest (counters 1 and 2) are evicted: those messages were never decrypted.
     bob.decrypt("alice", &msgs[1000]).unwrap();
     bob.decrypt("alice", &msgs[1003]).unwrap();
-    let items: Vec<(String, Vec<u8>)> = [0usize, 1, 2, 1003]
+    let items: Vec<(String, Vec<u8>)> = [0usize, 1, 2, 2, 1003]
         .iter()
         .map(|&i| ("alice".to_owned(), msgs[i].clone()))
         .collect();
     let r = run_batch(&mut bob, &items).unwrap();
-    assert_eq!(code_of(&r[0].outcome), 208);
-    assert_eq!(code_of(&r[1].outcome), 208);
+    assert_eq!(code_of(&r[0].outcome), 214);
+    assert_eq!(code_of(&r[1].outcome), 214);
     assert_eq!(r[2].outcome.as_ref().unwrap(), b"m 2");
-    assert_eq!(code_of(&r[3].outcome), 209);
-    assert!(r[0].is_already_seen() && r[1].is_already_seen() && r[3].is_already_seen());
-    assert!(!r[2].is_already_seen());
+    // Counter 3, the oldest staged key, used: again it is older than the window (208).
+    assert_eq!(code_of(&r[3].outcome), 208);
+    assert_eq!(code_of(&r[4].outcome), 209);
+    assert!(r[3].is_already_seen() && r[4].is_already_seen());
+    assert!(!r[0].is_already_seen() && !r[1].is_already_seen() && !r[2].is_already_seen());
 }
 
 /// A big batch from many senders is still one commit, with one session record per sender.

@@ -688,12 +688,16 @@ fn max_counter_gap_is_configurable() {
     let mut alice = Client::in_memory().unwrap();
     let mut bob = Client::in_memory().unwrap();
     connect(&mut alice, "alice", &mut bob, "bob");
-    let msgs = encrypt_n(&mut alice, "bob", "m", 1102);
-    // Gap of 1101 > 1000: rejected with 212 (the chain is in use).
-    assert_eq!(code_of(&bob.decrypt("alice", &msgs[1101])), 212);
-    bob.set_max_counter_gap(2000);
+    let msgs = encrypt_n(&mut alice, "bob", "m", 2204);
+    // A gap of 1101 is fast-forwarded; only the newest 1000 skipped keys are kept by default.
     assert_eq!(bob.decrypt("alice", &msgs[1101]).unwrap(), b"m 1101");
-    assert_eq!(bob.decrypt("alice", &msgs[1000]).unwrap(), b"m 1000");
+    assert_eq!(code_of(&bob.decrypt("alice", &msgs[0])), 214);
+    assert_eq!(bob.decrypt("alice", &msgs[101]).unwrap(), b"m 101");
+    // Raised, the limit keeps more of them.
+    bob.set_max_counter_gap(2000);
+    assert_eq!(bob.decrypt("alice", &msgs[2203]).unwrap(), b"m 2203");
+    assert_eq!(bob.decrypt("alice", &msgs[1102]).unwrap(), b"m 1102");
+    assert_eq!(bob.decrypt("alice", &msgs[204]).unwrap(), b"m 204");
 }
 
 /// When (almost) all 65,535 one-time ids are stored, generation takes exactly the free ones,

@@ -170,10 +170,10 @@ fn staged_keys_are_reloaded_and_evictions_are_stored() {
     let mut bob = storage.client();
     assert_eq!(
         code_of(&bob.decrypt("alice", &msgs[0])),
-        208,
-        "evicted: outdated"
+        214,
+        "evicted, never decrypted: MessageKeyEvicted, not outdated"
     );
-    assert_eq!(code_of(&bob.decrypt("alice", &msgs[1])), 208);
+    assert_eq!(code_of(&bob.decrypt("alice", &msgs[1])), 214);
     for i in [2usize, 700, 999] {
         assert_eq!(
             bob.decrypt("alice", &msgs[i]).unwrap(),

@@ -414,6 +414,10 @@ mod tests {
             decrypted(4, Err(ClientError::Decrypt(DecryptError::OutdatedMessage))),
             decrypted(5, Err(ClientError::SessionNotFound("x".into()))),
             decrypted(6, Ok((0..=255).collect())),
+            decrypted(
+                7,
+                Err(ClientError::Decrypt(DecryptError::MessageKeyEvicted)),
+            ),
         ]
     }
 
@@ -422,6 +426,11 @@ mod tests {
         let samples = samples();
         let records: Vec<BatchResult> = samples.iter().map(BatchResult::of).collect();
         assert!(records[2].already_seen && records[3].already_seen && !records[4].already_seen);
+        // An evicted key's message was never decrypted: not already seen.
+        assert_eq!(
+            (records[6].error_code, records[6].already_seen),
+            (Some(214), false)
+        );
         let mut ours = BatchResults::default();
         for d in &samples {
             ours.push(d);

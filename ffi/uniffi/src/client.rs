@@ -134,8 +134,9 @@ impl Client {
         self.with(|c| Ok(Bytes(c.sign(&message).to_vec())))
     }
 
-    /// Raises how many messages a message may skip in its chain: 1000 (the default, and the
-    /// least) to 10,000.
+    /// Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
+    /// to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
+    /// oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
     pub fn set_max_counter_gap(&self, gap: u32) -> Result<(), ProteusError> {
         self.with(|c| {
             c.set_max_counter_gap(gap);

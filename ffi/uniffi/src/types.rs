@@ -48,7 +48,8 @@ pub struct OutgoingMessage {
 ///
 /// Exactly one of `plaintext` and `error_code` is set. Messages that were decrypted before
 /// (a re-delivery after the commit) come back with `already_seen` set and code 208 or 209:
-/// drop them silently.
+/// drop them silently. Code 214 (`MessageKeyEvicted`: a skipped message whose key was evicted)
+/// is not "already seen": that message was never decrypted.
 #[derive(Clone, PartialEq, Eq, uniffi::Record)]
 pub struct BatchResult {
     /// The message's stable id: lowercase hex of the envelope's MAC. The same envelope always

@@ -77,7 +77,10 @@ export interface BatchResult {
   plaintext?: Uint8Array;
   errorCode?: number;
   errorKind?: string;
-  /** The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it. */
+  /**
+   * The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it.
+   * False for MessageKeyEvicted (214): that message's key was evicted and it was never decrypted.
+   */
   alreadySeen: boolean;
 }
 
@@ -141,7 +144,10 @@ export class Client {
   identityKey(): Promise<Uint8Array>;
   /** An Ed25519 signature (64 bytes) of `message` (a string is signed as UTF-8) by our identity key. */
   sign(message: Uint8Array | string): Promise<Uint8Array>;
-  /** Raises the counter-gap limit of every session (default 1000). */
+  /**
+   * Raises how many skipped-message keys each chain keeps (default 1000, up to 10,000). A message
+   * may skip up to 100,000 whatever this is; older skipped keys are evicted (MessageKeyEvicted 214).
+   */
   setMaxCounterGap(gap: number): Promise<void>;
 
   generatePrekeys(n: number): Promise<PrekeyBundle[]>;

@@ -485,6 +485,7 @@ export class Client {
               plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
               errorCode: code === 0 ? undefined : code,
               errorKind: kind,
+              // Not 214 (MessageKeyEvicted): that message was never decrypted.
               alreadySeen: code === 208 || code === 209,
             };
             at += length;

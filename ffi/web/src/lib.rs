@@ -172,7 +172,7 @@ impl RawClient {
         self.client.sign(message).to_vec()
     }
 
-    /// Raises the counter-gap limit of every session (default 1000).
+    /// Raises how many skipped-message keys each chain keeps, for every session (default 1000).
     #[wasm_bindgen(js_name = setMaxCounterGap)]
     pub fn set_max_counter_gap(&mut self, gap: u32) {
         self.client.set_max_counter_gap(gap);

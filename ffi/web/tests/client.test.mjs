@@ -186,14 +186,17 @@ describe('encrypt and decrypt', () => {
     await rejectsWith(bob.decrypt('stranger', next), 104, 'SessionNotFound');
   });
 
-  test('a gap over the counter-gap limit is refused unless the limit is raised', async () => {
-    const { alice, bob } = await pair();
-    const envelopes = [];
-    for (let i = 0; i < 1002; i++) envelopes.push(await alice.encrypt('bob', `m${i}`));
-    await assert.rejects(bob.decrypt('alice', envelopes[1001]), (e) => e instanceof ProteusError && e.kind === 'TooDistantFuture' && [211, 212].includes(e.code));
-    await bob.setMaxCounterGap(2000);
-    assert.equal(text(await bob.decrypt('alice', envelopes[1001])), 'm1001');
-    assert.equal(text(await bob.decrypt('alice', envelopes[3])), 'm3');
+  test('a gap over the staged-key limit is fast-forwarded; the oldest keys are evicted unless the limit is raised', async () => {
+    for (const raised of [false, true]) {
+      const { alice, bob } = await pair();
+      if (raised) await bob.setMaxCounterGap(2000);
+      const envelopes = [];
+      for (let i = 0; i < 1002; i++) envelopes.push(await alice.encrypt('bob', `m${i}`));
+      assert.equal(text(await bob.decrypt('alice', envelopes[1001])), 'm1001');
+      if (raised) assert.equal(text(await bob.decrypt('alice', envelopes[0])), 'm0');
+      else await rejectsWith(bob.decrypt('alice', envelopes[0]), 214, 'MessageKeyEvicted');
+      assert.equal(text(await bob.decrypt('alice', envelopes[3])), 'm3');
+    }
   });
 
   test('encryptBatch: one commit for several sessions; all or nothing', async () => {

@@ -4,6 +4,7 @@ use super::derived::{ChainKey, MessageKeys};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::{CounterPosition, DecodeError, DecryptError};
 use crate::keys::{KeyPair, PublicKey};
+use crate::limits::{MAX_COUNTER_GAP, MAX_FAST_FORWARD};
 use crate::message::CipherMessage;
 use crate::secret_vec::SecretVec;
 
@@ -46,6 +47,19 @@ pub(crate) struct RecvChain {
     pub(crate) chain_key: ChainKey,
     pub(crate) ratchet_key: PublicKey,
     pub(crate) staged: SecretVec<MessageKeys>,
+    /// Every counter below this that is not staged may have had its key evicted, so a message
+    /// there is `MessageKeyEvicted`, never "already seen". Evictions always take the oldest
+    /// keys, so one watermark describes them all. Stored in the session record (key 7), not in
+    /// the chain's Wire-format map.
+    pub(crate) evicted_below: u32,
+}
+
+/// The eviction watermark to assume for a chain whose record carries none (written by Wire's
+/// implementations or an older version): evictions only ever happen with more than
+/// `MAX_COUNTER_GAP` keys staged below the chain index, so every evicted counter is below
+/// `idx - MAX_COUNTER_GAP`. Below that the engine cannot tell decrypted from evicted.
+pub(crate) fn legacy_watermark(idx: u32) -> u32 {
+    idx.saturating_sub(MAX_COUNTER_GAP)
 }
 
 /// What a successful decryption changes in a receive chain, applied only after the MAC checked.
@@ -56,6 +70,9 @@ pub(crate) enum ChainUpdate {
     Advance {
         chain_key: ChainKey,
         skipped: SecretVec<MessageKeys>,
+        /// Counters from the chain's index up to this one were skipped without being staged
+        /// (a fast-forward longer than the staged-key limit); the chain's index if none.
+        unstaged_below: u32,
     },
 }
 
@@ -65,6 +82,7 @@ impl RecvChain {
             chain_key,
             ratchet_key,
             staged: SecretVec::with_capacity(0),
+            evicted_below: 0,
         }
     }
 
@@ -74,36 +92,45 @@ impl RecvChain {
         message_bytes: &[u8],
         mac: &[u8; 32],
         msg: &CipherMessage,
-        max_gap: u32,
+        max_staged: u32,
     ) -> Result<(Vec<u8>, ChainUpdate), DecryptError> {
         let (c, k) = (msg.counter, self.chain_key.idx);
         if c < k {
+            if let Some(pos) = self.staged.iter().position(|mk| mk.counter == c) {
+                let mk = self.staged.get(pos).ok_or(DecryptError::DuplicateMessage)?;
+                let plaintext = open(mk, message_bytes, mac, msg, CounterPosition::Behind)?;
+                return Ok((plaintext, ChainUpdate::UseStaged(pos)));
+            }
+            // Not staged: decrypted before, unless its key may have been evicted.
+            if c < self.evicted_below {
+                return Err(DecryptError::MessageKeyEvicted);
+            }
             if self.staged.first().is_some_and(|oldest| oldest.counter > c) {
                 return Err(DecryptError::OutdatedMessage);
             }
-            let Some(pos) = self.staged.iter().position(|mk| mk.counter == c) else {
-                return Err(DecryptError::DuplicateMessage);
-            };
-            let mk = self.staged.get(pos).ok_or(DecryptError::DuplicateMessage)?;
-            let plaintext = open(mk, message_bytes, mac, msg, CounterPosition::Behind)?;
-            return Ok((plaintext, ChainUpdate::UseStaged(pos)));
+            return Err(DecryptError::DuplicateMessage);
         }
         let gap = c - k;
-        if gap > max_gap {
-            return Err(DecryptError::TooDistantFuture {
-                gap: u64::from(gap),
-                chain_start: k == 0,
-            });
+        let too_distant = || DecryptError::TooDistantFuture {
+            gap: u64::from(gap),
+            chain_start: k == 0,
+        };
+        if gap > MAX_FAST_FORWARD {
+            return Err(too_distant());
         }
-        // Step the chain key to the message's counter; message keys of the skipped indices are
-        // derived only once the MAC has verified, so a forged counter costs one HMAC per step.
-        let mut skipped_chain_keys = Vec::with_capacity(gap as usize);
+        // Step the chain key to the message's counter. Only the chain keys of the last
+        // `max_staged` skipped indices are kept (the older ones would be evicted at once), and
+        // their message keys are derived only once the MAC has verified: a forged counter
+        // costs one HMAC per step and no memory beyond the kept keys.
+        let keep = gap.min(max_staged);
+        let first_staged = c - keep;
         let mut ck = self.chain_key.clone();
+        while ck.idx < first_staged {
+            ck = ck.next().ok_or_else(too_distant)?;
+        }
+        let mut skipped_chain_keys = Vec::with_capacity(keep as usize);
         while ck.idx < c {
-            let next = ck.next().ok_or(DecryptError::TooDistantFuture {
-                gap: u64::from(gap),
-                chain_start: k == 0,
-            })?;
+            let next = ck.next().ok_or_else(too_distant)?;
             skipped_chain_keys.push(ck);
             ck = next;
         }
@@ -112,16 +139,20 @@ impl RecvChain {
         } else {
             CounterPosition::Ahead
         };
-        let (mk, chain_key) = ck.step().ok_or(DecryptError::TooDistantFuture {
-            gap: u64::from(gap),
-            chain_start: k == 0,
-        })?;
+        let (mk, chain_key) = ck.step().ok_or_else(too_distant)?;
         let plaintext = open(&mk, message_bytes, mac, msg, position)?;
         let mut skipped = SecretVec::with_capacity(skipped_chain_keys.len());
         for ck in &skipped_chain_keys {
             skipped.push(ck.message_keys());
         }
-        Ok((plaintext, ChainUpdate::Advance { chain_key, skipped }))
+        Ok((
+            plaintext,
+            ChainUpdate::Advance {
+                chain_key,
+                skipped,
+                unstaged_below: first_staged,
+            },
+        ))
     }
 
     /// Applies an update; at most `max_staged` keys stay staged, the oldest dropped first.
@@ -130,10 +161,23 @@ impl RecvChain {
             ChainUpdate::UseStaged(pos) => {
                 self.staged.remove(pos);
             }
-            ChainUpdate::Advance { chain_key, skipped } => {
+            ChainUpdate::Advance {
+                chain_key,
+                skipped,
+                unstaged_below,
+            } => {
+                // Counters from the old index up to `unstaged_below` were never staged.
+                if unstaged_below > self.chain_key.idx {
+                    self.evicted_below = self.evicted_below.max(unstaged_below);
+                }
                 self.chain_key = chain_key;
                 self.staged.extend_cloned(&skipped);
                 let excess = self.staged.len().saturating_sub(max_staged);
+                if let Some(newest_evicted) = excess.checked_sub(1).and_then(|i| self.staged.get(i))
+                {
+                    let below = newest_evicted.counter.saturating_add(1);
+                    self.evicted_below = self.evicted_below.max(below);
+                }
                 self.staged.remove_front(..excess);
             }
         }
@@ -187,8 +231,10 @@ impl RecvChain {
                 _ => d.skip()?,
             }
         }
+        let chain_key: ChainKey = required(chain_key, "receive chain key")?;
         Ok(Self {
-            chain_key: required(chain_key, "receive chain key")?,
+            evicted_below: legacy_watermark(chain_key.idx),
+            chain_key,
             ratchet_key: required(ratchet_key, "receive ratchet key")?,
             staged,
         })

@@ -2,6 +2,7 @@
 
 mod chain;
 mod derived;
+mod extensions;
 mod staged;
 mod state;
 
@@ -16,7 +17,8 @@ use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::{DecodeError, DecryptError, EncryptError, SessionCreationError};
 use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId, PublicKey};
 use crate::limits::{
-    MAX_CONFIGURABLE_COUNTER_GAP, MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN, MAX_SESSION_STATES,
+    MAX_CONFIGURABLE_COUNTER_GAP, MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN, MAX_SESSION_BASE_KEYS,
+    MAX_SESSION_STATES,
 };
 use crate::message::{Envelope, Message, SessionTag};
 use crate::prekey_store::PreKeyStore;
@@ -45,6 +47,9 @@ pub struct Session {
     states: SecretVec<StateEntry>,
     next_insertion: u64,
     max_counter_gap: u32,
+    /// Base keys of the PreKeyMessages that created states here, oldest first (at most
+    /// [`MAX_SESSION_BASE_KEYS`]): a replay of one is a duplicate, never a new state.
+    base_keys: Vec<PublicKey>,
 }
 
 /// The result of [`Session::init_from_message`]: the new session and the first plaintext.
@@ -119,6 +124,7 @@ impl Session {
             states: SecretVec::with_capacity(1),
             next_insertion: 0,
             max_counter_gap: MAX_COUNTER_GAP,
+            base_keys: Vec::new(),
         }
     }
 
@@ -159,13 +165,15 @@ impl Session {
         self.states.len()
     }
 
-    /// The largest counter gap accepted (default [`MAX_COUNTER_GAP`]); it is also how many
-    /// skipped-message keys each receive chain keeps. Not persisted: set it after loading.
+    /// How many skipped-message keys each receive chain keeps (default [`MAX_COUNTER_GAP`]);
+    /// older ones are evicted (`MessageKeyEvicted`, 214). The gap a message may skip is bounded
+    /// separately, by [`MAX_FAST_FORWARD`](crate::limits::MAX_FAST_FORWARD). Not persisted:
+    /// set it after loading.
     pub fn max_counter_gap(&self) -> u32 {
         self.max_counter_gap
     }
 
-    /// Raises (or lowers) the counter-gap limit, clamped to
+    /// Raises (or lowers) the staged-key limit, clamped to
     /// `MAX_COUNTER_GAP..=MAX_CONFIGURABLE_COUNTER_GAP`.
     pub fn set_max_counter_gap(&mut self, gap: u32) {
         self.max_counter_gap = gap.clamp(MAX_COUNTER_GAP, MAX_CONFIGURABLE_COUNTER_GAP);
@@ -193,8 +201,11 @@ impl Session {
     /// Decrypts a message from the peer (spec §8.3).
     ///
     /// A PreKeyMessage that no existing state can decrypt builds a new state from the prekey it
-    /// names in `prekeys`, which is then removed (unless it is the last-resort prekey). On any
-    /// error the session and `prekeys` are unchanged. `rng` is drawn from only for a DH
+    /// names in `prekeys`, which is then removed (unless it is the last-resort prekey). If that
+    /// message authenticates but its handshake already created a state here (its session tag is
+    /// held, or its base key is among those recorded), it is a replay: `DuplicateMessage`
+    /// (209), and nothing changes. A new state never replaces a live one. On any error the
+    /// session and `prekeys` are unchanged. `rng` is drawn from only for a DH
     /// ratchet step.
     pub fn decrypt<R: CryptoRng + ?Sized, S: PreKeyStore + ?Sized>(
         &mut self,
@@ -228,17 +239,20 @@ impl Session {
         envelope: &Envelope,
     ) -> Result<Vec<u8>, DecryptError> {
         let msg = envelope.message().cipher_message();
-        let max_gap = self.max_counter_gap;
+        let max_staged = self.max_counter_gap;
         let entry = self
             .states
             .iter_mut()
             .find(|e| e.tag == msg.session_tag)
             .ok_or(DecryptError::UnknownSessionTag)?;
-        let (plaintext, update) =
-            entry
-                .state
-                .decrypt(rng, envelope.message_bytes(), envelope.mac(), msg, max_gap)?;
-        entry.state.apply(update, max_gap as usize);
+        let (plaintext, update) = entry.state.decrypt(
+            rng,
+            envelope.message_bytes(),
+            envelope.mac(),
+            msg,
+            max_staged,
+        )?;
+        entry.state.apply(update, max_staged as usize);
         self.pending_prekey = None;
         self.session_tag = msg.session_tag;
         Ok(plaintext)
@@ -265,42 +279,63 @@ impl Session {
             &pkm.identity_key,
             &pkm.base_key,
         )?;
-        let max_gap = self.max_counter_gap;
+        let max_staged = self.max_counter_gap;
         let (plaintext, update) = state.decrypt(
             rng,
             envelope.message_bytes(),
             envelope.mac(),
             &pkm.message,
-            max_gap,
+            max_staged,
         )?;
-        state.apply(update, max_gap as usize);
+        state.apply(update, max_staged as usize);
+        // Checked once the MAC verified, so a forged message still reports its bad MAC.
+        let tag = pkm.message.session_tag;
+        if self.states.iter().any(|e| e.tag == tag) || self.base_keys.contains(&pkm.base_key) {
+            return Err(DecryptError::DuplicateMessage);
+        }
         if !id.is_last_resort() {
             prekeys
                 .remove(id)
                 .map_err(|e| DecryptError::PreKeyStore(Box::new(e)))?;
         }
-        self.insert_state(pkm.message.session_tag, state);
+        self.insert_state(tag, state);
+        self.remember_base_key(pkm.base_key);
         self.pending_prekey = None;
         Ok(plaintext)
     }
 
-    /// Inserts or replaces the state under `tag`, makes it current and evicts the oldest other
-    /// state once [`MAX_SESSION_STATES`] are held (spec §8.6).
-    fn insert_state(&mut self, tag: SessionTag, state: SessionState) {
-        if let Some(entry) = self.states.iter_mut().find(|e| e.tag == tag) {
-            entry.state = state;
-        } else {
-            if self.next_insertion == u64::MAX {
-                self.states.clear();
-                self.next_insertion = 0;
+    fn remember_base_key(&mut self, base_key: PublicKey) {
+        if !self.base_keys.contains(&base_key) {
+            if self.base_keys.len() >= MAX_SESSION_BASE_KEYS {
+                self.base_keys.remove(0);
             }
-            self.states.push(StateEntry {
-                tag,
-                insertion: self.next_insertion,
-                state,
-            });
-            self.next_insertion += 1;
+            self.base_keys.push(base_key);
         }
+    }
+
+    /// Whether a PreKeyMessage with this base key created a state of this session (among the
+    /// last [`MAX_SESSION_BASE_KEYS`]).
+    pub fn has_seen_base_key(&self, base_key: &PublicKey) -> bool {
+        self.base_keys.contains(base_key)
+    }
+
+    /// Inserts the state under `tag`, makes it current and evicts the oldest other state once
+    /// [`MAX_SESSION_STATES`] are held (spec §8.6). Callers never pass a tag already held;
+    /// unlike Wire's implementations, a live state is never replaced.
+    fn insert_state(&mut self, tag: SessionTag, state: SessionState) {
+        if self.states.iter().any(|e| e.tag == tag) {
+            return;
+        }
+        if self.next_insertion == u64::MAX {
+            self.states.clear();
+            self.next_insertion = 0;
+        }
+        self.states.push(StateEntry {
+            tag,
+            insertion: self.next_insertion,
+            state,
+        });
+        self.next_insertion += 1;
         self.session_tag = tag;
         if self.states.len() >= MAX_SESSION_STATES {
             let oldest = self
@@ -318,13 +353,33 @@ impl Session {
 
     /// `{0: 1, 1: tag, 2: local IdentityKey, 3: remote IdentityKey, 4: pending or null,
     /// 5: {tag: SessionState}}` (spec §9.1). The result holds secret keys.
+    ///
+    /// Data this engine adds (eviction watermarks) goes under new map keys that Wire's decoders
+    /// skip; see [`to_wire_bytes`](Self::to_wire_bytes) for the record without them.
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
-        self.encode(true)
+        self.encode(true, true)
     }
 
-    fn encode(&self, with_staged: bool) -> zeroize::Zeroizing<Vec<u8>> {
+    /// Exactly the fields Wire's implementations write (spec §9.1), byte-identical to their
+    /// record of the same session: for comparison with their records. Loading it back loses
+    /// what this engine adds (eviction watermarks fall back to conservative defaults).
+    pub fn to_wire_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        self.encode(true, false)
+    }
+
+    fn encode(&self, with_staged: bool, with_extensions: bool) -> zeroize::Zeroizing<Vec<u8>> {
         let mut e = Encoder::with_capacity(512 * self.states.len() + 256);
-        e.map(6)
+        let marks = if with_extensions {
+            extensions::watermarks(&self.states)
+        } else {
+            Vec::new()
+        };
+        let base_keys: &[PublicKey] = if with_extensions {
+            &self.base_keys
+        } else {
+            &[]
+        };
+        e.map(6 + usize::from(!base_keys.is_empty()) + usize::from(!marks.is_empty()))
             .key(0)
             .u64(u64::from(Self::VERSION))
             .key(1)
@@ -348,6 +403,12 @@ impl Session {
             e.bytes(entry.tag.as_bytes());
             entry.state.encode(&mut e, with_staged);
         }
+        if !base_keys.is_empty() {
+            extensions::encode_base_keys(&mut e, base_keys);
+        }
+        if !marks.is_empty() {
+            extensions::encode_watermarks(&mut e, &marks);
+        }
         zeroize::Zeroizing::new(e.into_bytes())
     }
 
@@ -357,6 +418,7 @@ impl Session {
         let mut d = Decoder::new(bytes);
         let (mut tag, mut local, mut remote, mut pending, mut states) =
             (None, None, None, None, None);
+        let (mut marks, mut base_keys) = (Vec::new(), Vec::new());
         let mut seen = Seen::default();
         for _ in 0..d.map()? {
             match seen.key(&mut d)? {
@@ -368,6 +430,8 @@ impl Session {
                 3 => remote = Some(IdentityKey::decode(&mut d)?),
                 4 => pending = Some(decode_pending(&mut d)?),
                 5 => states = Some(decode_states(&mut d)?),
+                extensions::BASE_KEYS_KEY => base_keys = extensions::decode_base_keys(&mut d)?,
+                extensions::WATERMARKS_KEY => marks = extensions::decode_watermarks(&mut d)?,
                 _ => d.skip()?,
             }
         }
@@ -375,7 +439,8 @@ impl Session {
         if local.is_some_and(|l| &l != identity) {
             return Err(DecodeError::LocalIdentityChanged);
         }
-        let states = required(states, "session states")?;
+        let mut states = required(states, "session states")?;
+        extensions::apply_watermarks(&mut states, &marks);
         let mut session = Self::empty(
             *identity,
             required(remote, "remote identity")?,
@@ -383,6 +448,7 @@ impl Session {
         );
         session.pending_prekey = pending.flatten();
         session.next_insertion = states.len() as u64;
+        session.base_keys = base_keys;
         session.states = states;
         Ok(session)
     }
@@ -435,6 +501,7 @@ impl fmt::Debug for Session {
             states,
             next_insertion: _,
             max_counter_gap,
+            base_keys,
         } = self;
         f.debug_struct("Session")
             .field("local_identity", local_identity)
@@ -443,6 +510,7 @@ impl fmt::Debug for Session {
             .field("pending_prekey", &pending_prekey.map(|p| p.prekey_id))
             .field("states", &states.len())
             .field("max_counter_gap", max_counter_gap)
+            .field("base_keys", &base_keys.len())
             .finish()
     }
 }

@@ -142,7 +142,7 @@ impl SessionState {
         message_bytes: &[u8],
         mac: &[u8; 32],
         msg: &CipherMessage,
-        max_gap: u32,
+        max_staged: u32,
     ) -> Result<(Vec<u8>, StateUpdate), DecryptError> {
         // Ratchet keys are compared as bytes; nothing is converted on the in-chain path.
         if let Some(index) = self
@@ -154,16 +154,18 @@ impl SessionState {
                 .recv_chains
                 .get(index)
                 .ok_or(DecryptError::UnknownSessionTag)?;
-            let (plaintext, update) = chain.decrypt(message_bytes, mac, msg, max_gap)?;
+            let (plaintext, update) = chain.decrypt(message_bytes, mac, msg, max_staged)?;
             return Ok((plaintext, StateUpdate::Chain { index, update }));
         }
         // A new ratchet key: a DH ratchet step (spec §7.2). The seed of our next ratchet key is
         // drawn first, as Wire's implementations do, so recorded randomness replays exactly;
         // the key itself is only computed once the MAC has verified.
-        let mut seed = Zeroizing::new([0u8; 32]);
-        rng.fill_bytes(seed.as_mut_slice());
+        // A ratchet key that is no curve point is rejected before drawing: Wire's JS already
+        // refuses it while decoding, so it draws nothing either.
         let their = &msg.ratchet_key;
         let their_point = their.dh_point()?;
+        let mut seed = Zeroizing::new([0u8; 32]);
+        rng.fill_bytes(seed.as_mut_slice());
         let recv_dh = self
             .send_chain
             .ratchet_key
@@ -171,8 +173,8 @@ impl SessionState {
             .ok_or(DecryptError::DegeneratedKey)?;
         let (recv_root, recv_chain_key) = self.root_key.dh_ratchet(&recv_dh);
         let mut recv_chain = RecvChain::new(recv_chain_key, *their);
-        let (plaintext, update) = recv_chain.decrypt(message_bytes, mac, msg, max_gap)?;
-        recv_chain.apply(update, max_gap as usize);
+        let (plaintext, update) = recv_chain.decrypt(message_bytes, mac, msg, max_staged)?;
+        recv_chain.apply(update, max_staged as usize);
         let ratchet_key = KeyPair::from_seed(seed);
         let send_dh = ratchet_key
             .dh(&their_point)

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::*;
 use crate::keys::PreKey;
-use crate::limits::{MAX_RECV_CHAINS, MAX_SESSION_STATES};
+use crate::limits::{MAX_FAST_FORWARD, MAX_RECV_CHAINS, MAX_SESSION_STATES};
 use crate::rng::OsRng;
 
 struct Pair {
@@ -66,39 +66,89 @@ impl Pair {
     }
 }
 
+/// Envelope `i` of `n` that Alice encrypts (the others are encrypted and dropped).
+fn alice_sends(p: &mut Pair, n: u32, keep: &[u32]) -> BTreeMap<u32, Envelope<'static>> {
+    let mut kept = BTreeMap::new();
+    for i in 0..n {
+        let envelope = p.a.encrypt(&i.to_be_bytes()).unwrap();
+        if keep.contains(&i) {
+            kept.insert(i, envelope);
+        }
+    }
+    kept
+}
+
+fn tampered(envelope: &Envelope) -> Envelope<'static> {
+    let mut bytes = envelope.to_bytes();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    Envelope::from_bytes(&bytes).unwrap().into_owned()
+}
+
 #[test]
-fn a_gap_of_exactly_the_limit_is_accepted_and_one_more_is_not() {
+fn a_gap_of_exactly_max_fast_forward_is_accepted_and_one_more_is_not() {
     let mut p = established();
-    let sent: Vec<Envelope> = (0..=MAX_COUNTER_GAP + 1)
-        .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
-        .collect();
-    // Bob's chain is in use (index 0 -> the gap to the last is 1001): 212.
-    let err = p.rejected_by_bob(&sent[MAX_COUNTER_GAP as usize + 1]);
+    let max = MAX_FAST_FORWARD;
+    let staged = MAX_COUNTER_GAP;
+    let sent = alice_sends(
+        &mut p,
+        max + 3,
+        &[0, 5, max - staged, max + 1 - staged, max, max + 1, max + 2],
+    );
+    // Bob's chain is in use at index 1: counter max + 2 skips max + 1.
+    p.deliver_to_bob(&sent[&0]).unwrap();
+    let err = p.rejected_by_bob(&sent[&(max + 2)]);
     assert!(
-        matches!(
-            err,
-            DecryptError::TooDistantFuture {
-                gap: 1001,
-                chain_start: true
-            }
-        ),
+        matches!(err, DecryptError::TooDistantFuture { gap, chain_start: false } if gap == u64::from(max) + 1),
         "{err:?}"
     );
-    assert_eq!(err.code(), 211);
+    assert_eq!(err.code(), 212);
+    // A forged message at the largest distance costs the steps and changes nothing.
+    assert_eq!(p.rejected_by_bob(&tampered(&sent[&(max + 1)])).code(), 207);
+    // The genuine one decrypts; only the newest skipped keys are staged.
     assert_eq!(
-        p.deliver_to_bob(&sent[MAX_COUNTER_GAP as usize]).unwrap(),
-        MAX_COUNTER_GAP.to_be_bytes()
+        p.deliver_to_bob(&sent[&(max + 1)]).unwrap(),
+        (max + 1).to_be_bytes()
     );
-    assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
-    // Every skipped message still decrypts, once.
-    assert_eq!(p.deliver_to_bob(&sent[0]).unwrap(), 0u32.to_be_bytes());
-    // Counter 0 was the oldest staged key: a replay is now older than the window (208).
-    assert!(p.rejected_by_bob(&sent[0]).is_already_seen());
-    assert_eq!(p.deliver_to_bob(&sent[5]).unwrap(), 5u32.to_be_bytes());
-    assert!(matches!(
-        p.rejected_by_bob(&sent[5]),
-        DecryptError::DuplicateMessage
-    ));
+    assert_eq!(p.b.staged_keys().count(), staged as usize);
+    assert_eq!(
+        p.deliver_to_bob(&sent[&(max + 1 - staged)]).unwrap(),
+        (max + 1 - staged).to_be_bytes()
+    );
+    for lost in [max - staged, 5] {
+        let err = p.rejected_by_bob(&sent[&lost]);
+        assert_eq!(err.code(), 214, "{lost}");
+        assert!(!err.is_already_seen());
+    }
+    // The gap-(max + 1) message is now in order.
+    assert_eq!(
+        p.deliver_to_bob(&sent[&(max + 2)]).unwrap(),
+        (max + 2).to_be_bytes()
+    );
+}
+
+#[test]
+fn a_client_back_after_20000_messages_decrypts_the_next_one() {
+    let mut p = established();
+    let sent = alice_sends(&mut p, 20_001, &[0, 19_000, 19_999, 20_000]);
+    assert_eq!(
+        p.deliver_to_bob(&sent[&20_000]).unwrap(),
+        20_000u32.to_be_bytes()
+    );
+    assert_eq!(
+        p.deliver_to_bob(&sent[&19_999]).unwrap(),
+        19_999u32.to_be_bytes()
+    );
+    assert_eq!(
+        p.deliver_to_bob(&sent[&19_000]).unwrap(),
+        19_000u32.to_be_bytes()
+    );
+    assert_eq!(p.rejected_by_bob(&sent[&0]).code(), 214);
+    // The session goes on both ways.
+    let reply = p.b.encrypt(b"welcome back").unwrap();
+    assert_eq!(p.deliver_to_alice(&reply).unwrap(), b"welcome back");
+    let next = p.a.encrypt(b"thanks").unwrap();
+    assert_eq!(p.deliver_to_bob(&next).unwrap(), b"thanks");
 }
 
 #[test]
@@ -113,37 +163,42 @@ fn a_raised_gap_limit_accepts_more() {
 }
 
 #[test]
-fn too_distant_within_a_used_chain_is_212() {
-    let mut p = established();
-    let sent: Vec<Envelope> = (0..1004u32)
-        .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
-        .collect();
-    p.deliver_to_bob(&sent[0]).unwrap();
-    p.deliver_to_bob(&sent[1]).unwrap();
-    // The chain is at 2: counter 1003 skips 1001.
-    let err = p.rejected_by_bob(&sent[1003]);
-    assert_eq!(err.code(), 212);
-    assert!(p.deliver_to_bob(&sent[1002]).is_ok());
-}
-
-#[test]
-fn keys_older_than_the_staged_window_are_outdated() {
+fn keys_older_than_the_staged_window_are_evicted_not_already_seen() {
     let mut p = established();
     let sent: Vec<Envelope> = (0..1500u32)
         .map(|i| p.a.encrypt(&i.to_be_bytes()).unwrap())
         .collect();
     p.deliver_to_bob(&sent[900]).unwrap();
+    p.deliver_to_bob(&sent[10]).unwrap();
     p.deliver_to_bob(&sent[1499]).unwrap();
-    // 900 + 598 keys were staged; the oldest were evicted to keep 1000.
+    // 899 + 598 keys were staged; the oldest 497 (0..=497 but 10) were evicted to keep 1000.
     assert_eq!(p.b.staged_keys().count(), MAX_COUNTER_GAP as usize);
-    assert!(matches!(
-        p.rejected_by_bob(&sent[0]),
-        DecryptError::OutdatedMessage
-    ));
+    // Counter 0 was never decrypted: its key is gone, and it must not pass for a duplicate.
+    let err = p.rejected_by_bob(&sent[0]);
+    assert_eq!((err.code(), err.kind()), (214, "MessageKeyEvicted"));
+    assert!(
+        !err.is_already_seen(),
+        "an evicted message reported as seen"
+    );
+    // Below the watermark the engine cannot tell decrypted from evicted: still not "seen".
+    assert!(!p.rejected_by_bob(&sent[10]).is_already_seen());
+    // Above it, a message decrypted before is a duplicate.
+    assert_eq!(p.deliver_to_bob(&sent[499]).unwrap(), 499u32.to_be_bytes());
+    assert_eq!(p.rejected_by_bob(&sent[499]).code(), 209);
     assert_eq!(
         p.deliver_to_bob(&sent[1400]).unwrap(),
         1400u32.to_be_bytes()
     );
+    // The watermark (498) is stored with the session: 499 stays a duplicate after a reload.
+    let reloaded = Session::from_bytes(p.b.local_identity(), &p.b.to_bytes()).unwrap();
+    assert_eq!(reloaded.to_bytes(), p.b.to_bytes());
+    p.b = reloaded;
+    assert_eq!(p.rejected_by_bob(&sent[499]).code(), 209);
+    assert_eq!(p.rejected_by_bob(&sent[0]).code(), 214);
+    // A record without it (Wire's format) assumes the worst below idx - 1000 (500).
+    p.b = Session::from_bytes(p.b.local_identity(), &p.b.to_wire_bytes()).unwrap();
+    assert_eq!(p.rejected_by_bob(&sent[499]).code(), 214);
+    assert_eq!(p.rejected_by_bob(&sent[1400]).code(), 209);
 }
 
 #[test]
@@ -294,11 +349,14 @@ fn states_are_evicted_below_the_limit() {
         assert!(b.state_count() < MAX_SESSION_STATES);
     }
     assert_eq!(b.state_count(), MAX_SESSION_STATES - 1);
-    // The first state was the oldest: it is gone, and its next message builds a new state.
+    // The first state was the oldest: it is gone. Its handshake's base key is remembered, so
+    // its PreKeyMessages no longer build a state again (that is what a replay does).
     let again = first.encrypt(b"again").unwrap();
     assert_eq!(
-        b.decrypt(rng, &bob, &mut prekeys, &again).unwrap(),
-        b"again"
+        b.decrypt(rng, &bob, &mut prekeys, &again)
+            .unwrap_err()
+            .code(),
+        209
     );
 }
 
@@ -324,6 +382,9 @@ fn error_codes_are_stable() {
     );
     assert_eq!(DecryptError::OutdatedMessage.code(), 208);
     assert_eq!(DecryptError::DuplicateMessage.code(), 209);
+    assert_eq!(DecryptError::MessageKeyEvicted.code(), 214);
+    assert!(DecryptError::OutdatedMessage.is_already_seen());
+    assert!(!DecryptError::MessageKeyEvicted.is_already_seen());
     assert_eq!(DecodeError::LocalIdentityChanged.code(), 300);
     assert_eq!(DecodeError::UnknownMessageType(3).code(), 302);
     assert_eq!(DecodeError::InvalidKey("x").code(), 409);
@@ -357,4 +418,81 @@ fn decoded_envelopes_borrow_their_bytes_and_owned_ones_still_decrypt() {
             .unwrap(),
         b"borrowed"
     );
+}
+
+#[test]
+fn a_replayed_last_resort_prekey_message_never_replaces_a_live_state() {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let last_resort = PreKey::last_resort(rng);
+    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
+    let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
+    let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+    // Recorded by a relay or an observer.
+    let first = a.encrypt(b"first").unwrap();
+    let mut p = Pair {
+        b: Session::init_from_message(rng, &bob, &mut prekeys, &first)
+            .unwrap()
+            .session,
+        alice,
+        bob,
+        a,
+        prekeys,
+    };
+    // More ratchet turns than receive chains are kept: the first chain is gone at Bob's.
+    for turn in 0..=MAX_RECV_CHAINS {
+        let to_alice = p.b.encrypt(format!("b{turn}").as_bytes()).unwrap();
+        p.deliver_to_alice(&to_alice).unwrap();
+        let to_bob = p.a.encrypt(format!("a{turn}").as_bytes()).unwrap();
+        p.deliver_to_bob(&to_bob).unwrap();
+    }
+    // The replay authenticates but its handshake made the live state: a duplicate.
+    let err = p.rejected_by_bob(&first);
+    assert!(matches!(err, DecryptError::DuplicateMessage), "{err:?}");
+    assert!(p.prekeys.contains_key(&PreKeyId::LAST_RESORT));
+    // Both directions still work.
+    let next = p.a.encrypt(b"still here").unwrap();
+    assert_eq!(p.deliver_to_bob(&next).unwrap(), b"still here");
+    let back = p.b.encrypt(b"me too").unwrap();
+    assert_eq!(p.deliver_to_alice(&back).unwrap(), b"me too");
+    // The base key is stored with the session; a record in Wire's format still has the tag.
+    let Message::PreKey(pkm) = first.message() else {
+        panic!("the first message carries the prekey header");
+    };
+    let base_key = pkm.base_key;
+    for (bytes, has_base_key) in [(p.b.to_bytes(), true), (p.b.to_wire_bytes(), false)] {
+        p.b = Session::from_bytes(p.b.local_identity(), &bytes).unwrap();
+        assert_eq!(p.b.has_seen_base_key(&base_key), has_base_key);
+        assert_eq!(p.rejected_by_bob(&first).code(), 209);
+    }
+}
+
+#[test]
+fn a_replay_is_refused_after_its_state_was_evicted() {
+    let rng = &mut OsRng;
+    let (alice, bob) = (
+        IdentityKeyPair::generate(rng),
+        IdentityKeyPair::generate(rng),
+    );
+    let last_resort = PreKey::last_resort(rng);
+    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
+    let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
+    let mut first_session = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+    let first = first_session.encrypt(b"0").unwrap();
+    let mut b = Session::init_from_message(rng, &bob, &mut prekeys, &first)
+        .unwrap()
+        .session;
+    for i in 1..(MAX_SESSION_STATES + 5) {
+        let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
+        b.decrypt(rng, &bob, &mut prekeys, &a.encrypt(&[i as u8]).unwrap())
+            .unwrap();
+    }
+    // The first state is gone; its base key is still known.
+    let before = b.to_bytes();
+    let err = b.decrypt(rng, &bob, &mut prekeys, &first).unwrap_err();
+    assert_eq!(err.code(), 209);
+    assert_eq!(b.to_bytes(), before);
 }

@@ -44,14 +44,27 @@ final class ErrorTests: XCTestCase {
         expectError(206, "InvalidSignature") { _ = try bob.decrypt(sessionId: "alice", envelope: tampered) }
         XCTAssertEqual(text(try bob.decrypt(sessionId: "alice", envelope: envelope)), "once")
         expectError(209, "DuplicateMessage") { _ = try bob.decrypt(sessionId: "alice", envelope: envelope) }
+        // A gap over 1000 is fast-forwarded (up to 100,000 skipped messages); more is refused.
         let skipped = try (0..<1002).map { try alice.encrypt(sessionId: "bob", plaintext: bytes("m\($0)")) }
-        do {
-            _ = try bob.decrypt(sessionId: "alice", envelope: skipped[1001])
-            XCTFail("a gap of 1001 was accepted")
-        } catch let e as ProteusError {
-            XCTAssertEqual(e.kind, "TooDistantFuture")
-            XCTAssertTrue(e.code == 211 || e.code == 212)
-        }
+        XCTAssertEqual(text(try bob.decrypt(sessionId: "alice", envelope: skipped[1001])), "m1001")
+        for _ in 0..<100_001 { _ = try alice.encrypt(sessionId: "bob", plaintext: bytes("x")) }
+        let far = try alice.encrypt(sessionId: "bob", plaintext: bytes("far"))
+        expectError(212, "TooDistantFuture") { _ = try bob.decrypt(sessionId: "alice", envelope: far) }
+    }
+
+    func testMessageKeyEvicted214IsNotAlreadySeen() throws {
+        let (alice, bob) = try establishedPair()
+        let sent = try (0..<1500).map { try alice.encrypt(sessionId: "bob", plaintext: bytes("m\($0)")) }
+        XCTAssertEqual(text(try bob.decrypt(sessionId: "alice", envelope: sent[900])), "m900")
+        // 1498 keys skipped in all; only the newest 1000 are kept, so message 0's is gone.
+        XCTAssertEqual(text(try bob.decrypt(sessionId: "alice", envelope: sent[1499])), "m1499")
+        expectError(214, "MessageKeyEvicted") { _ = try bob.decrypt(sessionId: "alice", envelope: sent[0]) }
+        let collector = Collector()
+        let summary = try bob.decryptBatch(queue: [QueuedMessage(sessionId: "alice", envelope: sent[1])], delivery: collector)
+        XCTAssertEqual(summary, BatchSummary(total: 1, decrypted: 0, alreadySeen: 0, failed: 1))
+        let r = collector.results[0]
+        XCTAssertEqual(r.errorCode, 214)
+        XCTAssertFalse(r.alreadySeen)
     }
 
     func testDecodingErrors3xxAndLocalIdentity300() throws {

@@ -68,17 +68,34 @@ class ErrorsTest {
     }
 
     @Test
-    fun `message errors - 206 bad MAC, 209 duplicate, 211 or 212 too far ahead`() {
+    fun `message errors - 206 bad MAC, 209 duplicate, 212 too far ahead`() {
         val (alice, bob) = establishedPair()
         val envelope = alice.encrypt("bob", bytes("once"))
         val tampered = envelope.copyOf().also { it[it.size - 1] = (it[it.size - 1] + 1).toByte() }
         expectError(206, "InvalidSignature") { bob.decrypt("alice", tampered) }
         assertEquals("once", text(bob.decrypt("alice", envelope)))
         expectError(209, "DuplicateMessage") { bob.decrypt("alice", envelope) }
-        // More than 1000 messages skipped (the default limit).
+        // A gap over 1000 is fast-forwarded (up to 100,000 skipped messages); more is refused.
         val skipped = (0 until 1002).map { alice.encrypt("bob", bytes("m$it")) }
-        val e = assertFailsWithKind("TooDistantFuture") { bob.decrypt("alice", skipped.last()) }
-        assertTrue(e.code == 211 || e.code == 212, "code ${e.code}")
+        assertEquals("m1001", text(bob.decrypt("alice", skipped.last())))
+        repeat(100_001) { alice.encrypt("bob", bytes("x")) }
+        expectError(212, "TooDistantFuture") { bob.decrypt("alice", alice.encrypt("bob", bytes("far"))) }
+    }
+
+    @Test
+    fun `214 - a skipped message whose key was evicted is not already seen`() {
+        val (alice, bob) = establishedPair()
+        val sent = (0 until 1500).map { alice.encrypt("bob", bytes("m$it")) }
+        assertEquals("m900", text(bob.decrypt("alice", sent[900])))
+        // 1498 keys skipped in all; only the newest 1000 are kept, so message 0's is gone.
+        assertEquals("m1499", text(bob.decrypt("alice", sent[1499])))
+        expectError(214, "MessageKeyEvicted") { bob.decrypt("alice", sent[0]) }
+        val collector = Collector()
+        val summary = bob.decryptBatch(listOf(QueuedMessage("alice", sent[1])), collector)
+        assertEquals(BatchSummary(1u, 0u, 0u, 1u), summary)
+        val r = collector.results.single()
+        assertEquals(214 to false, r.errorCode to r.alreadySeen)
+        assertEquals("m1400", text(bob.decrypt("alice", sent[1400])))
     }
 
     @Test

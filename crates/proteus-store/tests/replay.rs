@@ -1,0 +1,79 @@
+//! A recorded PreKeyMessage on the last-resort prekey, replayed later, never replaces a live
+//! session nor recreates a deleted one.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
+
+mod common;
+
+use common::{TestStorage, code_of, run_batch};
+use proteus_store::Client;
+
+/// Alice starts on Bob's last-resort prekey; returns her first envelope, as a relay saw it.
+fn handshake(alice: &mut Client, bob: &mut Client) -> Vec<u8> {
+    let bundle = bob.last_resort_bundle().unwrap().to_bytes();
+    alice.create_session("bob", &bundle).unwrap();
+    let first = alice.encrypt("bob", b"first").unwrap();
+    assert_eq!(bob.decrypt("alice", &first).unwrap(), b"first");
+    first
+}
+
+fn talk(alice: &mut Client, bob: &mut Client, turns: usize) {
+    for turn in 0..turns {
+        let to_alice = bob.encrypt("alice", format!("b{turn}").as_bytes()).unwrap();
+        assert_eq!(
+            alice.decrypt("bob", &to_alice).unwrap(),
+            format!("b{turn}").as_bytes()
+        );
+        let to_bob = alice.encrypt("bob", format!("a{turn}").as_bytes()).unwrap();
+        assert_eq!(
+            bob.decrypt("alice", &to_bob).unwrap(),
+            format!("a{turn}").as_bytes()
+        );
+    }
+}
+
+#[test]
+fn a_replay_after_five_ratchet_turns_is_a_duplicate_and_the_session_lives_on() {
+    let storage = TestStorage::new();
+    let mut bob = storage.client();
+    let mut alice = Client::in_memory().unwrap();
+    let first = handshake(&mut alice, &mut bob);
+    talk(&mut alice, &mut bob, 6);
+    assert_eq!(code_of(&bob.decrypt("alice", &first)), 209);
+    // In a batch too, and after a reload from the store.
+    let r = run_batch(&mut bob, &[("alice".to_owned(), first.clone())]).unwrap();
+    assert!(r[0].is_already_seen(), "{:?}", r[0].outcome);
+    drop(bob);
+    let mut bob = storage.client();
+    assert_eq!(code_of(&bob.decrypt("alice", &first)), 209);
+    // Nothing broke: both directions still decrypt.
+    talk(&mut alice, &mut bob, 2);
+}
+
+#[test]
+fn a_replay_after_delete_session_does_not_recreate_it() {
+    let storage = TestStorage::new();
+    let mut bob = storage.client();
+    let mut alice = Client::in_memory().unwrap();
+    let first = handshake(&mut alice, &mut bob);
+    talk(&mut alice, &mut bob, 1);
+    bob.delete_session("alice").unwrap();
+    assert_eq!(code_of(&bob.decrypt("alice", &first)), 209);
+    assert!(!bob.has_session("alice").unwrap());
+    // The record of it survives a restart.
+    drop(bob);
+    let mut bob = storage.client();
+    let r = run_batch(&mut bob, &[("alice".to_owned(), first.clone())]).unwrap();
+    assert_eq!(code_of(&r[0].outcome), 209);
+    assert!(!bob.has_session("alice").unwrap());
+    // A new handshake from Alice (a new base key) is welcome.
+    alice.delete_session("bob").unwrap();
+    let again = handshake(&mut alice, &mut bob);
+    assert_ne!(again, first);
+    talk(&mut alice, &mut bob, 1);
+}
