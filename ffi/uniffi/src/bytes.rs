@@ -114,6 +114,12 @@ impl SecretBytes {
     }
 }
 
+impl From<Vec<u8>> for SecretBytes {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(Zeroizing::new(bytes))
+    }
+}
+
 impl Deref for SecretBytes {
     type Target = [u8];
 

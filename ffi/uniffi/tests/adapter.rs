@@ -14,8 +14,14 @@ use std::time::{Duration, Instant};
 
 use proteus_uniffi::{
     BatchDelivery, BatchProgress, BatchResult, BatchResults, Bytes, Client, ClientOptions,
-    OpenMode, ProteusError, QueuedMessage, QueuedMessages, bundle_fingerprint, message_id,
+    OpenMode, ProteusError, QueuedMessage, QueuedMessages, SecretBytes, bundle_fingerprint,
+    message_id,
 };
+
+/// Bytes as the secret kind the import calls take.
+fn secret(bytes: &[u8]) -> SecretBytes {
+    SecretBytes::from(bytes.to_vec())
+}
 
 type Deliver = dyn Fn(&[BatchResult], BatchProgress) -> Result<bool, ProteusError> + Send + Sync;
 
@@ -377,15 +383,15 @@ fn no_input_reaches_a_panic() {
                 .create_session(format!("s{round}"), input.clone())
                 .err(),
             victim
-                .import_session(format!("i{round}"), input.clone())
+                .import_session(format!("i{round}"), secret(&input))
                 .err(),
-            victim.import_prekey(input.clone()).err(),
+            victim.import_prekey(secret(&input)).err(),
             bundle_fingerprint(input.clone()).err(),
         ];
         for e in results.into_iter().flatten() {
             assert_ne!(e.kind(), "Internal", "{e}");
         }
-        let _ = victim.import_identity(input);
+        let _ = victim.import_identity(secret(&input));
     }
     assert_eq!(victim.fingerprint().unwrap().len(), 64);
 }
