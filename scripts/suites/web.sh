@@ -11,15 +11,18 @@
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo
 #      and examples/chat/tests/web/chromium.mjs: the chat's page against a terminal client
-#   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked)
+#   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked), and
+#      the fast-forward worst case once (forged refused, genuine decrypted)
 #   7. the .wasm size, raw and gzipped, against its budget
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 WEB=ffi/web
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-# The .wasm must stay within this many bytes (the issue's target: 200 KB).
-WASM_BUDGET=${WASM_BUDGET:-200000}
+# The .wasm must stay within this many bytes: 200 KB was the target; the security hardening
+# (replay guard, eviction watermarks, fast-forward, zeroize features) added 9 KB, and the team
+# accepted 206,000 for it (README, Web).
+WASM_BUDGET=${WASM_BUDGET:-206000}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...
@@ -79,6 +82,8 @@ CHROMIUM=$CHROMIUM node --test ../../examples/chat/tests/web/chromium.mjs
 
 log "benchmark, one timed run per scenario (smoke)"
 node bench/bench.mjs --json --runs 1
+log "the worst case of a long absence: one message at a gap of 100,000, forged and genuine (smoke)"
+node bench/fast-forward.mjs --runs 1
 
 log "size"
 raw=$(wc -c <pkg/proteus_web_bg.wasm)
