@@ -61,38 +61,20 @@ unsafe impl FfiConverter<crate::UniFfiTag> for Bytes {
 
     fn lower(obj: Self) -> RustBuffer {
         let mut buf = Vec::with_capacity(obj.0.len().saturating_add(4));
-        Self::write(obj, &mut buf);
+        write_wire(&obj.0, &mut buf);
         RustBuffer::from_vec(buf)
     }
 
     fn try_lift(v: RustBuffer) -> uniffi::Result<Self> {
-        let vec = v.destroy_into_vec();
-        let mut buf = vec.as_slice();
-        let bytes = Self::try_read(&mut buf)?;
-        if !buf.is_empty() {
-            uniffi::deps::anyhow::bail!("{} bytes left after a byte string", buf.len());
-        }
-        Ok(bytes)
+        Ok(Self(read_whole(&v.destroy_into_vec())?.to_vec()))
     }
 
     fn write(obj: Self, buf: &mut Vec<u8>) {
-        // Lengths beyond i32::MAX cannot come from this crate (messages are at most 5 MiB);
-        // saturate rather than panic.
-        let len = i32::try_from(obj.0.len()).unwrap_or(i32::MAX);
-        buf.extend_from_slice(&len.to_be_bytes());
-        buf.extend_from_slice(obj.0.get(..len.unsigned_abs() as usize).unwrap_or(&obj.0));
+        write_wire(&obj.0, buf);
     }
 
     fn try_read(buf: &mut &[u8]) -> uniffi::Result<Self> {
-        let Some((len, rest)) = buf.split_first_chunk::<4>() else {
-            uniffi::deps::anyhow::bail!("a byte string's length is cut off");
-        };
-        let len = usize::try_from(i32::from_be_bytes(*len))?;
-        let Some((bytes, rest)) = rest.split_at_checked(len) else {
-            uniffi::deps::anyhow::bail!("a byte string of {len} bytes is cut off");
-        };
-        *buf = rest;
-        Ok(Self(bytes.to_vec()))
+        Ok(Self(read_wire(buf)?.to_vec()))
     }
 
     const TYPE_ID_META: MetadataBuffer = <Vec<u8> as TypeId<crate::UniFfiTag>>::TYPE_ID_META;
@@ -143,42 +125,59 @@ unsafe impl FfiConverter<crate::UniFfiTag> for SecretBytes {
     fn lower(obj: Self) -> RustBuffer {
         // Sized exactly, so writing never reallocates and leaves no stale copy behind.
         let mut buf = Vec::with_capacity(obj.0.len().saturating_add(4));
-        Self::write(obj, &mut buf);
+        write_wire(&obj.0, &mut buf);
         RustBuffer::from_vec(buf)
     }
 
     fn try_lift(v: RustBuffer) -> uniffi::Result<Self> {
         let vec = Zeroizing::new(v.destroy_into_vec());
-        let mut buf = vec.as_slice();
-        let bytes = Self::try_read(&mut buf)?;
-        if !buf.is_empty() {
-            uniffi::deps::anyhow::bail!("{} bytes left after a byte string", buf.len());
-        }
-        Ok(bytes)
+        Ok(Self(Zeroizing::new(read_whole(&vec)?.to_vec())))
     }
 
     fn write(obj: Self, buf: &mut Vec<u8>) {
-        let len = i32::try_from(obj.0.len()).unwrap_or(i32::MAX);
-        buf.extend_from_slice(&len.to_be_bytes());
-        buf.extend_from_slice(obj.0.get(..len.unsigned_abs() as usize).unwrap_or(&obj.0));
+        write_wire(&obj.0, buf);
     }
 
     fn try_read(buf: &mut &[u8]) -> uniffi::Result<Self> {
-        let Some((len, rest)) = buf.split_first_chunk::<4>() else {
-            uniffi::deps::anyhow::bail!("a byte string's length is cut off");
-        };
-        let len = usize::try_from(i32::from_be_bytes(*len))?;
-        let Some((bytes, rest)) = rest.split_at_checked(len) else {
-            uniffi::deps::anyhow::bail!("a byte string of {len} bytes is cut off");
-        };
-        *buf = rest;
-        Ok(Self(Zeroizing::new(bytes.to_vec())))
+        Ok(Self(Zeroizing::new(read_wire(buf)?.to_vec())))
     }
 
     const TYPE_ID_META: MetadataBuffer = <Vec<u8> as TypeId<crate::UniFfiTag>>::TYPE_ID_META;
 }
 
 uniffi::derive_ffi_traits!(local SecretBytes);
+
+/// Writes `bytes` in the wire form of `Vec<u8>`: a big-endian `i32` length, then the bytes.
+fn write_wire(bytes: &[u8], buf: &mut Vec<u8>) {
+    // Lengths beyond i32::MAX cannot come from this crate (messages are at most 5 MiB);
+    // saturate rather than panic.
+    let len = i32::try_from(bytes.len()).unwrap_or(i32::MAX);
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(bytes.get(..len.unsigned_abs() as usize).unwrap_or(bytes));
+}
+
+/// Reads one byte string in that form from the front of `buf`, checking its length.
+fn read_wire<'a>(buf: &mut &'a [u8]) -> uniffi::Result<&'a [u8]> {
+    let Some((len, rest)) = buf.split_first_chunk::<4>() else {
+        uniffi::deps::anyhow::bail!("a byte string's length is cut off");
+    };
+    let len = usize::try_from(i32::from_be_bytes(*len))?;
+    let Some((bytes, rest)) = rest.split_at_checked(len) else {
+        uniffi::deps::anyhow::bail!("a byte string of {len} bytes is cut off");
+    };
+    *buf = rest;
+    Ok(bytes)
+}
+
+/// Reads a buffer that holds exactly one byte string.
+fn read_whole(vec: &[u8]) -> uniffi::Result<&[u8]> {
+    let mut buf = vec;
+    let bytes = read_wire(&mut buf)?;
+    if !buf.is_empty() {
+        uniffi::deps::anyhow::bail!("{} bytes left after a byte string", buf.len());
+    }
+    Ok(bytes)
+}
 
 #[cfg(test)]
 mod tests {
