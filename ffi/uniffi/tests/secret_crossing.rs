@@ -12,8 +12,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use proteus_core::IdentityKeyPair;
 use proteus_uniffi::{Client, UniFfiTag};
@@ -22,11 +20,11 @@ use uniffi::{Lift, Lower, RustBuffer};
 /// The identity seed planted by the checks.
 const SEED: [u8; 32] = [0x5e; 32];
 
-static WATCHING: AtomicBool = AtomicBool::new(false);
-static FOUND: AtomicUsize = AtomicUsize::new(0);
-static SERIAL: Mutex<()> = Mutex::new(());
-
+// Per thread: the tests run in parallel, and only the blocks the checked work frees (on the
+// thread that runs it, as the client's calls do) are looked into.
 thread_local! {
+    static WATCHING: Cell<bool> = const { Cell::new(false) };
+    static FOUND: Cell<usize> = const { Cell::new(0) };
     static INSPECTING: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -40,11 +38,11 @@ unsafe impl GlobalAlloc for Inspecting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if WATCHING.load(Ordering::Relaxed) && layout.size() >= 32 && !INSPECTING.with(Cell::get) {
+        if WATCHING.with(Cell::get) && layout.size() >= 32 && !INSPECTING.with(Cell::get) {
             INSPECTING.with(|i| i.set(true));
             let block = unsafe { std::slice::from_raw_parts(ptr, layout.size()) };
             if block.windows(32).any(|w| w == SEED) {
-                FOUND.fetch_add(1, Ordering::Relaxed);
+                FOUND.with(|f| f.set(f.get() + 1));
             }
             INSPECTING.with(|i| i.set(false));
         }
@@ -55,16 +53,13 @@ unsafe impl GlobalAlloc for Inspecting {
 #[global_allocator]
 static ALLOCATOR: Inspecting = Inspecting;
 
-/// Runs `work` while watching freed blocks for the seed; returns how many held it.
+/// Runs `work` while watching the blocks this thread frees for the seed; returns how many held it.
 fn freed_copies<T>(work: impl FnOnce() -> T) -> (usize, T) {
-    let _serial = SERIAL
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    FOUND.store(0, Ordering::Relaxed);
-    WATCHING.store(true, Ordering::Relaxed);
+    FOUND.with(|f| f.set(0));
+    WATCHING.with(|w| w.set(true));
     let out = work();
-    WATCHING.store(false, Ordering::Relaxed);
-    (FOUND.load(Ordering::Relaxed), out)
+    WATCHING.with(|w| w.set(false));
+    (FOUND.with(Cell::get), out)
 }
 
 /// What the generated code does with a returned value: lower it into the buffer that crosses.
