@@ -5,8 +5,9 @@
 //! none of them is byte-identical to Wire's. A record without them (Wire's, or an older
 //! version's) loads with conservative defaults.
 //!
-//! * key 6, base keys: `[bstr(32), …]`, oldest first, of the handshakes that created states
-//!   (at most [`MAX_SESSION_BASE_KEYS`]), so a replayed PreKeyMessage is refused.
+//! * key 6, base keys: `[[bstr(32), u32], …]`, oldest first: the base key of each handshake that
+//!   created a state (at most [`MAX_SESSION_BASE_KEYS`]) and the counter of the message that
+//!   did, so a replayed PreKeyMessage is refused (209 for that message, 214 for another one).
 //! * key 7, eviction watermarks: `[[tag bstr(16), ratchet key bstr(32), u32 watermark], …]` for
 //!   each receive chain whose watermark differs from [`legacy_watermark`].
 
@@ -22,19 +23,28 @@ use crate::secret_vec::SecretVec;
 /// Map key of the base keys.
 pub(super) const BASE_KEYS_KEY: u8 = 6;
 
-pub(super) fn encode_base_keys(e: &mut Encoder, keys: &[PublicKey]) {
+pub(super) fn encode_base_keys(e: &mut Encoder, keys: &[(PublicKey, u32)]) {
     e.key(BASE_KEYS_KEY).array(keys.len());
-    for key in keys {
-        e.bytes(key.as_bytes());
+    for (key, counter) in keys {
+        e.array(2).bytes(key.as_bytes()).u64(u64::from(*counter));
     }
 }
 
 /// The newest [`MAX_SESSION_BASE_KEYS`] are kept if a record holds more.
-pub(super) fn decode_base_keys(d: &mut Decoder<'_>) -> Result<Vec<PublicKey>, DecodeError> {
+pub(super) fn decode_base_keys(d: &mut Decoder<'_>) -> Result<Vec<(PublicKey, u32)>, DecodeError> {
     let n = d.array()?;
     let mut keys = Vec::with_capacity(n.min(MAX_SESSION_BASE_KEYS));
     for _ in 0..n {
-        keys.push(PublicKey::from_bytes(d.fixed::<32>("base key")?));
+        let len = d.array()?;
+        if len != 2 {
+            return Err(DecodeError::InvalidLength {
+                field: "base key entry",
+                expected: 2,
+                actual: len,
+            });
+        }
+        let key = PublicKey::from_bytes(d.fixed::<32>("base key")?);
+        keys.push((key, d.u32()?));
     }
     let excess = keys.len().saturating_sub(MAX_SESSION_BASE_KEYS);
     keys.drain(..excess);

@@ -47,9 +47,10 @@ pub struct Session {
     states: SecretVec<StateEntry>,
     next_insertion: u64,
     max_counter_gap: u32,
-    /// Base keys of the PreKeyMessages that created states here, oldest first (at most
-    /// [`MAX_SESSION_BASE_KEYS`]): a replay of one is a duplicate, never a new state.
-    base_keys: Vec<PublicKey>,
+    /// Base keys of the PreKeyMessages that created states here, each with the counter of the
+    /// message that did, oldest first (at most [`MAX_SESSION_BASE_KEYS`]): a replay of one is a
+    /// duplicate, never a new state.
+    base_keys: Vec<(PublicKey, u32)>,
 }
 
 /// The result of [`Session::init_from_message`]: the new session and the first plaintext.
@@ -202,9 +203,11 @@ impl Session {
     ///
     /// A PreKeyMessage that no existing state can decrypt builds a new state from the prekey it
     /// names in `prekeys`, which is then removed (unless it is the last-resort prekey). If that
-    /// message authenticates but its handshake already created a state here (its session tag is
-    /// held, or its base key is among those recorded), it is a replay: `DuplicateMessage`
-    /// (209), and nothing changes. A new state never replaces a live one. On any error the
+    /// message authenticates but its handshake already created a state here (its base key is
+    /// among those recorded, or its session tag is held), nothing changes: the message that
+    /// created the state is a replay, `DuplicateMessage` (209); any other is
+    /// `MessageKeyEvicted` (214), since its chain is gone and whether it was decrypted cannot be
+    /// told. A new state never replaces a live one. On any error the
     /// session and `prekeys` are unchanged. `rng` is drawn from only for a DH
     /// ratchet step.
     pub fn decrypt<R: CryptoRng + ?Sized, S: PreKeyStore + ?Sized>(
@@ -290,8 +293,23 @@ impl Session {
         state.apply(update, max_staged as usize);
         // Checked once the MAC verified, so a forged message still reports its bad MAC.
         let tag = pkm.message.session_tag;
-        if self.states.iter().any(|e| e.tag == tag) || self.base_keys.contains(&pkm.base_key) {
-            return Err(DecryptError::DuplicateMessage);
+        let created_by = self
+            .base_keys
+            .iter()
+            .find(|(key, _)| *key == pkm.base_key)
+            .map(|(_, counter)| *counter);
+        match created_by {
+            // The very message whose handshake made a state here: decrypted before.
+            Some(counter) if counter == pkm.message.counter => {
+                return Err(DecryptError::DuplicateMessage);
+            }
+            // Another message of a handshake made here, whose chain is gone: whether it was
+            // decrypted cannot be told, so it is never called "already seen".
+            Some(_) => return Err(DecryptError::MessageKeyEvicted),
+            None if self.states.iter().any(|e| e.tag == tag) => {
+                return Err(DecryptError::MessageKeyEvicted);
+            }
+            None => {}
         }
         if !id.is_last_resort() {
             prekeys
@@ -299,24 +317,24 @@ impl Session {
                 .map_err(|e| DecryptError::PreKeyStore(Box::new(e)))?;
         }
         self.insert_state(tag, state);
-        self.remember_base_key(pkm.base_key);
+        self.remember_base_key(pkm.base_key, pkm.message.counter);
         self.pending_prekey = None;
         Ok(plaintext)
     }
 
-    fn remember_base_key(&mut self, base_key: PublicKey) {
-        if !self.base_keys.contains(&base_key) {
+    fn remember_base_key(&mut self, base_key: PublicKey, counter: u32) {
+        if !self.has_seen_base_key(&base_key) {
             if self.base_keys.len() >= MAX_SESSION_BASE_KEYS {
                 self.base_keys.remove(0);
             }
-            self.base_keys.push(base_key);
+            self.base_keys.push((base_key, counter));
         }
     }
 
     /// Whether a PreKeyMessage with this base key created a state of this session (among the
     /// last [`MAX_SESSION_BASE_KEYS`]).
     pub fn has_seen_base_key(&self, base_key: &PublicKey) -> bool {
-        self.base_keys.contains(base_key)
+        self.base_keys.iter().any(|(key, _)| key == base_key)
     }
 
     /// Inserts the state under `tag`, makes it current and evicts the oldest other state once
@@ -374,7 +392,7 @@ impl Session {
         } else {
             Vec::new()
         };
-        let base_keys: &[PublicKey] = if with_extensions {
+        let base_keys: &[(PublicKey, u32)] = if with_extensions {
             &self.base_keys
         } else {
             &[]
