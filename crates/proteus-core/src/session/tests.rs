@@ -421,8 +421,9 @@ fn decoded_envelopes_borrow_their_bytes_and_owned_ones_still_decrypt() {
     );
 }
 
-#[test]
-fn a_replayed_last_resort_prekey_message_never_replaces_a_live_state() {
+/// Alice starts a session on Bob's last-resort prekey: her first message, which Bob decrypts,
+/// and a second one (`then`) sent before any reply and not delivered.
+fn last_resort_handshake(then: &[u8]) -> (Pair, Envelope<'static>, Envelope<'static>) {
     let rng = &mut OsRng;
     let (alice, bob) = (
         IdentityKeyPair::generate(rng),
@@ -432,24 +433,36 @@ fn a_replayed_last_resort_prekey_message_never_replaces_a_live_state() {
     let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
     let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
     let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
-    // Recorded by a relay or an observer.
     let first = a.encrypt(b"first").unwrap();
-    let mut p = Pair {
-        b: Session::init_from_message(rng, &bob, &mut prekeys, &first)
-            .unwrap()
-            .session,
+    let second = a.encrypt(then).unwrap();
+    let b = Session::init_from_message(rng, &bob, &mut prekeys, &first)
+        .unwrap()
+        .session;
+    let pair = Pair {
+        b,
         alice,
         bob,
         a,
         prekeys,
     };
-    // More ratchet turns than receive chains are kept: the first chain is gone at Bob's.
+    (pair, first, second)
+}
+
+/// More ratchet turns than receive chains are kept: the first chain is gone at Bob's.
+fn turn_past_every_receive_chain(p: &mut Pair) {
     for turn in 0..=MAX_RECV_CHAINS {
         let to_alice = p.b.encrypt(format!("b{turn}").as_bytes()).unwrap();
         p.deliver_to_alice(&to_alice).unwrap();
         let to_bob = p.a.encrypt(format!("a{turn}").as_bytes()).unwrap();
         p.deliver_to_bob(&to_bob).unwrap();
     }
+}
+
+#[test]
+fn a_replayed_last_resort_prekey_message_never_replaces_a_live_state() {
+    // `first` was recorded by a relay or an observer.
+    let (mut p, first, _) = last_resort_handshake(b"");
+    turn_past_every_receive_chain(&mut p);
     // The replay authenticates but its handshake made the live state: a duplicate.
     let err = p.rejected_by_bob(&first);
     assert!(matches!(err, DecryptError::DuplicateMessage), "{err:?}");
@@ -476,33 +489,10 @@ fn a_replayed_last_resort_prekey_message_never_replaces_a_live_state() {
 
 #[test]
 fn a_delayed_prekey_message_of_a_known_handshake_is_evicted_not_already_seen() {
-    let rng = &mut OsRng;
-    let (alice, bob) = (
-        IdentityKeyPair::generate(rng),
-        IdentityKeyPair::generate(rng),
-    );
-    let last_resort = PreKey::last_resort(rng);
-    let mut prekeys = BTreeMap::from([(last_resort.id(), last_resort.clone())]);
-    let bundle = PreKeyBundle::new(bob.public_key(), &last_resort);
-    let mut a = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
-    let first = a.encrypt(b"first").unwrap();
-    // Sent before any reply, so it carries the prekey header too; held up on the way.
-    let delayed = a.encrypt(b"delayed").unwrap();
-    let mut p = Pair {
-        b: Session::init_from_message(rng, &bob, &mut prekeys, &first)
-            .unwrap()
-            .session,
-        alice,
-        bob,
-        a,
-        prekeys,
-    };
-    for turn in 0..=MAX_RECV_CHAINS {
-        let to_alice = p.b.encrypt(format!("b{turn}").as_bytes()).unwrap();
-        p.deliver_to_alice(&to_alice).unwrap();
-        let to_bob = p.a.encrypt(format!("a{turn}").as_bytes()).unwrap();
-        p.deliver_to_bob(&to_bob).unwrap();
-    }
+    // `delayed` was sent before any reply, so it carries the prekey header too; held up on the
+    // way.
+    let (mut p, first, delayed) = last_resort_handshake(b"delayed");
+    turn_past_every_receive_chain(&mut p);
     // Its chain is gone and it was never decrypted: refused, but not as a duplicate.
     let err = p.rejected_by_bob(&delayed);
     assert!(matches!(err, DecryptError::MessageKeyEvicted), "{err:?}");
