@@ -18,7 +18,7 @@ use std::ops::ControlFlow;
 
 use proteus_core::{
     CryptoRng, Envelope, IdentityKey, IdentityKeyPair, PreKey, PreKeyBundle, PreKeyId, Session,
-    StagedKeyId,
+    staged::StagedKeyId,
 };
 use proteus_store::{Client, MemoryStorage, QueuedMessage, Storage, Table, Write};
 use zeroize::Zeroizing;

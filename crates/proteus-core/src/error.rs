@@ -10,6 +10,7 @@ use crate::keys::PreKeyId;
 
 /// Where a message's counter stood relative to the receive chain when its MAC failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CounterPosition {
     /// The counter was the chain's next one.
     InSync,

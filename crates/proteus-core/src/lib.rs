@@ -63,6 +63,13 @@
 //!   Montgomery ladder: validation has to decompress that point anyway, and the vectorised
 //!   Edwards multiplication is faster (a session created from a PreKeyMessage went from 449 µs
 //!   to 259 µs here). HMAC verification is constant-time (`hmac`'s `verify_slice`).
+//!
+//! # Features
+//!
+//! * `test-support`: tools for tests and interop vectors, never for applications:
+//!   `RecordedRng` (replays recorded random draws), `Envelope::from_message` (an envelope with
+//!   any MAC, for hostile inputs), `Session::clear_pending_prekey` and the `rand_core`
+//!   re-export.
 
 #![forbid(unsafe_code)]
 
@@ -73,6 +80,8 @@ mod keys;
 pub mod limits;
 mod message;
 mod prekey_store;
+#[cfg(any(test, feature = "test-support"))]
+mod recorded_rng;
 mod rng;
 mod secret_vec;
 mod session;
@@ -84,6 +93,18 @@ pub use keys::{
 };
 pub use message::{CipherMessage, Envelope, Message, PreKeyMessage, SessionTag};
 pub use prekey_store::PreKeyStore;
-pub use rand_core::{self, CryptoRng, Rng};
-pub use rng::{OsRng, RecordedRng};
-pub use session::{InboundSession, Session, StagedKey, StagedKeyId};
+#[cfg(feature = "test-support")]
+pub use rand_core;
+pub use rand_core::{CryptoRng, Rng};
+#[cfg(any(test, feature = "test-support"))]
+pub use recorded_rng::RecordedRng;
+pub use rng::OsRng;
+pub use session::{InboundSession, Session};
+
+/// Storing a session's staged message keys as records of their own, so that a store writes
+/// only the keys that came or went instead of the whole session: [`Session::staged_keys`],
+/// [`Session::to_bytes_without_staged_keys`], [`Session::from_bytes_with_staged_keys`] and
+/// the two types they use.
+pub mod staged {
+    pub use crate::session::{StagedKey, StagedKeyId};
+}

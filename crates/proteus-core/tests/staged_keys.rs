@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use proteus_core::{
-    Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session, StagedKeyId,
-};
+use proteus_core::staged::StagedKeyId;
+use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
 
 #[test]
 fn a_session_split_from_its_staged_keys_loads_back_identically() {

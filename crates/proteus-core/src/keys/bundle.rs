@@ -23,6 +23,7 @@ impl BundleSignature {
 
 /// The outcome of checking a bundle's signature.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use = "a bundle whose signature was not checked proves nothing"]
 pub enum BundleVerification {
     /// The bundle carries no signature (what Wire's clients publish).
     Unsigned,

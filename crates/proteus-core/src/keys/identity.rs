@@ -32,6 +32,7 @@ impl IdentityKey {
     /// Whether `signature` is this identity's signature of `message` (made by
     /// [`IdentityKeyPair::sign`]). Verification is strict: non-canonical signatures and weak
     /// (small-order) public keys are refused.
+    #[must_use]
     pub fn verify(&self, message: &[u8], signature: &[u8; 64]) -> bool {
         VerifyingKey::from_bytes(self.0.as_bytes()).is_ok_and(|key| {
             key.verify_strict(message, &Signature::from_bytes(signature))

@@ -34,7 +34,8 @@ impl Envelope<'static> {
 
     /// An envelope around `message` (encoded canonically) with the given MAC. Only
     /// [`Session::encrypt`](crate::Session::encrypt) knows the right MAC; this exists for tests
-    /// and tools that build hostile inputs, which receivers must reject.
+    /// and tools that build hostile inputs, which receivers must reject (feature `test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn from_message(message: Message<'_>, mac: [u8; 32]) -> Self {
         let message_bytes = Cow::Owned(message.encode());
         Self {

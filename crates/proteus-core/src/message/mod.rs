@@ -19,6 +19,7 @@ const TYPE_PREKEY: u64 = 2;
 ///
 /// `{0: session tag, 1: counter, 2: previous counter, 3: ratchet key, 4: ciphertext}`
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CipherMessage<'a> {
     /// Picks the session state on receipt.
     pub session_tag: SessionTag,
@@ -36,6 +37,7 @@ pub struct CipherMessage<'a> {
 /// A message that can create a session: the sender's handshake keys around a [`CipherMessage`]
 /// (type 2 on the wire). `{0: prekey id, 1: base key, 2: identity key, 3: CipherMessage}`
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PreKeyMessage<'a> {
     /// The recipient's prekey the sender used.
     pub prekey_id: PreKeyId,

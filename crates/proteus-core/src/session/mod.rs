@@ -155,8 +155,8 @@ impl Session {
     }
 
     /// Stops sending the prekey header. Wire's clients never do this; it exists to replay
-    /// recorded conversations whose generator did it.
-    #[doc(hidden)]
+    /// recorded conversations whose generator did it (feature `test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn clear_pending_prekey(&mut self) {
         self.pending_prekey = None;
     }
