@@ -1,8 +1,9 @@
 //! Types of batch decryption: the queue, one result per message, progress.
 
 use std::fmt;
+use std::time::Duration;
 
-use proteus_core::Envelope;
+use proteus_core::{DecodeError, Envelope, IdentityKey, Message};
 use sha2::{Digest, Sha256};
 
 use crate::error::ClientError;
@@ -80,6 +81,17 @@ impl fmt::Debug for MessageId {
     }
 }
 
+/// The identity a PreKeyMessage carries, read before it is decrypted: what an application that
+/// pins its peers' identities checks to hold a message from a changed identity unread. `None`
+/// for other messages. Not authenticated: a message that decrypts proves its sender (see
+/// [`Decrypted::sender`]); this only says what the envelope claims.
+pub fn claimed_sender(envelope: &[u8]) -> Result<Option<IdentityKey>, DecodeError> {
+    Ok(match Envelope::from_bytes(envelope)?.message() {
+        Message::PreKey(pkm) => Some(pkm.identity_key),
+        Message::Cipher(_) => None,
+    })
+}
+
 /// One queued message: who it is from (the session id) and its envelope as received.
 #[derive(Debug, Clone, Copy)]
 pub struct QueuedMessage<'a> {
@@ -101,6 +113,14 @@ pub struct Decrypted {
     /// (208): see [`ClientError::code`]. A message whose skipped key was evicted comes back as
     /// `MessageKeyEvicted` (214): it was never decrypted, so it is not "already seen".
     pub outcome: Result<Vec<u8>, ClientError>,
+    /// Who sent it, for a PreKeyMessage (the first messages of a session): the identity it
+    /// carries, when the message decrypted (the session's peer, authenticated by the handshake)
+    /// or was refused because it is not the identity of the session already there
+    /// (`RemoteIdentityChanged`, 204: then it is only what the message claims). `None` for
+    /// other messages, whose sender is the session's ([`Client::remote_fingerprint`]).
+    ///
+    /// [`Client::remote_fingerprint`]: crate::Client::remote_fingerprint
+    pub sender: Option<IdentityKey>,
 }
 
 impl Decrypted {
@@ -117,6 +137,89 @@ pub struct Progress {
     pub done: usize,
     /// Messages in the batch.
     pub total: usize,
+}
+
+/// When a batch hands its results to the application: every `max_len` results, sooner once
+/// `interval` has passed since the last hand-over (so a progress display moves at a steady
+/// rate however fast messages decrypt), and at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Chunking {
+    /// The most results in one hand-over (at least 1).
+    pub max_len: usize,
+    /// Hand over what there is once this much time has passed since the last hand-over.
+    /// Ignored in WebAssembly without a host clock (`wasm32-unknown-unknown`).
+    pub interval: Option<Duration>,
+}
+
+impl Chunking {
+    /// Chunks of up to `max_len` results (at least 1), with no interval.
+    pub fn every(max_len: usize) -> Self {
+        Self {
+            max_len: max_len.max(1),
+            interval: None,
+        }
+    }
+
+    /// These chunks, handed over sooner once `interval` has passed.
+    #[must_use]
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = Some(interval);
+        self
+    }
+}
+
+/// Whether a chunk is due because its interval has passed. The clock is read every 8 results
+/// only (a few microseconds of decryption), and never where there is none.
+pub(crate) struct HandOverClock {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    last: Option<(std::time::Instant, Duration)>,
+}
+
+impl HandOverClock {
+    pub(crate) fn start(chunking: Chunking) -> Self {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        return Self {
+            last: chunking
+                .interval
+                .map(|interval| (std::time::Instant::now(), interval)),
+        };
+        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+        {
+            let _ = chunking;
+            Self {}
+        }
+    }
+
+    /// Whether `waiting` results should be handed over now because the interval has passed.
+    pub(crate) fn due(&self, waiting: usize) -> bool {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        if let Some((last, interval)) = self.last {
+            return waiting.is_multiple_of(8) && last.elapsed() >= interval;
+        }
+        let _ = waiting;
+        false
+    }
+
+    pub(crate) fn handed_over(&mut self) {
+        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+        if let Some((last, _)) = &mut self.last {
+            *last = std::time::Instant::now();
+        }
+    }
+}
+
+/// Why a [`decrypt_batch_chunked`](crate::Client::decrypt_batch_chunked) failed. Either way
+/// nothing of the batch was committed.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError<E> {
+    /// The client failed (the store), or the application stopped the batch
+    /// ([`ClientError::BatchAborted`]).
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The application's callback failed with this error.
+    #[error("the batch's delivery callback failed")]
+    Delivery(E),
 }
 
 #[cfg(test)]

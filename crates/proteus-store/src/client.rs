@@ -1,15 +1,18 @@
 //! The client: one identity, its prekeys and its sessions, kept in a store.
 
 use std::collections::{BTreeSet, HashSet};
+use std::convert::Infallible;
 use std::ops::ControlFlow;
 
 use proteus_core::{
     DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle,
-    PreKeyId, Session, limits::MAX_COUNTER_GAP,
+    PreKeyId, Session,
 };
 use zeroize::Zeroizing;
 
-use crate::batch::{Decrypted, MessageId, Progress, QueuedMessage};
+use crate::batch::{
+    BatchError, Chunking, Decrypted, HandOverClock, MessageId, Progress, QueuedMessage,
+};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
 use crate::records::{
@@ -17,7 +20,7 @@ use crate::records::{
     staged_prefix,
 };
 use crate::replay_guard::ReplayGuard;
-use crate::session_cache::SessionCache;
+use crate::session_cache::{SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
@@ -29,7 +32,6 @@ pub struct Client {
     storage: Box<dyn Storage>,
     identity: IdentityKeyPair,
     sessions: SessionCache,
-    max_counter_gap: u32,
     replay_guard: ReplayGuard,
 }
 
@@ -125,7 +127,6 @@ impl Client {
             storage,
             identity,
             sessions: SessionCache::default(),
-            max_counter_gap: MAX_COUNTER_GAP,
             replay_guard: ReplayGuard::default(),
         })
     }
@@ -148,11 +149,14 @@ impl Client {
         self.identity.sign(message)
     }
 
-    /// Raises how many skipped-message keys each chain keeps, for every session (default 1000;
-    /// see [`Session::set_max_counter_gap`]).
-    pub fn set_max_counter_gap(&mut self, gap: u32) {
-        self.max_counter_gap = gap;
-        self.sessions.set_max_counter_gap(gap);
+    /// The settings applied to every session.
+    pub fn session_config(&self) -> SessionConfig {
+        self.sessions.config()
+    }
+
+    /// Sets what applies to every session, loaded now or later (see [`SessionConfig`]).
+    pub fn set_session_config(&mut self, config: SessionConfig) {
+        self.sessions.set_config(config);
     }
 
     // --- prekeys --------------------------------------------------------------------------
@@ -222,8 +226,7 @@ impl Client {
             return Err(ClientError::SessionExists(session_id.to_owned()));
         }
         let bundle = PreKeyBundle::from_bytes(bundle)?;
-        let mut session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
-        session.set_max_counter_gap(self.max_counter_gap);
+        let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
         self.sessions.insert_new(session_id, session);
         self.commit_sessions([session_id], &BTreeSet::new())
     }
@@ -278,12 +281,10 @@ impl Client {
 
     fn session(&mut self, session_id: &str) -> Result<&mut Session, ClientError> {
         check_session_id(session_id)?;
-        match self.sessions.get_or_load(
-            &*self.storage,
-            self.identity.public_key(),
-            session_id,
-            self.max_counter_gap,
-        )? {
+        match self
+            .sessions
+            .get_or_load(&*self.storage, self.identity.public_key(), session_id)?
+        {
             Some(cached) => Ok(&mut cached.session),
             None => Err(ClientError::SessionNotFound(session_id.to_owned())),
         }
@@ -358,10 +359,41 @@ impl Client {
     where
         F: FnMut(&Decrypted, Progress) -> ControlFlow<()>,
     {
+        let each = |chunk: &[Decrypted], progress| {
+            let flow = match chunk {
+                [decrypted] => deliver(decrypted, progress),
+                _ => ControlFlow::Continue(()),
+            };
+            Ok::<_, Infallible>(flow)
+        };
+        self.decrypt_batch_chunked(queue, Chunking::every(1), each)
+            .map_err(|e| match e {
+                BatchError::Client(e) => e,
+                BatchError::Delivery(never) => match never {},
+            })
+    }
+
+    /// [`decrypt_batch`](Self::decrypt_batch) with the results handed over in chunks, as
+    /// `chunking` says, each with the progress so far: what a binding needs, where every call
+    /// into the application has a cost. The same contract: every chunk is handed over before
+    /// the single commit. If `deliver` returns `Ok(ControlFlow::Break(()))`, nothing is
+    /// committed and the batch fails with [`ClientError::BatchAborted`]; if it returns an
+    /// error, nothing is committed and the batch fails with [`BatchError::Delivery`] holding it.
+    pub fn decrypt_batch_chunked<F, E>(
+        &mut self,
+        queue: &[QueuedMessage<'_>],
+        chunking: Chunking,
+        mut deliver: F,
+    ) -> Result<Vec<Decrypted>, BatchError<E>>
+    where
+        F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
+    {
         let mut removed = BTreeSet::new();
         let mut touched: Vec<&str> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::new();
         let mut results = Vec::with_capacity(queue.len());
+        let mut clock = HandOverClock::start(chunking);
+        let mut handed_over = 0;
         for (i, queued) in queue.iter().enumerate() {
             // The envelope is decoded once, for its id and for decryption.
             let (message_id, decoded) = match Envelope::from_bytes(queued.envelope) {
@@ -369,7 +401,10 @@ impl Client {
                 Err(e) => (MessageId::of_undecodable(queued.envelope), Err(e)),
             };
             let outcome = check_session_id(queued.session_id).and_then(|()| {
-                self.decrypt_uncommitted(queued.session_id, &decoded?, &mut removed)
+                let envelope = decoded
+                    .as_ref()
+                    .map_err(|e| ClientError::Decode(e.clone()))?;
+                self.decrypt_uncommitted(queued.session_id, envelope, &mut removed)
             });
             match &outcome {
                 Ok(_) => {
@@ -383,28 +418,48 @@ impl Client {
                 Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
                     let e = e.clone();
                     self.forget(&touched);
-                    return Err(e.into());
+                    return Err(ClientError::from(e).into());
                 }
                 Err(_) => {}
             }
-            let decrypted = Decrypted {
+            let sender = match (decoded.as_ref().map(Envelope::message), &outcome) {
+                (
+                    Ok(Message::PreKey(pkm)),
+                    Ok(_) | Err(ClientError::Decrypt(DecryptError::RemoteIdentityChanged)),
+                ) => Some(pkm.identity_key),
+                _ => None,
+            };
+            results.push(Decrypted {
                 message_id,
                 session_id: queued.session_id.to_owned(),
                 outcome,
+                sender,
+            });
+            let progress = Progress {
+                done: i + 1,
+                total: queue.len(),
             };
-            if deliver(
-                &decrypted,
-                Progress {
-                    done: i + 1,
-                    total: queue.len(),
-                },
-            )
-            .is_break()
+            let waiting = results.len() - handed_over;
+            if !(waiting >= chunking.max_len
+                || progress.done == progress.total
+                || clock.due(waiting))
             {
-                self.forget(&touched);
-                return Err(ClientError::BatchAborted);
+                continue;
             }
-            results.push(decrypted);
+            let answer = deliver(results.get(handed_over..).unwrap_or_default(), progress);
+            handed_over = results.len();
+            clock.handed_over();
+            match answer {
+                Ok(ControlFlow::Continue(())) => {}
+                Ok(ControlFlow::Break(())) => {
+                    self.forget(&touched);
+                    return Err(ClientError::BatchAborted.into());
+                }
+                Err(e) => {
+                    self.forget(&touched);
+                    return Err(BatchError::Delivery(e));
+                }
+            }
         }
         self.commit_sessions(touched.iter().copied(), &removed)?;
         Ok(results)
@@ -421,12 +476,10 @@ impl Client {
         let storage = &*self.storage;
         let identity = &self.identity;
         let mut prekeys = PendingPreKeys { storage, removed };
-        let result = match self.sessions.get_or_load(
-            storage,
-            identity.public_key(),
-            session_id,
-            self.max_counter_gap,
-        )? {
+        let result = match self
+            .sessions
+            .get_or_load(storage, identity.public_key(), session_id)?
+        {
             Some(cached) => cached
                 .session
                 .decrypt(&mut OsRng, identity, &mut prekeys, envelope),
@@ -446,9 +499,7 @@ impl Client {
                         if last_resort {
                             self.replay_guard.record(&pkm.base_key);
                         }
-                        let mut session = inbound.session;
-                        session.set_max_counter_gap(self.max_counter_gap);
-                        self.sessions.insert_new(session_id, session);
+                        self.sessions.insert_new(session_id, inbound.session);
                         Ok(inbound.plaintext)
                     }
                     Err(e) => Err(e),
@@ -547,8 +598,7 @@ impl Client {
         if self.has_session(session_id)? {
             return Err(ClientError::SessionExists(session_id.to_owned()));
         }
-        let mut session = Session::from_bytes(self.identity.public_key(), session)?;
-        session.set_max_counter_gap(self.max_counter_gap);
+        let session = Session::from_bytes(self.identity.public_key(), session)?;
         self.sessions.insert_new(session_id, session);
         self.commit_sessions([session_id], &BTreeSet::new())
     }

@@ -107,11 +107,14 @@ mod replay_guard;
 mod session_cache;
 mod storage;
 
-pub use batch::{Decrypted, MessageId, Progress, QueuedMessage};
+pub use batch::{
+    BatchError, Chunking, Decrypted, MessageId, Progress, QueuedMessage, claimed_sender,
+};
 pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
+pub use session_cache::SessionConfig;
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};

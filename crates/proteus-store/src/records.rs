@@ -14,7 +14,7 @@
 //! | sessions    | session id (UTF-8)                           | Session, no staged keys   |
 //! | staged_keys | u16 BE length ‖ session id ‖ StagedKeyId     | MessageKeys               |
 
-use proteus_core::{PreKeyId, StagedKeyId};
+use proteus_core::{PreKeyId, staged::StagedKeyId};
 
 use crate::error::ClientError;
 

@@ -1,12 +1,13 @@
 //! Sessions kept in memory between operations, and what they need written at a commit.
 //!
-//! The client is the store's only user while it is open (the store is locked), so a session
-//! loaded once stays valid. For each session the cache remembers which staged keys are stored,
-//! so a commit writes the session record plus only the staged keys that came or went.
+//! For each session the cache remembers which staged keys are stored, so a commit writes the
+//! session record plus only the staged keys that came or went. Every session enters the cache
+//! through it (loaded, created or imported), and that is where the client's [`SessionConfig`]
+//! is applied: the one place it is.
 
 use std::collections::{HashMap, HashSet};
 
-use proteus_core::{IdentityKey, Session, StagedKeyId};
+use proteus_core::{IdentityKey, Session, limits::MAX_COUNTER_GAP, staged::StagedKeyId};
 
 use crate::error::{ClientError, StoreError};
 use crate::records::{staged_key, staged_prefix};
@@ -17,9 +18,42 @@ pub(crate) struct CachedSession {
     stored_staged: HashSet<StagedKeyId>,
 }
 
+/// Settings of every session of a client. Not stored: set them on the client each time it is
+/// opened (they are limits of this device, not state of the session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionConfig {
+    /// How many message keys a chain keeps for messages not yet received (skipped, reordered),
+    /// and so how far ahead of the last one a message may be. See
+    /// [`Session::set_max_counter_gap`]; default [`MAX_COUNTER_GAP`].
+    pub max_counter_gap: u32,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            max_counter_gap: MAX_COUNTER_GAP,
+        }
+    }
+}
+
+impl SessionConfig {
+    /// This configuration with another [`max_counter_gap`](Self::max_counter_gap).
+    #[must_use]
+    pub fn with_max_counter_gap(mut self, gap: u32) -> Self {
+        self.max_counter_gap = gap;
+        self
+    }
+
+    fn apply(&self, session: &mut Session) {
+        session.set_max_counter_gap(self.max_counter_gap);
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct SessionCache {
     sessions: HashMap<String, CachedSession>,
+    config: SessionConfig,
 }
 
 /// What a commit will make true of a session's stored staged keys, applied once it succeeded.
@@ -35,7 +69,6 @@ impl SessionCache {
         storage: &dyn Storage,
         identity: &IdentityKey,
         session_id: &str,
-        max_counter_gap: u32,
     ) -> Result<Option<&mut CachedSession>, ClientError> {
         if !self.sessions.contains_key(session_id) {
             let Some(record) = storage.get(Table::Sessions, session_id.as_bytes())? else {
@@ -54,7 +87,7 @@ impl SessionCache {
             let mut session =
                 Session::from_bytes_with_staged_keys(identity, &record, staged.iter().copied())
                     .map_err(|e| corrupt(session_id, &e.to_string()))?;
-            session.set_max_counter_gap(max_counter_gap);
+            self.config.apply(&mut session);
             let stored_staged = staged.into_iter().map(|(id, _)| id).collect();
             self.sessions.insert(
                 session_id.to_owned(),
@@ -73,7 +106,8 @@ impl SessionCache {
     }
 
     /// Adds a session that is not stored yet.
-    pub(crate) fn insert_new(&mut self, session_id: &str, session: Session) {
+    pub(crate) fn insert_new(&mut self, session_id: &str, mut session: Session) {
+        self.config.apply(&mut session);
         let cached = CachedSession {
             session,
             stored_staged: HashSet::new(),
@@ -131,9 +165,15 @@ impl SessionCache {
         self.sessions.remove(session_id);
     }
 
-    pub(crate) fn set_max_counter_gap(&mut self, gap: u32) {
+    pub(crate) fn config(&self) -> SessionConfig {
+        self.config
+    }
+
+    /// Applies `config` to every cached session and to every one that enters later.
+    pub(crate) fn set_config(&mut self, config: SessionConfig) {
+        self.config = config;
         for cached in self.sessions.values_mut() {
-            cached.session.set_max_counter_gap(gap);
+            config.apply(&mut cached.session);
         }
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use common::{TestStorage, bundle_of, code_of, connect, count_writes, encrypt_n};
 use proteus_core::{IdentityKeyPair, OsRng, PreKeyBundle, PreKeyId};
-use proteus_store::{Client, ClientError, MAX_SESSION_ID_LEN, Table, Write};
+use proteus_store::{Client, ClientError, MAX_SESSION_ID_LEN, SessionConfig, Table, Write};
 #[cfg(feature = "sqlite")]
 use proteus_store::{OpenMode, SqliteOptions};
 
@@ -694,10 +694,31 @@ fn max_counter_gap_is_configurable() {
     assert_eq!(code_of(&bob.decrypt("alice", &msgs[0])), 214);
     assert_eq!(bob.decrypt("alice", &msgs[101]).unwrap(), b"m 101");
     // Raised, the limit keeps more of them.
-    bob.set_max_counter_gap(2000);
+    bob.set_session_config(SessionConfig::default().with_max_counter_gap(2000));
     assert_eq!(bob.decrypt("alice", &msgs[2203]).unwrap(), b"m 2203");
     assert_eq!(bob.decrypt("alice", &msgs[1102]).unwrap(), b"m 1102");
     assert_eq!(bob.decrypt("alice", &msgs[204]).unwrap(), b"m 204");
+}
+
+/// The session settings are the client's: set before any session exists, they apply to a
+/// session made by an incoming message and to one loaded from the store later.
+#[test]
+fn session_config_applies_to_sessions_that_enter_later() {
+    let config = SessionConfig::default().with_max_counter_gap(2000);
+    let storage = TestStorage::new();
+    let mut bob = storage.client();
+    bob.set_session_config(config);
+    assert_eq!(bob.session_config(), config);
+    let mut alice = Client::in_memory().unwrap();
+    connect(&mut alice, "alice", &mut bob, "bob");
+    let msgs = encrypt_n(&mut alice, "bob", "m", 1502);
+    assert_eq!(bob.decrypt("alice", &msgs[1501]).unwrap(), b"m 1501");
+    // 1500 keys were skipped: the 2000 allowed keep the first one.
+    assert_eq!(bob.decrypt("alice", &msgs[1]).unwrap(), b"m 1");
+    drop(bob);
+    let mut reopened = storage.client();
+    reopened.set_session_config(config);
+    assert_eq!(reopened.decrypt("alice", &msgs[2]).unwrap(), b"m 2");
 }
 
 /// When (almost) all 65,535 one-time ids are stored, generation takes exactly the free ones,

@@ -243,15 +243,18 @@ impl BatchResults {
     /// Adds the result of one message, as `BatchResult` describes it.
     pub(crate) fn push(&mut self, decrypted: &Decrypted) {
         let id = decrypted.message_id.hex();
-        match &decrypted.outcome {
-            Ok(plaintext) => self.push_parts(&id, &decrypted.session_id, Ok(plaintext), false),
-            Err(e) => self.push_parts(
-                &id,
-                &decrypted.session_id,
-                Err((i32::from(e.code()), e.kind())),
-                decrypted.is_already_seen(),
-            ),
-        }
+        let sender = decrypted.sender.map(|key| key.fingerprint());
+        let outcome = match &decrypted.outcome {
+            Ok(plaintext) => Ok(plaintext.as_slice()),
+            Err(e) => Err((i32::from(e.code()), e.kind())),
+        };
+        self.push_parts(
+            &id,
+            &decrypted.session_id,
+            outcome,
+            decrypted.is_already_seen(),
+            sender.as_deref(),
+        );
     }
 
     /// Adds a result: the fields of a `BatchResult` in their order, with one of `plaintext` or
@@ -262,6 +265,7 @@ impl BatchResults {
         session_id: &str,
         outcome: Result<&[u8], (i32, &str)>,
         already_seen: bool,
+        sender: Option<&str>,
     ) {
         let buf = &mut self.buf;
         write_bytes(buf, message_id);
@@ -281,6 +285,9 @@ impl BatchResults {
             }
         }
         buf.push(u8::from(already_seen));
+        write_option(buf, sender, |buf, sender| {
+            write_bytes(buf, sender.as_bytes())
+        });
         self.count += 1;
     }
 
@@ -297,6 +304,9 @@ impl BatchResults {
             write_bytes(buf, kind.as_bytes());
         });
         buf.push(u8::from(r.already_seen));
+        write_option(buf, r.sender.as_deref(), |buf, sender| {
+            write_bytes(buf, sender.as_bytes());
+        });
         self.count += 1;
     }
 
@@ -392,7 +402,7 @@ uniffi::derive_ffi_traits!(local BatchResults);
 
 #[cfg(test)]
 mod tests {
-    use proteus_core::DecryptError;
+    use proteus_core::{DecryptError, IdentityKeyPair, OsRng};
     use proteus_store::{ClientError, MessageId};
     use uniffi::{Lift, Lower};
 
@@ -403,6 +413,7 @@ mod tests {
             message_id: MessageId::of(&[i; 7]),
             session_id: format!("sender-{i}"),
             outcome,
+            sender: None,
         }
     }
 
@@ -418,6 +429,10 @@ mod tests {
                 7,
                 Err(ClientError::Decrypt(DecryptError::MessageKeyEvicted)),
             ),
+            Decrypted {
+                sender: Some(*IdentityKeyPair::generate(&mut OsRng).public_key()),
+                ..decrypted(8, Ok(b"first".to_vec()))
+            },
         ]
     }
 

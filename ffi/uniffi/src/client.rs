@@ -2,10 +2,10 @@
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use proteus_core::PreKeyId;
-use proteus_store::{ClientError, SqliteOptions};
+use proteus_store::{BatchError, Chunking, ClientError, SqliteOptions};
 
 use crate::batch::{BatchResults, QueuedMessages};
 use crate::bytes::{Bytes, SecretBytes};
@@ -139,7 +139,7 @@ impl Client {
     /// oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
     pub fn set_max_counter_gap(&self, gap: u32) -> Result<(), ProteusError> {
         self.with(|c| {
-            c.set_max_counter_gap(gap);
+            c.set_session_config(c.session_config().with_max_counter_gap(gap));
             Ok(())
         })
     }
@@ -260,12 +260,14 @@ impl Client {
         max_chunk: u32,
         progress_interval_ms: u32,
     ) -> Result<BatchSummary, ProteusError> {
-        let max_chunk = usize::try_from(max_chunk).unwrap_or(usize::MAX).max(1);
-        let interval = (progress_interval_ms > 0)
-            .then(|| Duration::from_millis(u64::from(progress_interval_ms)));
+        let mut chunking = Chunking::every(usize::try_from(max_chunk).unwrap_or(usize::MAX));
+        if progress_interval_ms > 0 {
+            chunking =
+                chunking.with_interval(Duration::from_millis(u64::from(progress_interval_ms)));
+        }
         // Room for a chunk's results: about the size of its envelopes, plus the hex ids.
         let per_message = queue.byte_len() / queue.len().max(1) + 80;
-        let chunk_bytes = per_message.saturating_mul(max_chunk.min(queue.len()));
+        let chunk_bytes = per_message.saturating_mul(chunking.max_len.min(queue.len()));
         self.inner.with(|client| {
             let borrowed: Vec<proteus_store::QueuedMessage<'_>> = queue
                 .iter()
@@ -274,48 +276,28 @@ impl Client {
                     envelope,
                 })
                 .collect();
-            let mut pending = BatchResults::with_capacity(chunk_bytes);
             let mut summary = BatchSummary::default();
-            let mut thrown = None;
-            let mut last_delivery = Instant::now();
-            let outcome = client.decrypt_batch(&borrowed, |decrypted, progress| {
-                summary.count(&decrypted.outcome);
-                pending.push(decrypted);
-                // The clock is read every 8 messages only (a few microseconds of decryption).
-                let due = pending.len() >= max_chunk
-                    || progress.done >= progress.total
-                    || (pending.len().is_multiple_of(8)
-                        && interval.is_some_and(|i| last_delivery.elapsed() >= i));
-                if !due {
-                    return ControlFlow::Continue(());
+            let outcome = client.decrypt_batch_chunked(&borrowed, chunking, |chunk, progress| {
+                let mut results = BatchResults::with_capacity(chunk_bytes);
+                for decrypted in chunk {
+                    summary.count(&decrypted.outcome);
+                    results.push(decrypted);
                 }
                 let progress = BatchProgress {
                     done: u32::try_from(progress.done).unwrap_or(u32::MAX),
                     total: u32::try_from(progress.total).unwrap_or(u32::MAX),
                 };
-                let chunk = std::mem::replace(
-                    &mut pending,
-                    BatchResults::with_capacity(if progress.done < progress.total {
-                        chunk_bytes
-                    } else {
-                        0
-                    }),
-                );
-                let answer = delivery.deliver(chunk, progress);
-                last_delivery = Instant::now();
-                match answer {
-                    Ok(true) => ControlFlow::Continue(()),
-                    Ok(false) => ControlFlow::Break(()),
-                    Err(e) => {
-                        thrown = Some(e);
-                        ControlFlow::Break(())
-                    }
-                }
+                delivery
+                    .deliver(results, progress)
+                    .map(|go_on| match go_on {
+                        true => ControlFlow::Continue(()),
+                        false => ControlFlow::Break(()),
+                    })
             });
-            match (outcome, thrown) {
-                (Ok(_), _) => Ok(summary),
-                (Err(_), Some(thrown)) => Err(thrown),
-                (Err(e), None) => Err(e.into()),
+            match outcome {
+                Ok(_) => Ok(summary),
+                Err(BatchError::Client(e)) => Err(e.into()),
+                Err(BatchError::Delivery(thrown)) => Err(thrown),
             }
         })
     }

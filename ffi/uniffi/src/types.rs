@@ -66,6 +66,11 @@ pub struct BatchResult {
     pub error_kind: Option<String>,
     /// The message was decrypted before (a duplicate or an outdated message).
     pub already_seen: bool,
+    /// For the first messages of a session (PreKeyMessages): the fingerprint of the identity
+    /// they carry, when the message decrypted or was refused because the session has another
+    /// identity (`RemoteIdentityChanged`, 204: then only what the message claims). Otherwise
+    /// null: the sender is the session's peer.
+    pub sender: Option<String>,
 }
 
 impl std::fmt::Debug for BatchResult {
@@ -77,6 +82,7 @@ impl std::fmt::Debug for BatchResult {
             .field("plaintext_len", &self.plaintext.as_ref().map(|p| p.len()))
             .field("error_code", &self.error_code)
             .field("error_kind", &self.error_kind)
+            .field("sender", &self.sender)
             .finish()
     }
 }
@@ -96,6 +102,7 @@ impl BatchResult {
             error_code,
             error_kind,
             already_seen: decrypted.is_already_seen(),
+            sender: decrypted.sender.map(|key| key.fingerprint()),
         }
     }
 }

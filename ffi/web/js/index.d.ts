@@ -82,6 +82,13 @@ export interface BatchResult {
    * False for MessageKeyEvicted (214): that message's key was evicted and it was never decrypted.
    */
   alreadySeen: boolean;
+  /**
+   * For the first messages of a session (PreKeyMessages): the fingerprint of the identity they
+   * carry, when the message decrypted, or was refused because the session has another identity
+   * (RemoteIdentityChanged 204: then only what the message claims). Undefined otherwise: the
+   * sender is the session's peer.
+   */
+  sender?: string;
 }
 
 export interface OpenOptions {

@@ -458,26 +458,32 @@ export class Client {
       // than its envelope), each result's a view of its part: one allocation per batch.
       const buffer = new Uint8Array(envelopes.length);
       let used = 0;
-      let thrown;
       const sink = {
         // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
-        // length) per message; ids the message ids in hex, 64 digits each; the plaintexts back to
-        // back (a view into wasm memory); the error kinds of the failed ones, each ending in a
-        // newline.
-        deliver(first, meta, ids, plaintexts, kinds) {
+        // length, names a sender) per message; ids the message ids in hex, 64 digits each; the
+        // plaintexts back to back (a view into wasm memory); the error kinds of the failed ones,
+        // each ending in a newline; the sender fingerprints of those that name one, 64 digits each.
+        // An exception of the callback leaves through here, as a CallbackFailed the batch returns.
+        deliver(first, meta, ids, plaintexts, kinds, senders) {
           buffer.set(plaintexts, used);
           let at = used;
           used += plaintexts.length;
           let kindAt = 0;
-          for (let j = 0; 2 * j < meta.length; j++) {
+          let senderAt = 0;
+          for (let j = 0; 3 * j < meta.length; j++) {
             const i = first + j;
-            const code = meta[2 * j];
-            const length = meta[2 * j + 1];
+            const code = meta[3 * j];
+            const length = meta[3 * j + 1];
             let kind;
             if (code !== 0) {
               const end = kinds.indexOf('\n', kindAt);
               kind = kinds.slice(kindAt, end);
               kindAt = end + 1;
+            }
+            let sender;
+            if (meta[3 * j + 2] === 1) {
+              sender = senders.slice(senderAt, senderAt + 64);
+              senderAt += 64;
             }
             const result = {
               messageId: ids.slice(64 * j, 64 * j + 64),
@@ -487,24 +493,24 @@ export class Client {
               errorKind: kind,
               // Not 214 (MessageKeyEvicted): that message was never decrypted.
               alreadySeen: code === 208 || code === 209,
+              sender,
             };
             at += length;
             results[i] = result;
             if (onMessage !== undefined) {
-              let goOn;
+              let answer;
               try {
-                const answer = onMessage(result, i + 1, total);
-                if (typeof answer?.then === 'function') {
-                  pending.push(answer);
-                  goOn = true;
-                } else {
-                  goOn = answer !== false;
-                }
+                answer = onMessage(result, i + 1, total);
               } catch (e) {
-                thrown = { error: e };
+                throw new ProteusError('the batch callback threw; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
+                  cause: e,
+                });
+              }
+              if (typeof answer?.then === 'function') {
+                pending.push(answer);
+              } else if (answer === false) {
                 return false;
               }
-              if (!goOn) return false;
             }
           }
           return true;
@@ -519,11 +525,6 @@ export class Client {
         this.#delivering = false;
         // Nothing waits for these any more; keep their rejections from going unhandled.
         for (const p of pending) Promise.resolve(p).catch(() => {});
-        if (thrown) {
-          throw new ProteusError('the batch callback threw; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
-            cause: thrown.error,
-          });
-        }
         throw e;
       }
       if (pending.length === 0) this.#delivering = false;

@@ -13,12 +13,13 @@ extern "C" {
     /// Where [`RawClient::decrypt_batch`](crate::RawClient::decrypt_batch) hands the results.
     pub type BatchSink;
 
-    /// Receives the results of messages `first`, `first + 1`, ...: `meta` holds two numbers
-    /// per message, its error code (0 if it decrypted) and its plaintext's length; `ids` their
-    /// message ids (64 lowercase hex digits each); `plaintexts` the plaintexts, one after the
-    /// other; `kinds` the error kinds of the failed ones, in order, each followed by a newline.
-    /// The byte slices are views into wasm memory, valid during the call only. Returns whether
-    /// to go on.
+    /// Receives the results of messages `first`, `first + 1`, ...: `meta` holds three numbers
+    /// per message, its error code (0 if it decrypted), its plaintext's length and whether it
+    /// names a sender (1) or not (0); `ids` their message ids (64 lowercase hex digits each);
+    /// `plaintexts` the plaintexts, one after the other; `kinds` the error kinds of the failed
+    /// ones, in order, each followed by a newline; `senders` the sender fingerprints of those
+    /// that name one (64 hex digits each). The byte slices are views into wasm memory, valid
+    /// during the call only. Returns whether to go on.
     #[wasm_bindgen(method, catch)]
     fn deliver(
         this: &BatchSink,
@@ -27,6 +28,7 @@ extern "C" {
         ids: &str,
         plaintexts: &[u8],
         kinds: &str,
+        senders: &str,
     ) -> Result<bool, JsValue>;
 }
 
@@ -39,19 +41,19 @@ pub(crate) struct Chunk {
     ids: String,
     plaintexts: Vec<u8>,
     kinds: String,
+    senders: String,
 }
 
 impl Chunk {
-    /// How many results are waiting.
-    pub(crate) fn len(&self) -> usize {
-        self.meta.len() / 2
+    /// Takes the results of messages `first`, `first + 1`, ... for the next call.
+    pub(crate) fn fill(&mut self, first: usize, results: &[Decrypted]) {
+        self.first = first;
+        for decrypted in results {
+            self.push(decrypted);
+        }
     }
 
-    /// Adds the result of message `index`.
-    pub(crate) fn push(&mut self, index: usize, decrypted: &Decrypted) {
-        if self.meta.is_empty() {
-            self.first = index;
-        }
+    fn push(&mut self, decrypted: &Decrypted) {
         // ASCII, so never the empty fallback.
         self.ids
             .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
@@ -69,16 +71,31 @@ impl Chunk {
                 self.kinds.push('\n');
             }
         }
+        match decrypted.sender {
+            Some(sender) => {
+                self.meta.push(1);
+                self.senders.push_str(&sender.fingerprint());
+            }
+            None => self.meta.push(0),
+        }
     }
 
     /// Hands the waiting results to `sink` and empties the chunk.
     pub(crate) fn flush(&mut self, sink: &BatchSink) -> Result<bool, JsValue> {
         let first = u32::try_from(self.first).unwrap_or(u32::MAX);
-        let go_on = sink.deliver(first, &self.meta, &self.ids, &self.plaintexts, &self.kinds);
+        let go_on = sink.deliver(
+            first,
+            &self.meta,
+            &self.ids,
+            &self.plaintexts,
+            &self.kinds,
+            &self.senders,
+        );
         self.meta.clear();
         self.ids.clear();
         self.plaintexts.clear();
         self.kinds.clear();
+        self.senders.clear();
         go_on
     }
 }

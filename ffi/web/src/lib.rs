@@ -20,8 +20,10 @@ mod mirror;
 use std::ops::ControlFlow;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use proteus_core::{Envelope, Message, PreKeyBundle, PreKeyId};
-use proteus_store::{Client, ClientError, MessageId, QueuedMessage, StoreError, Table};
+use proteus_core::{PreKeyBundle, PreKeyId};
+use proteus_store::{
+    BatchError, Chunking, Client, ClientError, MessageId, QueuedMessage, StoreError, Table,
+};
 use wasm_bindgen::prelude::*;
 
 pub use crate::delivery::BatchSink;
@@ -111,11 +113,8 @@ pub fn bundle_fingerprint(bundle: &[u8]) -> Result<String, JsValue> {
 /// (`RemoteIdentityChanged`, 204): the new fingerprint, before accepting it.
 #[wasm_bindgen(js_name = prekeyMessageFingerprint)]
 pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsValue> {
-    let envelope = Envelope::from_bytes(envelope).map_err(|e| js_error(&e.into()))?;
-    Ok(match envelope.message() {
-        Message::PreKey(m) => Some(m.identity_key.fingerprint()),
-        Message::Cipher(_) => None,
-    })
+    let claimed = proteus_store::claimed_sender(envelope).map_err(|e| js_error(&e.into()))?;
+    Ok(claimed.map(|key| key.fingerprint()))
 }
 
 /// The names of the store's tables, by the index the record buffers use.
@@ -175,7 +174,8 @@ impl RawClient {
     /// Raises how many skipped-message keys each chain keeps, for every session (default 1000).
     #[wasm_bindgen(js_name = setMaxCounterGap)]
     pub fn set_max_counter_gap(&mut self, gap: u32) {
-        self.client.set_max_counter_gap(gap);
+        let config = self.client.session_config().with_max_counter_gap(gap);
+        self.client.set_session_config(config);
     }
 
     /// Generates `n` one-time prekeys: `[{id, bundle}]`.
@@ -315,25 +315,21 @@ impl RawClient {
             })
             .collect();
         let mut chunk = Chunk::default();
-        let mut thrown = None;
-        let result = self.client.decrypt_batch(&queue, |decrypted, progress| {
-            chunk.push(progress.done.saturating_sub(1), decrypted);
-            if chunk.len() < CHUNK && progress.done < progress.total {
-                return ControlFlow::Continue(());
-            }
-            match chunk.flush(sink) {
-                Ok(true) => ControlFlow::Continue(()),
-                Ok(false) => ControlFlow::Break(()),
-                Err(exception) => {
-                    thrown = Some(exception);
-                    ControlFlow::Break(())
-                }
-            }
-        });
-        match (result, thrown) {
-            (Ok(_), _) => Ok(()),
-            (Err(_), Some(exception)) => Err(exception),
-            (Err(e), None) => Err(js_error(&e)),
+        let result = self.client.decrypt_batch_chunked(
+            &queue,
+            Chunking::every(CHUNK),
+            |results, progress| {
+                chunk.fill(progress.done - results.len(), results);
+                chunk.flush(sink).map(|go_on| match go_on {
+                    true => ControlFlow::Continue(()),
+                    false => ControlFlow::Break(()),
+                })
+            },
+        );
+        match result {
+            Ok(_) => Ok(()),
+            Err(BatchError::Client(e)) => Err(js_error(&e)),
+            Err(BatchError::Delivery(exception)) => Err(exception),
         }
     }
 

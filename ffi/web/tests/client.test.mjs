@@ -78,6 +78,27 @@ describe('identity and prekeys', () => {
     assert.throws(() => prekeyMessageFingerprint('not bytes'), TypeError);
   });
 
+  test('batch results name the sender of a session\'s first messages, and of one that claims another identity', async () => {
+    const alice = await Client.inMemory();
+    const bob = await Client.inMemory();
+    const mallory = await Client.inMemory();
+    const bundles = await bob.generatePrekeys(2);
+    await alice.createSession('bob', bundles[0].bundle);
+    await mallory.createSession('bob', bundles[1].bundle);
+    const first = await alice.encrypt('bob', 'first');
+    const claim = await mallory.encrypt('bob', 'it is me, alice');
+    const results = await bob.decryptBatch([
+      { sessionId: 'alice', envelope: first },
+      { sessionId: 'alice', envelope: claim },
+    ]);
+    assert.equal(results[0].sender, await alice.fingerprint());
+    assert.equal(results[1].sender, await mallory.fingerprint());
+    assert.equal(results[1].errorCode, 204);
+    await alice.decrypt('bob', await bob.encrypt('alice', 'hi'));
+    const [later] = await bob.decryptBatch([{ sessionId: 'alice', envelope: await alice.encrypt('bob', 'later') }]);
+    assert.equal(later.sender, undefined, 'a CipherMessage names no sender');
+  });
+
   test('sign makes Ed25519 signatures that verify with the identity key', async () => {
     const c = await Client.inMemory();
     const key = crypto.createPublicKey({

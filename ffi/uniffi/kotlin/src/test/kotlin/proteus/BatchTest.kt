@@ -60,6 +60,9 @@ class BatchTest {
         assertEquals("from alice", text(r[0].plaintext))
         assertEquals(3, r[1].errorCode!! / 100)
         assertEquals("from carol", text(r[2].plaintext))
+        // Carol's first message names her; Alice's (a session already answered) names no one.
+        assertEquals(carol.fingerprint(), r[2].sender)
+        assertNull(r[0].sender)
         assertEquals(206 to "InvalidSignature", r[3].errorCode to r[3].errorKind)
         assertEquals(209 to "DuplicateMessage", r[4].errorCode to r[4].errorKind)
         assertTrue(r[4].alreadySeen)
