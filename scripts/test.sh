@@ -4,7 +4,8 @@
 #
 #   rust     formatting, clippy (warnings are errors), every Rust test of the workspace
 #   deny     cargo-deny: licences, duplicate and banned crates, sources (deny.toml)
-#   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (../shared/vectors)
+#   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (tests/vectors, and
+#            ../shared/vectors when it is there)
 #   wasm     the protocol core builds for wasm32-unknown-unknown
 #   bench    each criterion bench runs once (a smoke test; timings are not asserted)
 #   fuzz     every cargo-fuzz target for 15 s from its committed corpus (scripts/suites/fuzz.sh)
@@ -50,9 +51,14 @@ suite_deny() {
 }
 
 suite_vectors() {
-  log "replay-vectors: the public set, and the sets generated here with @wireapp/proteus"
+  log "replay-vectors: the public set and the sets generated here with @wireapp/proteus (tests/vectors)"
+  local dirs=(tests/vectors/proteus-js tests/vectors/generated)
+  # The set given to the project, when it is beside the repository (it may hold more than the copy).
+  if [ -d "$SHARED/vectors" ]; then
+    while IFS= read -r index; do dirs+=("$(dirname "$index")"); done < <(find "$SHARED/vectors" -name index.json | sort)
+  fi
   # shellcheck disable=SC2086
-  cargo run --release --locked --bin replay-vectors -- "$SHARED/vectors/proteus-js" tests/vectors/generated ${EXTRA_VECTORS:-}
+  cargo run --release --locked --bin replay-vectors -- "${dirs[@]}" ${EXTRA_VECTORS:-}
 }
 
 suite_wasm() {

@@ -4,7 +4,7 @@
 //   npm install && node gen-vectors.mjs [OUT_DIR] [--only name,name] [--lenient-out DIR]
 //
 // OUT_DIR defaults to ../vectors/generated. The format is the one described in
-// shared/vectors/proteus-js/README.md. All protocol work is done by the library's public API
+// tests/src/vectors.rs. All protocol work is done by the library's public API
 // (IdentityKeyPair, PreKey, PreKeyBundle, Session.init_from_prekey / encrypt / init_from_message /
 // decrypt, Envelope.deserialise, serialise()). Randomness: crypto.randomBytes is replaced by a
 // stream keyed by "<seed>/<scenario>" and the library's CSPRNG singleton is reset at the start of

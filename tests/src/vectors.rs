@@ -1,4 +1,19 @@
-//! The replayer of `proteus-interop-vectors` files (see shared/vectors/proteus-js/README.md).
+//! The replayer of `proteus-interop-vectors` files (version 1): conversations recorded with
+//! `@wireapp/proteus`, kept in tests/vectors/.
+//!
+//! A file is one JSON object; byte strings are lowercase hex. `parties` gives each party's
+//! serialised identity key pair and prekeys; `bundles` the serialised prekey bundles; `messages`
+//! every envelope with its plaintext (and, mostly, the library's own decoding of it); `events`
+//! the library calls in order: `init_from_prekey`, `encrypt` (possibly clearing the pending
+//! prekey afterwards), `encrypt_unrecorded` (messages sent but never delivered), and `decrypt`
+//! with what it gave (`expect`: a plaintext, or an error class and code), the prekeys it
+//! removed and, on most events, `session_after` (the session serialised after the event).
+//! An event's `rng` lists the random draws the library made (32-byte key-pair seeds, 16-byte
+//! session tags), so a replay that feeds them back in must produce the same envelopes and
+//! session bytes. `index.json` lists a set's files.
+//!
+//! Two modes: replaying the draws (byte-exact envelopes and sessions), and loading the
+//! `session_after` snapshots with fresh randomness (every outcome must still match).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;

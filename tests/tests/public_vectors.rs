@@ -1,13 +1,11 @@
-//! Runs `replay-vectors` on the public vector set made by @wireapp/proteus 9.13.0.
+//! Runs `replay-vectors` on the public vector set made by @wireapp/proteus 9.13.0, kept in the
+//! repository (tests/vectors/proteus-js).
 
 use std::process::Command;
 
 #[test]
 fn public_vectors_replay_in_both_modes() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/vectors/proteus-js"
-    );
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/vectors/proteus-js");
     let out = Command::new(env!("CARGO_BIN_EXE_replay-vectors"))
         .arg(dir)
         .output()

@@ -1,5 +1,5 @@
 //! Import of identities, prekeys and sessions serialised by Wire's Proteus (`@wireapp/proteus`
-//! 9.13.0): the interop vectors in `shared/vectors/proteus-js/`, replayed through the client API.
+//! 9.13.0): the interop vectors in `tests/vectors/proteus-js/`, replayed through the client API.
 
 #![allow(
     clippy::unwrap_used,

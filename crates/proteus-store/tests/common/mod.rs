@@ -266,7 +266,7 @@ pub fn code_of<T: std::fmt::Debug>(result: &Result<T, ClientError>) -> u16 {
 // --- interop vectors -------------------------------------------------------------------------
 
 pub fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/proteus-js")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/proteus-js")
 }
 
 pub const VECTOR_FILES: [&str; 4] = [
