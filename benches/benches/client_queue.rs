@@ -1,4 +1,4 @@
-//! "Decrypt 1000 queued messages" through the client of `proteus-store`: every scenario
+//! "Decrypt 1000 queued messages" through the client of `proteus-client`: every scenario
 //! (1x1000, 1x1000est, 50x20, conv10) on every store (memory, sqlite-batch, sqlite-per-message).
 //!
 //! Each iteration starts from fresh clients in the scenario's starting state (SQLite: a copy of

@@ -3,11 +3,11 @@
 //! Two levels:
 //!
 //! * the protocol core alone, in memory ([`core_queue`]; the `decrypt_queue` bench);
-//! * the client of `proteus-store` with its stores ([`scenarios`], [`stores`], [`run`]; the
+//! * the client of `proteus-client` with its stores ([`scenarios`], [`stores`], [`run`]; the
 //!   `client_queue` bench and the `proteus-bench` runner), plus a scale test of up to 100,000
 //!   queued messages over 1000 sessions ([`scale`]).
 //!
-//! Everything here uses only the public API of `proteus-core` and `proteus-store`.
+//! Everything here uses only the public API of `proteus-core` and `proteus-client`.
 
 #![forbid(unsafe_code)]
 

@@ -7,7 +7,7 @@
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use proteus_store::{Client, Decrypted, QueuedMessage};
+use proteus_client::{Client, Decrypted, QueuedMessage};
 
 use crate::BoxError;
 use crate::scenarios::{ALICE, BOB, Queued, Scenario, ScenarioKind, Workload, queued_messages};

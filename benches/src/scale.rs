@@ -13,7 +13,7 @@ use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use proteus_store::{Client, QueuedMessage};
+use proteus_client::{Client, QueuedMessage};
 use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
 

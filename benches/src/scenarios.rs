@@ -7,8 +7,8 @@
 
 use std::fmt;
 
+use proteus_client::{Client, QueuedMessage};
 use proteus_core::{Envelope, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle, PreKeyId};
-use proteus_store::{Client, QueuedMessage};
 use zeroize::Zeroizing;
 
 use crate::{BoxError, chat_plaintext};

@@ -8,7 +8,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use proteus_store::{Client, OpenMode, SqliteOptions};
+use proteus_client::{Client, OpenMode, SqliteOptions};
 use tempfile::TempDir;
 
 use crate::BoxError;
@@ -85,7 +85,7 @@ fn open_store(path: PathBuf, mode: OpenMode, sealed: bool) -> Result<Client, Box
             path,
             mode,
             &options,
-            &proteus_store::StoreKey::new(BENCH_STORE_KEY),
+            &proteus_client::StoreKey::new(BENCH_STORE_KEY),
         )?
     } else {
         Client::open_with(path, mode, &options)?

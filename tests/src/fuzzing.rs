@@ -16,11 +16,11 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use proteus_client::{Client, MemoryStorage, QueuedMessage, Storage, Table, Write};
 use proteus_core::{
     CryptoRng, Envelope, IdentityKey, IdentityKeyPair, PreKey, PreKeyBundle, PreKeyId, Session,
     staged::StagedKeyId,
 };
-use proteus_store::{Client, MemoryStorage, QueuedMessage, Storage, Table, Write};
 use zeroize::Zeroizing;
 
 /// A fuzz target's body.

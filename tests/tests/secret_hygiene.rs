@@ -245,7 +245,7 @@ fn debug_output_shows_no_secret() {
     for (shown, expected) in &snapshots {
         assert_eq!(shown, expected);
     }
-    let store_key = format!("{:?}", proteus_store_key_debug());
+    let store_key = format!("{:?}", proteus_client_key_debug());
     assert_eq!(store_key, "\"StoreKey(..)\"");
     // No seed, in hex or as a byte list, appears anywhere.
     for (shown, _) in &snapshots {
@@ -257,6 +257,6 @@ fn debug_output_shows_no_secret() {
     }
 }
 
-fn proteus_store_key_debug() -> String {
-    format!("{:?}", proteus_store::StoreKey::new([0x42; 32]))
+fn proteus_client_key_debug() -> String {
+    format!("{:?}", proteus_client::StoreKey::new([0x42; 32]))
 }

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use proteus_client::{Client, ClientError, OpenMode, QueuedMessage, SqliteOptions, StoreError};
 use proteus_core::{Envelope, Message, PreKeyBundle};
-use proteus_store::{Client, ClientError, OpenMode, QueuedMessage, SqliteOptions, StoreError};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 

@@ -19,7 +19,7 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use proteus_store::MessageId;
+use proteus_client::MessageId;
 use rusqlite::{Connection, OptionalExtension, params};
 
 /// A peer's pinned identity.

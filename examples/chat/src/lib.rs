@@ -4,7 +4,7 @@
 //!   neither plaintexts nor secret keys. Clients sign each request with their identity key
 //!   over a fresh challenge; see [`api`].
 //! * [`net`]: the relay's client side: signed requests, nonces, long-poll.
-//! * [`chat`]: the chat client: a [`proteus_store::Client`] in the data directory, the backlog
+//! * [`chat`]: the chat client: a [`proteus_client::Client`] in the data directory, the backlog
 //!   decrypted with the batch API, fingerprints checked on first use, prekeys refilled.
 //!
 //! The binary `proteus-chat` puts them together: `proteus-chat alice bob` chats, `proteus-chat

@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use proteus_store::Decrypted;
+use proteus_client::Decrypted;
 use uniffi::{FfiConverter, Lift, MetadataBuffer, RustBuffer, TypeId};
 
 use crate::types::{BatchResult, QueuedMessage};
@@ -402,8 +402,8 @@ uniffi::derive_ffi_traits!(local BatchResults);
 
 #[cfg(test)]
 mod tests {
+    use proteus_client::{ClientError, MessageId};
     use proteus_core::{DecryptError, IdentityKeyPair, OsRng};
-    use proteus_store::{ClientError, MessageId};
     use uniffi::{Lift, Lower};
 
     use super::*;

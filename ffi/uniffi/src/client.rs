@@ -1,11 +1,11 @@
-//! The exported client: `proteus_store::Client` behind a [`Gate`], with owned arguments.
+//! The exported client: `proteus_client::Client` behind a [`Gate`], with owned arguments.
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
+use proteus_client::{BatchError, Chunking, ClientError, SqliteOptions};
 use proteus_core::PreKeyId;
-use proteus_store::{BatchError, Chunking, ClientError, SqliteOptions};
 
 use crate::batch::{BatchResults, QueuedMessages};
 use crate::bytes::{Bytes, SecretBytes};
@@ -24,7 +24,7 @@ pub enum OpenMode {
     ExistingOrNew,
 }
 
-impl From<OpenMode> for proteus_store::OpenMode {
+impl From<OpenMode> for proteus_client::OpenMode {
     fn from(mode: OpenMode) -> Self {
         match mode {
             OpenMode::Existing => Self::Existing,
@@ -65,11 +65,11 @@ impl Default for ClientOptions {
 /// store; in Swift, the store closes when the last reference goes.
 #[derive(Debug, uniffi::Object)]
 pub struct Client {
-    inner: Gate<proteus_store::Client>,
+    inner: Gate<proteus_client::Client>,
 }
 
 impl Client {
-    fn wrap(client: proteus_store::Client, options: ClientOptions) -> Arc<Self> {
+    fn wrap(client: proteus_client::Client, options: ClientOptions) -> Arc<Self> {
         Arc::new(Self {
             inner: Gate::new(
                 client,
@@ -80,7 +80,7 @@ impl Client {
 
     fn with<R>(
         &self,
-        f: impl FnOnce(&mut proteus_store::Client) -> Result<R, ClientError>,
+        f: impl FnOnce(&mut proteus_client::Client) -> Result<R, ClientError>,
     ) -> Result<R, ProteusError> {
         self.inner
             .with(|client| f(client).map_err(ProteusError::from))
@@ -105,7 +105,7 @@ impl Client {
         let sqlite = SqliteOptions {
             busy_timeout: Duration::from_millis(u64::from(options.busy_timeout_ms)),
         };
-        let client = proteus_store::Client::open_with(path, mode.into(), &sqlite)?;
+        let client = proteus_client::Client::open_with(path, mode.into(), &sqlite)?;
         Ok(Self::wrap(client, options))
     }
 
@@ -118,7 +118,7 @@ impl Client {
     /// A client in memory, with options.
     #[uniffi::constructor]
     pub fn in_memory_with(options: ClientOptions) -> Result<Arc<Self>, ProteusError> {
-        Ok(Self::wrap(proteus_store::Client::in_memory()?, options))
+        Ok(Self::wrap(proteus_client::Client::in_memory()?, options))
     }
 
     /// Our fingerprint: lowercase hex of the identity key (64 characters).
@@ -269,9 +269,9 @@ impl Client {
         let per_message = queue.byte_len() / queue.len().max(1) + 80;
         let chunk_bytes = per_message.saturating_mul(chunking.max_len.min(queue.len()));
         self.inner.with(|client| {
-            let borrowed: Vec<proteus_store::QueuedMessage<'_>> = queue
+            let borrowed: Vec<proteus_client::QueuedMessage<'_>> = queue
                 .iter()
-                .map(|(session_id, envelope)| proteus_store::QueuedMessage {
+                .map(|(session_id, envelope)| proteus_client::QueuedMessage {
                     session_id,
                     envelope,
                 })

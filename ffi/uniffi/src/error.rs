@@ -1,6 +1,6 @@
 //! The one error type of the bindings: a stable numeric code, a kind name and a message.
 
-use proteus_store::ClientError;
+use proteus_client::ClientError;
 
 /// Code of [`ProteusError`] for a call that would have to wait for another call of the same
 /// client forever: a call made from inside a callback of that client (re-entrancy), or one that

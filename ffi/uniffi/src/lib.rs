@@ -1,6 +1,6 @@
 //! Kotlin and Swift bindings of the Proteus client, through UniFFI.
 //!
-//! A thin adapter over [`proteus_store::Client`]: owned arguments in, records out, one error
+//! A thin adapter over [`proteus_client::Client`]: owned arguments in, records out, one error
 //! type, and a lock that makes the client safe to share between threads. No protocol logic lives
 //! here.
 //!
@@ -36,7 +36,7 @@ uniffi::setup_scaffolding!("proteus");
 /// message that decrypted is authenticated: record those.
 #[uniffi::export]
 pub fn message_id(envelope: Bytes) -> String {
-    proteus_store::MessageId::of(&envelope).to_string()
+    proteus_client::MessageId::of(&envelope).to_string()
 }
 
 /// The fingerprint of the identity in a prekey bundle (lowercase hex, 64 characters), to compare
@@ -44,6 +44,6 @@ pub fn message_id(envelope: Bytes) -> String {
 #[uniffi::export]
 pub fn bundle_fingerprint(bundle: Bytes) -> Result<String, ProteusError> {
     let bundle = proteus_core::PreKeyBundle::from_bytes(&bundle)
-        .map_err(|e| ProteusError::from(proteus_store::ClientError::from(e)))?;
+        .map_err(|e| ProteusError::from(proteus_client::ClientError::from(e)))?;
     Ok(bundle.identity_key().fingerprint())
 }

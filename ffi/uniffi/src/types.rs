@@ -1,8 +1,8 @@
 //! The records and the callback interface that cross the boundary.
 
-use proteus_store::ClientError;
+use proteus_client::ClientError;
 #[cfg(test)]
-use proteus_store::Decrypted;
+use proteus_client::Decrypted;
 
 use crate::batch::BatchResults;
 use crate::bytes::Bytes;

@@ -132,7 +132,7 @@ function hexKey(key) {
 }
 
 const DB_VERSION = 1;
-/** The object store of the commit counter (web only; the record tables are proteus-store's). */
+/** The object store of the commit counter (web only; the record tables are proteus-client's). */
 const SYNC = 'sync';
 const COMMITS = 'commits';
 
@@ -157,8 +157,8 @@ export function databaseName(name) {
 }
 
 /**
- * A store in IndexedDB: one object store per table of proteus-store (binary keys, the records
- * as proteus-store writes them) and `sync` with the commit counter. Every commit is one
+ * A store in IndexedDB: one object store per table of proteus-client (binary keys, the records
+ * as proteus-client writes them) and `sync` with the commit counter. Every commit is one
  * readwrite transaction with strict durability.
  */
 export class IdbStore {

@@ -7,10 +7,10 @@
 //! op     := 0 put, 1 delete
 //! ```
 //!
-//! The records and their keys are those of `proteus-store` unchanged, so a store written here
+//! The records and their keys are those of `proteus-client` unchanged, so a store written here
 //! holds exactly what a native store holds.
 
-use proteus_store::{StoreError, Table, Write};
+use proteus_client::{StoreError, Table, Write};
 use zeroize::Zeroizing;
 
 const PUT: u8 = 0;

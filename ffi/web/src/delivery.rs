@@ -2,7 +2,7 @@
 //! 1000-message batch crosses into JS 16 times rather than 1000. Every chunk is handed over
 //! before the batch commits, as the batch contract requires.
 
-use proteus_store::Decrypted;
+use proteus_client::Decrypted;
 use wasm_bindgen::prelude::*;
 
 /// Results per call into JS.

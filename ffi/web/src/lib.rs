@@ -1,4 +1,4 @@
-//! The Proteus client for the web: a thin wasm-bindgen adapter over [`proteus_store::Client`].
+//! The Proteus client for the web: a thin wasm-bindgen adapter over [`proteus_client::Client`].
 //!
 //! This crate is the low layer of the npm package built into `ffi/web/pkg/`. It exports one
 //! class, [`RawClient`], whose methods are synchronous and convert and delegate only: no protocol
@@ -20,10 +20,10 @@ mod mirror;
 use std::ops::ControlFlow;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use proteus_core::{PreKeyBundle, PreKeyId};
-use proteus_store::{
+use proteus_client::{
     BatchError, Chunking, Client, ClientError, MessageId, QueuedMessage, StoreError, Table,
 };
+use proteus_core::{PreKeyBundle, PreKeyId};
 use wasm_bindgen::prelude::*;
 
 pub use crate::delivery::BatchSink;
@@ -94,7 +94,7 @@ fn bundle_object(bundle: &PreKeyBundle) -> Result<JsValue, JsValue> {
 
 /// The stable id of a received message, as batch results carry it: lowercase hex of the
 /// envelope's MAC (of SHA-256 of the bytes if they are not an envelope). See
-/// [`MessageId`](proteus_store::MessageId): only a decrypted message's id is authenticated.
+/// [`MessageId`](proteus_client::MessageId): only a decrypted message's id is authenticated.
 #[wasm_bindgen(js_name = messageId)]
 pub fn message_id(envelope: &[u8]) -> String {
     MessageId::of(envelope).to_string()
@@ -113,7 +113,7 @@ pub fn bundle_fingerprint(bundle: &[u8]) -> Result<String, JsValue> {
 /// (`RemoteIdentityChanged`, 204): the new fingerprint, before accepting it.
 #[wasm_bindgen(js_name = prekeyMessageFingerprint)]
 pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsValue> {
-    let claimed = proteus_store::claimed_sender(envelope).map_err(|e| js_error(&e.into()))?;
+    let claimed = proteus_client::claimed_sender(envelope).map_err(|e| js_error(&e.into()))?;
     Ok(claimed.map(|key| key.fingerprint()))
 }
 

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use proteus_store::{MemoryStorage, Record, Storage, StoreError, Table, Write};
+use proteus_client::{MemoryStorage, Record, Storage, StoreError, Table, Write};
 use zeroize::Zeroizing;
 
 /// The records and the writes not yet taken by the JS side.

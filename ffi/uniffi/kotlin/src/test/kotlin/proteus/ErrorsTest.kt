@@ -9,7 +9,7 @@ import kotlin.test.assertTrue
 /**
  * Every error kind an application can meet through this API, each with its stable code (the
  * same as in Rust and JavaScript). Codes that need a corrupted session or a broken disk to
- * appear are covered by the Rust tests of proteus-core and proteus-store.
+ * appear are covered by the Rust tests of proteus-core and proteus-client.
  */
 class ErrorsTest {
     private fun decodeKinds() = setOf(

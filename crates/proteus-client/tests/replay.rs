@@ -11,7 +11,7 @@
 mod common;
 
 use common::{TestStorage, code_of, run_batch};
-use proteus_store::Client;
+use proteus_client::Client;
 
 /// Alice starts on Bob's last-resort prekey; returns her first envelope, as a relay saw it.
 fn handshake(alice: &mut Client, bob: &mut Client) -> Vec<u8> {

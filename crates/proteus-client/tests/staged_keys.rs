@@ -12,7 +12,7 @@
 mod common;
 
 use common::{CommitCounts, TestStorage, code_of, connect, count_writes, encrypt_n};
-use proteus_store::{Client, Table, Write};
+use proteus_client::{Client, Table, Write};
 
 /// Alice sends 1001 messages after the handshake; Bob receives only the last (1000 staged).
 fn thousand_staged() -> (TestStorage, Client, Client, Vec<Vec<u8>>) {

@@ -15,7 +15,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use proteus_store::{Client, ClientError, OpenMode, SqliteOptions, SqliteStorage, StoreError};
+use proteus_client::{Client, ClientError, OpenMode, SqliteOptions, SqliteStorage, StoreError};
 
 /// Every file of the folder with its bytes.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -214,7 +214,7 @@ fn a_store_from_a_newer_version_is_refused_and_left_alone() {
         e,
         StoreError::UnsupportedSchema {
             found: 2,
-            supported: proteus_store::SCHEMA_VERSION
+            supported: proteus_client::SCHEMA_VERSION
         }
     );
     assert_eq!(e.code(), 506);
@@ -298,7 +298,7 @@ fn a_damaged_session_record_is_corrupt_for_that_session_only() {
 #[test]
 fn storage_with_records_but_no_identity_is_refused() {
     let storage = common::TestStorage::new();
-    storage.put_raw(proteus_store::Table::PreKeys, &[0, 1], b"something");
+    storage.put_raw(proteus_client::Table::PreKeys, &[0, 1], b"something");
     let r = Client::with_storage(Box::new(storage.clone()));
     assert!(
         matches!(r, Err(ClientError::Store(StoreError::Corrupt(_)))),

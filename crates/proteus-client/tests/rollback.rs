@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use common::{connect, counter_of};
-use proteus_store::{
+use proteus_client::{
     Client, ClientError, CommitCounter, CounterError, OpenMode, RollbackGuard, SealedStorage,
     SqliteOptions, SqliteStorage, StoreError, StoreKey,
 };

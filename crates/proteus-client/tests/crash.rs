@@ -10,8 +10,8 @@
 //!   sequence of kill points (timing still varies from run to run).
 //!
 //! ```text
-//! cargo test -p proteus-store --test crash -- --nocapture
-//! PROTEUS_CRASH_ITERATIONS=200 cargo test -p proteus-store --test crash -- --nocapture
+//! cargo test -p proteus-client --test crash -- --nocapture
+//! PROTEUS_CRASH_ITERATIONS=200 cargo test -p proteus-client --test crash -- --nocapture
 //! ```
 //!
 //! How it works. The parent plays Bob's senders (in-memory clients) and Bob's server: each round
@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use proteus_store::{
+use proteus_client::{
     Client, ClientError, MessageId, OpenMode, QueuedMessage, SqliteOptions, StoreError,
 };
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use proteus_store::{Client, ClientError, OpenMode, SqliteOptions, SqliteStorage, StoreError};
+use proteus_client::{Client, ClientError, OpenMode, SqliteOptions, SqliteStorage, StoreError};
 
 const STORE_VAR: &str = "PROTEUS_HOLDER_STORE";
 const DIR_VAR: &str = "PROTEUS_HOLDER_DIR";

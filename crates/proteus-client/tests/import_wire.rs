@@ -14,8 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 
 use common::{VECTOR_FILES, array_of, code_of, hex_of, load_vector, str_of, u64_of};
+use proteus_client::{Client, QueuedMessage};
 use proteus_core::PreKeyId;
-use proteus_store::{Client, QueuedMessage};
 use serde_json::Value;
 
 /// A client holding the identity and the prekeys a vector file gives `party`.

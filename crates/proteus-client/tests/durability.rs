@@ -20,8 +20,8 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use common::{TestStorage, code_of, connect, counter_of, encrypt_n, queue, run_batch};
+use proteus_client::{Client, ClientError, StoreError, Table};
 use proteus_core::{IdentityKeyPair, OsRng};
-use proteus_store::{Client, ClientError, StoreError, Table};
 
 fn assert_injected<T: std::fmt::Debug>(r: &Result<T, ClientError>) {
     match r {
@@ -259,7 +259,7 @@ fn a_failed_batch_commit_changes_nothing() {
     assert_eq!(d.keys().collect::<Vec<_>>(), t.keys().collect::<Vec<_>>());
     assert_eq!(alice.prekeys_remaining().unwrap(), 0);
     let again = run_batch(&mut alice, &items).unwrap();
-    assert!(again.iter().all(proteus_store::Decrypted::is_already_seen));
+    assert!(again.iter().all(proteus_client::Decrypted::is_already_seen));
 }
 
 /// A failed commit of `generate_prekeys`: nothing stored, and the retry hands out the same ids.

@@ -9,7 +9,7 @@
 mod common;
 
 use common::connect;
-use proteus_store::{
+use proteus_client::{
     Client, ClientError, OpenMode, SealedStorage, SqliteOptions, SqliteStorage, Storage,
     StoreError, StoreKey, Table, rekey_store, seal_store,
 };
@@ -108,12 +108,12 @@ fn swapped_records_do_not_open() {
         let rows = raw.scan(Table::Sessions, &[]).unwrap();
         assert_eq!(rows.len(), 2);
         raw.commit(&[
-            proteus_store::Write::Put {
+            proteus_client::Write::Put {
                 table: Table::Sessions,
                 key: rows[0].0.clone(),
                 value: rows[1].1.clone(),
             },
-            proteus_store::Write::Put {
+            proteus_client::Write::Put {
                 table: Table::Sessions,
                 key: rows[1].0.clone(),
                 value: rows[0].1.clone(),
@@ -205,7 +205,7 @@ fn an_unencrypted_store_can_be_sealed() {
 
 #[test]
 fn sealed_memory_storage_works_like_any_storage() {
-    let storage = SealedStorage::open(proteus_store::MemoryStorage::new(), &key(7)).unwrap();
+    let storage = SealedStorage::open(proteus_client::MemoryStorage::new(), &key(7)).unwrap();
     let mut bob = Client::with_storage(Box::new(storage)).unwrap();
     let mut alice = Client::in_memory().unwrap();
     connect(&mut alice, "alice", &mut bob, "bob");
@@ -215,7 +215,7 @@ fn sealed_memory_storage_works_like_any_storage() {
 
 #[test]
 fn sealed_scans_keep_key_order_and_prefixes() {
-    use proteus_store::{MemoryStorage, Write};
+    use proteus_client::{MemoryStorage, Write};
     use zeroize::Zeroizing;
     let mut s = SealedStorage::open(MemoryStorage::new(), &key(8)).unwrap();
     let staged = |id: &str, n: u8| {
@@ -237,7 +237,7 @@ fn sealed_scans_keep_key_order_and_prefixes() {
         }
     }
     s.commit(&writes).unwrap();
-    let keys = |rows: Vec<proteus_store::Record>| -> Vec<Vec<u8>> {
+    let keys = |rows: Vec<proteus_client::Record>| -> Vec<Vec<u8>> {
         rows.into_iter().map(|(k, _)| k).collect()
     };
     assert_eq!(

@@ -13,10 +13,10 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{TestStorage, bundle_of, code_of, connect, count_writes, encrypt_n};
-use proteus_core::{IdentityKeyPair, OsRng, PreKeyBundle, PreKeyId};
-use proteus_store::{Client, ClientError, MAX_SESSION_ID_LEN, SessionConfig, Table, Write};
+use proteus_client::{Client, ClientError, MAX_SESSION_ID_LEN, SessionConfig, Table, Write};
 #[cfg(feature = "sqlite")]
-use proteus_store::{OpenMode, SqliteOptions};
+use proteus_client::{OpenMode, SqliteOptions};
+use proteus_core::{IdentityKeyPair, OsRng, PreKeyBundle, PreKeyId};
 
 #[cfg(feature = "sqlite")]
 #[test]

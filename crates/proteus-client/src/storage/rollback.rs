@@ -9,7 +9,7 @@
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
-//! use proteus_store::{Client, CommitCounter, CounterError, MemoryStorage, RollbackGuard};
+//! use proteus_client::{Client, CommitCounter, CounterError, MemoryStorage, RollbackGuard};
 //!
 //! /// Stands for the keychain.
 //! struct Keychain(Arc<Mutex<u64>>);
@@ -28,7 +28,7 @@
 //! let mut client = Client::with_storage(Box::new(storage))?;
 //! client.generate_prekeys(1)?;
 //! assert_eq!(*keychain.lock().unwrap(), 2); // the new identity, then the prekeys
-//! # Ok::<(), proteus_store::ClientError>(())
+//! # Ok::<(), proteus_client::ClientError>(())
 //! ```
 
 use zeroize::Zeroizing;

@@ -9,7 +9,7 @@
 //! new golden pair for a NEW schema version, never to overwrite v1):
 //!
 //! ```text
-//! PROTEUS_WRITE_GOLDEN=1 cargo test -p proteus-store --test golden_store -- --ignored generate_golden_store_v1
+//! PROTEUS_WRITE_GOLDEN=1 cargo test -p proteus-client --test golden_store -- --ignored generate_golden_store_v1
 //! ```
 //!
 //! Without `PROTEUS_WRITE_GOLDEN=1` the generator does nothing when the files exist, so a run
@@ -29,8 +29,8 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use common::{array_of, code_of, hex_of, str_of, u64_of};
+use proteus_client::{Client, OpenMode, QueuedMessage, SqliteOptions, StoreKey};
 use proteus_core::{IdentityKeyPair, OsRng};
-use proteus_store::{Client, OpenMode, QueuedMessage, SqliteOptions, StoreKey};
 use serde_json::{Value, json};
 
 fn golden_dir() -> PathBuf {
@@ -61,7 +61,7 @@ fn generate_golden_store_v1() {
         return;
     }
     assert_eq!(
-        proteus_store::SCHEMA_VERSION,
+        proteus_client::SCHEMA_VERSION,
         1,
         "this generator makes the v1 golden store"
     );
@@ -117,7 +117,7 @@ fn generate_golden_store_v1() {
     ];
     let export = |c: &mut Client, id: Vec<u8>| json!({"identity_keypair": hex::encode(id), "session": hex::encode(&*c.export_session("bob").unwrap()), "fingerprint": c.fingerprint()});
     let doc = json!({
-        "description": "Bob's store written by proteus-store schema version 1, and the messages queued for it. \
+        "description": "Bob's store written by proteus-client schema version 1, and the messages queued for it. \
             Made by tests/golden_store.rs generate_golden_store_v1; do not regenerate.",
         "schema_version": 1,
         "bob": {
@@ -163,7 +163,7 @@ fn generate_golden_sealed_store_v1() {
         return;
     }
     let (_dir, path) = golden_copy();
-    proteus_store::seal_store(&path, &StoreKey::new(GOLDEN_STORE_KEY)).unwrap();
+    proteus_client::seal_store(&path, &StoreKey::new(GOLDEN_STORE_KEY)).unwrap();
     assert!(!wal_of(&path).exists());
     std::fs::copy(&path, out).unwrap();
 }
@@ -311,7 +311,7 @@ fn check_golden(path: &Path, golden_name: &str, open: impl Fn(&Path) -> Client) 
     let again = bob
         .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
         .unwrap();
-    assert!(again.iter().all(proteus_store::Decrypted::is_already_seen));
+    assert!(again.iter().all(proteus_client::Decrypted::is_already_seen));
     drop(bob);
     assert!(!wal_of(path).exists());
     assert_eq!(

@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use common::{TestStorage, code_of, connect, encrypt_n, queue};
-use proteus_store::{BatchError, Chunking, Client, MessageId, claimed_sender};
+use proteus_client::{BatchError, Chunking, Client, MessageId, claimed_sender};
 
 /// Bob with a session from Alice and `n` messages from her queued.
 fn queued(n: usize) -> (TestStorage, Client, Vec<(String, Vec<u8>)>) {

@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use common::{TestStorage, code_of, connect, encrypt_n, queue, run_batch};
+use proteus_client::{Client, ClientError, MessageId, Progress};
 use proteus_core::Envelope;
-use proteus_store::{Client, ClientError, MessageId, Progress};
 use sha2::{Digest, Sha256};
 
 enum Want {
@@ -113,7 +113,7 @@ fn scenario() -> Scenario {
     }
 }
 
-fn check(results: &[proteus_store::Decrypted], s: &Scenario) {
+fn check(results: &[proteus_client::Decrypted], s: &Scenario) {
     assert_eq!(results.len(), s.items.len(), "one result per message");
     for (i, ((r, (session, envelope)), want)) in
         results.iter().zip(&s.items).zip(&s.want).enumerate()
@@ -416,7 +416,7 @@ fn a_damaged_session_record_fails_only_its_own_messages() {
     let from_alice = encrypt_n(&mut alice, "bob", "a", 2);
     let from_carol = encrypt_n(&mut carol, "bob", "c", 2);
     drop(bob);
-    storage.put_raw(proteus_store::Table::Sessions, b"alice", b"\xa1\x00\x00");
+    storage.put_raw(proteus_client::Table::Sessions, b"alice", b"\xa1\x00\x00");
     let mut bob = storage.client();
     let items: Vec<(String, Vec<u8>)> = from_alice
         .iter()

@@ -1,4 +1,4 @@
-//! Helpers shared by the integration tests of proteus-store (each test file uses a part of them).
+//! Helpers shared by the integration tests of proteus-client (each test file uses a part of them).
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
@@ -7,11 +7,11 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use proteus_core::Envelope;
-use proteus_store::{
+use proteus_client::{
     Client, ClientError, Decrypted, MemoryStorage, QueuedMessage, Record, Storage, StoreError,
     Table, Write,
 };
+use proteus_core::Envelope;
 use serde_json::Value;
 use zeroize::Zeroizing;
 

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use proteus_store::Client;
+use proteus_client::Client;
 
 #[test]
 fn a_client_signs_with_its_identity_key() {

@@ -67,7 +67,7 @@
 //! ```
 //! use std::collections::HashSet;
 //! use std::ops::ControlFlow;
-//! use proteus_store::{Client, QueuedMessage};
+//! use proteus_client::{Client, QueuedMessage};
 //!
 //! let mut alice = Client::in_memory()?;
 //! let mut bob = Client::in_memory()?;
@@ -76,7 +76,7 @@
 //! let queue: Vec<Vec<u8>> = (0..3).map(|i| alice.encrypt("bob:phone", format!("hi {i}").as_bytes())).collect::<Result<_, _>>()?;
 //!
 //! // Bob comes online. His app keeps the ids of the messages it has stored.
-//! let mut stored: HashSet<proteus_store::MessageId> = HashSet::new();
+//! let mut stored: HashSet<proteus_client::MessageId> = HashSet::new();
 //! let batch: Vec<QueuedMessage> = queue.iter().map(|e| QueuedMessage { session_id: "alice:laptop", envelope: e }).collect();
 //! bob.decrypt_batch(&batch, |msg, progress| {
 //!     if let Ok(plaintext) = &msg.outcome {
@@ -93,7 +93,7 @@
 //! // Delivered again after the commit: duplicates, nothing new.
 //! let again = bob.decrypt_batch(&batch, |_, _| ControlFlow::Continue(()))?;
 //! assert!(again.iter().all(|m| m.is_already_seen()));
-//! # Ok::<(), proteus_store::ClientError>(())
+//! # Ok::<(), proteus_client::ClientError>(())
 //! ```
 
 #![forbid(unsafe_code)]

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use common::{connect, encrypt_n, run_batch};
-use proteus_store::{
+use proteus_client::{
     Client, OpenMode, Record, SealedStorage, SqliteOptions, SqliteStorage, Storage, StoreError,
     StoreKey, Table, Write, rekey_store, seal_store,
 };
