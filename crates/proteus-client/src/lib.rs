@@ -149,3 +149,8 @@ pub fn rekey_store(
     sealed.rekey(new)
 }
 pub use storage::{MemoryStorage, Record, Storage, Table, Write};
+
+/// The crate README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -108,3 +108,13 @@ pub use session::{InboundSession, Session};
 pub mod staged {
     pub use crate::session::{StagedKey, StagedKeyId};
 }
+
+/// The crate README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+/// The root README's "Using the core" example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct RootReadmeDoctests;
