@@ -3,6 +3,7 @@
 # is present). Usage: scripts/test.sh [SUITE...]; with no SUITE, all of them run in order.
 #
 #   rust     formatting, clippy (warnings are errors), every Rust test of the workspace
+#   msrv     the published crates build with the rust-version they declare (rustup installs it)
 #   deny     cargo-deny: licences, duplicate and banned crates, sources (deny.toml)
 #   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (tests/vectors, and
 #            ../shared/vectors when it is there)
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHARED=${PROTEUS_SHARED:-../shared}
-ALL_SUITES=(rust deny vectors wasm bench fuzz chat web kotlin swift)
+ALL_SUITES=(rust msrv deny vectors wasm bench fuzz chat web kotlin swift)
 
 log() { printf '\n== %s\n' "$*"; }
 
@@ -38,6 +39,20 @@ suite_rust() {
   cargo clippy --workspace --all-targets --locked -- -D warnings
   log "cargo test"
   cargo test --workspace --locked
+}
+
+suite_msrv() {
+  # Each published crate, checked with the toolchain of its declared rust-version, in a target
+  # dir of its own so the main build's artefacts stay valid.
+  local crate version
+  for crate in proteus-core proteus-client; do
+    version=$(cargo metadata --no-deps --format-version 1 --locked \
+      | python3 -c "import json,sys; print(next(p['rust_version'] for p in json.load(sys.stdin)['packages'] if p['name']=='$crate'))")
+    [[ $version =~ ^[0-9]+\.[0-9]+$ ]] && version=$version.0
+    rustup toolchain list | grep -q "^$version-" || rustup toolchain install "$version" --profile minimal
+    log "$crate with Rust $version (its rust-version)"
+    CARGO_TARGET_DIR=target/msrv cargo "+$version" check --locked -p "$crate"
+  done
 }
 
 suite_deny() {
