@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
 # Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile), its JS glue
 # (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm binaryen),
-# and the package's own ES modules and types. Needs: the wasm32 target, wasm-bindgen-cli at the
-# version of the wasm-bindgen crate, and `npm ci` done here (scripts/suites/web.sh sees to both).
+# and the package's own ES modules and types. Installs what it needs when it is missing (and
+# nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of the
+# wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm ci`,
+# for binaryen's wasm-opt). Works on Linux and macOS.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# The CLI must be the version of the wasm-bindgen crate in Cargo.lock.
+want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
+have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
+if [ "$have" != "$want" ]; then
+  echo "installing wasm-bindgen-cli $want (found: ${have:-none})"
+  # Not --locked: the CLI's lockfile pins a crate version the registry here does not serve.
+  cargo install wasm-bindgen-cli --version "$want"
+fi
+# npm ci only when node_modules is missing or older than the lockfile.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
@@ -31,24 +47,32 @@ mv pkg/proteus_web_bg.opt.wasm pkg/proteus_web_bg.wasm
 rm -f pkg/.gitignore
 cp js/*.js js/*.d.ts pkg/
 cp README.md pkg/README.md
+cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" pkg/
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)
+repository=$(sed -n 's/^repository = "\(.*\)"/\1/p' "$root/Cargo.toml" | head -n1)
+# The wasm-bindgen client (proteus_web.js) is internal: only the package's API is exported, and
+# the .wasm for bundlers that want its URL.
 cat > pkg/package.json <<JSON
 {
-  "name": "proteus-web",
+  "name": "@proteus-engine/web",
   "version": "$version",
   "description": "Proteus end-to-end encryption (wire-compatible with Wire's) as a small wasm module, with IndexedDB persistence",
   "license": "MIT OR Apache-2.0",
+  "repository": { "type": "git", "url": "git+$repository.git", "directory": "ffi/web" },
+  "keywords": ["proteus", "wire", "e2ee", "double-ratchet", "wasm", "indexeddb"],
+  "engines": { "node": ">=18" },
   "type": "module",
   "main": "./index.js",
   "types": "./index.d.ts",
   "exports": {
-    ".": { "types": "./index.d.ts", "default": "./index.js" },
-    "./raw": { "types": "./proteus_web.d.ts", "default": "./proteus_web.js" }
+    ".": { "types": "./index.d.ts", "import": "./index.js", "default": "./index.js" },
+    "./proteus_web_bg.wasm": "./proteus_web_bg.wasm",
+    "./package.json": "./package.json"
   },
-  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "README.md"],
+  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
   "sideEffects": false
 }
 JSON
-raw=$(stat -c %s pkg/proteus_web_bg.wasm)
+raw=$(wc -c < pkg/proteus_web_bg.wasm | tr -d ' ')
 gz=$(gzip -9 -c pkg/proteus_web_bg.wasm | wc -c)
 echo "pkg/proteus_web_bg.wasm: $raw bytes, $gz gzipped (gzip -9)"

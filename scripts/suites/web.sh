@@ -34,28 +34,12 @@ timed() { # what, command...
 
 # --- what the suite needs ----------------------------------------------------------------------
 
-rustup target list --installed | grep -qx wasm32-unknown-unknown \
-  || timed "rustup target add" rustup target add wasm32-unknown-unknown
-
-# The CLI must be the version of the wasm-bindgen crate in Cargo.lock.
-want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
-if [ "$have" != "$want" ]; then
-  log "installing wasm-bindgen-cli $want (found: ${have:-none})"
-  # Not --locked: the CLI's lockfile pins a crate version the registry here does not serve.
-  timed "cargo install wasm-bindgen-cli" cargo install wasm-bindgen-cli --version "$want"
-fi
+# The wasm target, wasm-bindgen-cli and the npm devDependencies: ffi/web/build.sh installs them.
 
 if [ ! -x "$CHROMIUM" ]; then
   log "installing Debian's chromium"
   export DEBIAN_FRONTEND=noninteractive
   timed "apt-get install chromium" sh -c 'apt-get update -qq && apt-get install -y -qq chromium >/dev/null'
-fi
-
-# npm ci only when node_modules is missing or older than the lockfile.
-if [ ! -f "$WEB/node_modules/.package-lock.json" ] || [ "$WEB/package-lock.json" -nt "$WEB/node_modules/.package-lock.json" ]; then
-  log "npm ci in $WEB"
-  timed "npm ci" npm ci --prefix "$WEB" --no-audit --no-fund
 fi
 
 # --- build and tests ---------------------------------------------------------------------------
@@ -66,6 +50,13 @@ timed build "$WEB/build.sh"
 cd "$WEB"
 log "node --test: the API in Node"
 node --test tests/
+
+log "a consumer project: the packed tarball installed outside the repository and used by name"
+consumer=$(mktemp -d)
+(cd pkg && npm pack --pack-destination "$consumer" --silent >/dev/null)
+(cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-web-*.tgz \
+  && cp "$OLDPWD/tests/consumer/use.mjs" . && node use.mjs)
+rm -rf "$consumer"
 
 log "tsc: the package's types"
 node_modules/.bin/tsc -p tests/types && echo "types ok"

@@ -1,0 +1,16 @@
+// A project of someone else's: the packed package installed from its tarball, used by name.
+// Run by scripts/suites/web.sh in a fresh directory outside the repository.
+import assert from 'node:assert/strict';
+import { Client, ProteusError } from '@proteus-engine/web';
+
+const alice = await Client.inMemory();
+const bob = await Client.inMemory();
+const [{ bundle }] = await bob.generatePrekeys(1);
+await alice.createSession('bob', bundle);
+const results = await bob.decryptBatch([{ sessionId: 'alice', envelope: await alice.encrypt('bob', 'hello from a consumer') }]);
+assert.equal(new TextDecoder().decode(results[0].plaintext), 'hello from a consumer');
+assert.equal(results[0].sender, await alice.fingerprint());
+await assert.rejects(bob.decrypt('nobody', new Uint8Array([1, 2, 3])), ProteusError);
+// The internal wasm-bindgen client is not part of the package's API.
+await assert.rejects(import('@proteus-engine/web/proteus_web.js'), { code: 'ERR_PACKAGE_PATH_NOT_EXPORTED' });
+console.log('consumer ok');
