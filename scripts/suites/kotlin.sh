@@ -21,11 +21,17 @@ fi
 
 bash ffi/uniffi/scripts/build.sh
 
-echo "== mvn package (JUnit tests, then the jar)"
-mvn -B -ntp -f ffi/uniffi/kotlin/pom.xml package
+echo "== mvn install (JUnit tests, the jar, and the jar into the local Maven repository)"
+mvn -B -ntp -f ffi/uniffi/kotlin/pom.xml install
+
+echo "== a consumer project outside the repository, on the installed coordinates"
+consumer=$(mktemp -d)
+cp -r ffi/uniffi/kotlin/consumer/. "$consumer"
+mvn -B -ntp -q -f "$consumer/pom.xml" compile exec:java
+rm -rf "$consumer"
 
 jar=$(ls ffi/uniffi/kotlin/target/proteus-jvm-*.jar)
-echo "== $jar: $(stat -c %s "$jar") bytes"
+echo "== $jar: $(wc -c < "$jar" | tr -d ' ') bytes"
 unzip -l "$jar" | grep -E 'libproteus_uniffi\.so|proteus/Client\.class'
 
 if [ "${PROTEUS_BENCH:-0}" = 1 ]; then
