@@ -912,7 +912,7 @@ scenarios.wide_counters = async () => {
 
 // Inputs the library accepts although the bytes differ from what it would send (its decoders are
 // positional and it re-encodes the message before checking the MAC). Kept apart, one file per
-// case: an engine may legitimately be stricter here (see spec §13.1, §13.2, §13.7).
+// case: an engine may legitimately be stricter here (see docs/protocol.md §13.1, §13.2).
 const LENIENT = {
   lenient_envelope_version: ['envelope version 1 changed to 2', (x, L) => { const y = Uint8Array.from(x); y[L.version.start] = 2; return y; }],
   lenient_trailing_byte: ['one zero byte appended after the envelope', (x) => Uint8Array.from([...x, 0])],

@@ -89,7 +89,8 @@ pub fn identity_key_pair(data: &[u8]) {
     }
 }
 
-/// The identity every fuzzed session is loaded for (spec §14's Bob).
+/// The identity every fuzzed session is loaded for (Bob of the known answers, docs/protocol.md
+/// §14).
 fn local_identity() -> IdentityKeyPair {
     IdentityKeyPair::from_seed(&[0x44; 32])
 }

@@ -96,7 +96,7 @@ fn watch(secrets: Vec<([u8; 32], &'static str)>, work: impl FnOnce()) -> Vec<&'s
     found
 }
 
-/// The spec §14 known-answer conversation: its seeds and the keys derived from them.
+/// The known-answer conversation of docs/protocol.md §14: its seeds and the keys derived from them.
 fn known_secrets() -> Vec<([u8; 32], &'static str)> {
     vec![
         ([0x11; 32], "Alice's identity seed"),

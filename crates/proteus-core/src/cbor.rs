@@ -1,8 +1,8 @@
 //! A small CBOR codec for exactly what Proteus uses.
 //!
-//! We write our own rather than use a general CBOR crate because the wire needs two things at
-//! once that those crates do not give together: the encoder must produce *canonical* bytes
-//! (definite, minimal lengths, ascending integer keys; spec §2), and the decoder must be lenient
+//! We write our own rather than use a general CBOR crate because the wire needs two things at once
+//! that those crates do not give together: the encoder must produce *canonical* bytes (definite,
+//! minimal lengths, ascending integer keys; docs/protocol.md §3.1), and the decoder must be lenient
 //! about key order and unknown keys while bounding every length and nesting depth and handing out
 //! borrowed slices (so the envelope MAC is checked over the exact bytes received and ciphertexts
 //! are not copied). Proteus needs only unsigned integers, byte strings, arrays, maps and `null`.
@@ -382,7 +382,7 @@ mod tests {
 
     #[test]
     fn non_minimal_lengths_are_accepted() {
-        // Wire's Rust encoder writes 8-byte lengths for 64 KiB..1 MiB (spec §13.1).
+        // Wire's Rust encoder writes 8-byte lengths for 64 KiB..1 MiB (docs/protocol.md §13.1).
         let mut input = vec![0x5b, 0, 0, 0, 0, 0, 0, 0, 3];
         input.extend_from_slice(b"abc");
         let mut d = Decoder::new(&input);

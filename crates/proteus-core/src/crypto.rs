@@ -1,4 +1,4 @@
-//! The primitives of spec §1, each a thin call into a well-kept crate.
+//! The primitives of docs/protocol.md §2, each a thin call into a well-kept crate.
 
 use std::sync::OnceLock;
 
@@ -17,7 +17,7 @@ type HmacSha256 = Hmac<Sha256>;
 /// A 32-byte secret (key material) that is wiped when dropped.
 pub(crate) type Secret32 = Zeroizing<[u8; 32]>;
 
-/// HKDF-SHA256 with 64 bytes of output, split into (first 32, last 32) (spec §1.4).
+/// HKDF-SHA256 with 64 bytes of output, split into (first 32, last 32) (docs/protocol.md §2.5).
 ///
 /// The extract step with an empty salt (every message key derivation) reuses one precomputed
 /// HMAC key schedule, which saves two of its four SHA-256 compressions.
@@ -93,7 +93,7 @@ impl KeyedMac {
     }
 }
 
-/// HMAC-SHA256 (spec §1.5).
+/// HMAC-SHA256 (docs/protocol.md §2.6).
 pub(crate) fn hmac(key: &[u8; 32], data: &[u8]) -> Secret32 {
     let mut m = mac_with(key);
     m.update(data);
@@ -107,7 +107,7 @@ pub(crate) fn hmac_verify(key: &[u8; 32], data: &[u8], tag: &[u8; 32]) -> bool {
     m.verify_slice(tag).is_ok()
 }
 
-/// The 8-byte nonce of spec §1.6: the counter big-endian, then four zero bytes.
+/// The 8-byte nonce of docs/protocol.md §2.7: the counter big-endian, then four zero bytes.
 fn nonce(counter: u32) -> [u8; 8] {
     let [a, b, c, d] = counter.to_be_bytes();
     [a, b, c, d, 0, 0, 0, 0]
@@ -121,7 +121,7 @@ const CHACHA_RUN: usize = if cfg!(any(target_arch = "x86", target_arch = "x86_64
     64
 };
 
-/// Original (djb) ChaCha20 with a 64-bit nonce (spec §1.6): `input` XOR keystream.
+/// Original (djb) ChaCha20 with a 64-bit nonce (docs/protocol.md §2.7): `input` XOR keystream.
 ///
 /// The buffer is processed in whole runs of [`CHACHA_RUN`] and cut afterwards: the AVX2
 /// backend is much slower on the blocks left over from a run of four (here 150 bytes took
@@ -145,7 +145,7 @@ pub(crate) struct DhPoint(EdwardsPoint);
 impl DhPoint {
     /// Decompresses an Ed25519 public key, rejecting what libsodium rejects: encodings that do
     /// not decompress, small-order points and points outside the prime-order subgroup
-    /// (spec §1.2).
+    /// (docs/protocol.md §2.3).
     pub(crate) fn from_ed25519(public: &[u8; 32]) -> Option<Self> {
         let point = CompressedEdwardsY(*public).decompress()?;
         if point.is_small_order() || !point.is_torsion_free() {
@@ -169,9 +169,9 @@ impl DhScalar {
     }
 
     /// X25519 with a validated point, rejecting a non-contributory (all-zero) result
-    /// (spec §1.3). It is computed on the Edwards form, which curve25519-dalek's vectorised
-    /// backend multiplies faster than the Montgomery ladder, and which validation already
-    /// decompressed; the Montgomery u-coordinate of the product is the X25519 output.
+    /// (docs/protocol.md §2.4). It is computed on the Edwards form, which curve25519-dalek's
+    /// vectorised backend multiplies faster than the Montgomery ladder, and which validation
+    /// already decompressed; the Montgomery u-coordinate of the product is the X25519 output.
     pub(crate) fn dh(&self, their: &DhPoint) -> Option<Secret32> {
         let mut product = their.0.mul_clamped(*self.0);
         let mut u = product.to_montgomery();

@@ -1,8 +1,9 @@
 //! Every bound the engine enforces, in one place.
 //!
-//! The protocol limits are those of Wire's deployed Proteus (spec §7, §8); the decoder limits
-//! are those of Wire's CBOR codecs (spec §2), so anything one of them accepts we accept too, and
-//! nothing an attacker claims can make us allocate more than the input itself.
+//! The protocol limits are those of Wire's deployed Proteus (docs/protocol.md §7, §8, §12); the
+//! decoder limits are those of Wire's CBOR codecs (docs/protocol.md §3.3), so anything one of them
+//! accepts we accept too, and nothing an attacker claims can make us allocate more than the input
+//! itself.
 
 /// Skipped-message keys kept per receive chain (the default; configurable per session up to
 /// [`MAX_CONFIGURABLE_COUNTER_GAP`]). When more are skipped, the oldest are evicted and their

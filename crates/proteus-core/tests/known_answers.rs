@@ -1,4 +1,5 @@
-//! The known-answer tests of spec §14, checked against Wire's JS and Rust implementations.
+//! The known-answer tests of docs/protocol.md §14, checked against Wire's JS and Rust
+//! implementations.
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;

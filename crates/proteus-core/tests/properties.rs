@@ -1,17 +1,17 @@
-//! Property tests of the protocol engine (DESIGN.md, "Testing layers"; spec §7, §8).
+//! Property tests of the protocol engine (docs/protocol.md §7, §8).
 //!
 //! * **Conversations**: random two-party conversations (sends both ways, reordering, drops,
 //!   duplicates, tampered bytes, serialise/restore of either side at random points) are
 //!   checked against an exact model of which receive chains each side still holds:
 //!   - an untampered message delivered for the first time decrypts to its plaintext when its
-//!     chain is held (or new), and is rejected when its chain was dropped (spec §7.2);
+//!     chain is held (or new), and is rejected when its chain was dropped (docs/protocol.md §7.2);
 //!   - a duplicate is rejected (`DuplicateMessage`/`OutdatedMessage` while its chain is held);
 //!   - a tampered envelope (any bit of the MAC or of the MAC-covered message bytes) is rejected;
 //!   - every rejection leaves the session and the prekey store byte for byte as they were.
 //!
-//!   The envelope's version and outer map keys are not covered by the MAC and are not checked
-//!   by receivers (spec §4.1), so flipping them is not tampering; the mutated-envelope property
-//!   below covers every byte with the right criterion.
+//!   The envelope's version and outer map keys are not covered by the MAC and are not checked by
+//!   receivers (docs/protocol.md §5.1), so flipping them is not tampering; the mutated-envelope
+//!   property below covers every byte with the right criterion.
 //! * **Decoders**: every decoder returns an error, never panics, on arbitrary bytes and on
 //!   mutated valid encodings (bit flips, truncations, byte edits); whatever they accept
 //!   re-encodes to something they decode to the same value. A mutated envelope is only ever
@@ -92,7 +92,7 @@ const ALREADY_SEEN: [u16; 2] = [208, 209];
 
 /// A message whose receive chain was dropped is taken for a new ratchet key and fails its MAC
 /// (206 in sync, 207 ahead); a PreKeyMessage then falls back to a new state, whose one-time
-/// prekey is gone (101). Spec §7.2, §8.3.
+/// prekey is gone (101). docs/protocol.md §7.2, §8.3.
 const CHAIN_GONE: [u16; 3] = [101, 206, 207];
 
 // ---------------------------------------------------------------------------------------------
@@ -175,7 +175,7 @@ struct Party {
     identity: IdentityKeyPair,
     session: Option<Session>,
     prekeys: BTreeMap<PreKeyId, PreKey>,
-    /// Ratchet keys of the receive chains the session holds, newest first (spec §7.2).
+    /// Ratchet keys of the receive chains the session holds, newest first (docs/protocol.md §7.2).
     held_chains: VecDeque<[u8; 32]>,
     /// Every ratchet key a receive chain was ever made for.
     seen_chains: BTreeSet<[u8; 32]>,
@@ -349,8 +349,8 @@ impl Conversation {
         let session = Session::from_bytes(alice.identity.public_key(), &start.session).unwrap();
         assert_eq!(session.pending_prekey_id(), Some(start.bundle_prekey));
         alice.session = Some(session);
-        // Alice's state starts with a receive chain on Bob's prekey (spec §5.3); Bob never
-        // sends on it, but it takes one of the five places.
+        // Alice's state starts with a receive chain on Bob's prekey (docs/protocol.md §6.3); Bob
+        // never sends on it, but it takes one of the five places.
         let prekey = &bob.prekeys[&start.bundle_prekey];
         alice.learn_chain(*prekey.public_key().as_bytes());
         Self {
@@ -440,7 +440,8 @@ impl Conversation {
         assert_eq!(decoded, envelope);
         assert_eq!(decoded.to_bytes(), wire);
         let prekey_message = matches!(envelope.message(), Message::PreKey(_));
-        // Messages carry the prekey header exactly until Alice decrypted a reply (spec §8.4).
+        // Messages carry the prekey header exactly until Alice decrypted a reply (docs/protocol.md
+        // §8.4).
         assert_eq!(prekey_message, pending);
         assert!(!prekey_message || from == Side::Alice);
         let ratchet_key = *envelope.message().cipher_message().ratchet_key.as_bytes();
@@ -498,7 +499,8 @@ impl Conversation {
                 assert_eq!(plaintext, message.plaintext, "message {}", message.id);
                 party.learn_chain(message.ratchet_key);
                 party.delivered.push(message);
-                // Exactly the one-time prekey is gone once Bob has a session (spec §8.5).
+                // Exactly the one-time prekey is gone once Bob has a session (docs/protocol.md
+                // §8.5).
                 if to == Side::Bob {
                     assert!(!party.prekeys.contains_key(bundle_prekey));
                     assert_eq!(party.prekeys.len(), 2);
@@ -563,7 +565,7 @@ impl Conversation {
         };
         let envelope = Envelope::from_bytes(&message.wire).unwrap();
         let covered = envelope.message_bytes().len();
-        // a3 00 01 01 a1 00 58 20 <mac:32> 02 <bstr header> <message bytes>: spec §4.1.
+        // a3 00 01 01 a1 00 58 20 <mac:32> 02 <bstr header> <message bytes>: docs/protocol.md §5.1.
         assert_eq!(
             message.wire[..8],
             [0xa3, 0x00, 0x01, 0x01, 0xa1, 0x00, 0x58, 0x20]
@@ -800,7 +802,8 @@ fn fixtures() -> &'static Fixtures {
     })
 }
 
-/// A signed bundle re-encoded with Wire's Rust signature form `{0: bstr(64)}` (spec §3.8).
+/// A signed bundle re-encoded with Wire's Rust signature form `{0: bstr(64)}` (docs/protocol.md
+/// §4.7).
 fn wrapped_signature(signed: &PreKeyBundle) -> Vec<u8> {
     let bare = signed.to_bytes();
     let Some(BundleSignature::Bare(signature)) = signed.signature() else {
@@ -928,8 +931,8 @@ proptest! {
     #![proptest_config(config(64))]
 
     /// Long conversations: messages of both first chains are left in flight, then at least six
-    /// round trips drop those chains on both sides (spec §7.2), so the late messages must be
-    /// rejected, atomically; everything else as in the random conversations.
+    /// round trips drop those chains on both sides (docs/protocol.md §7.2), so the late messages
+    /// must be rejected, atomically; everything else as in the random conversations.
     #[test]
     fn late_messages_of_dropped_chains_are_rejected(
         seed in any::<u64>(),

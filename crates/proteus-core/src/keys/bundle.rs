@@ -4,7 +4,7 @@ use super::{IdentityKey, IdentityKeyPair, PreKey, PreKeyId, PublicKey};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::DecodeError;
 
-/// The signature of a prekey bundle, in one of the two encodings deployed (spec §3.8).
+/// The signature of a prekey bundle, in one of the two encodings deployed (docs/protocol.md §4.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BundleSignature {
     /// A bare `bstr(64)`, as Wire's JavaScript Proteus writes it.
@@ -33,7 +33,7 @@ pub enum BundleVerification {
     Invalid,
 }
 
-/// What a client publishes so that others can start sessions with it (spec §3.7).
+/// What a client publishes so that others can start sessions with it (docs/protocol.md §4.6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreKeyBundle {
     prekey_id: PreKeyId,
@@ -190,7 +190,7 @@ mod tests {
         let signed = PreKeyBundle::signed(&identity, &prekey);
         assert_eq!(signed.verify(), BundleVerification::Valid);
         let bare = signed.to_bytes();
-        // JS writes `04 58 40 <sig>`; Rust writes `04 a1 00 58 40 <sig>` (spec §3.8).
+        // JS writes `04 58 40 <sig>`; Rust writes `04 a1 00 58 40 <sig>` (docs/protocol.md §4.7).
         let Some(BundleSignature::Bare(sig)) = signed.signature().copied() else {
             panic!()
         };

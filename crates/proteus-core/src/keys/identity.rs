@@ -9,7 +9,8 @@ use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::crypto::{DhPoint, DhScalar, Secret32, concat, halves};
 use crate::error::DecodeError;
 
-/// A party's public identity: an Ed25519 public key, `{0: PublicKey}` on the wire (spec §3.4).
+/// A party's public identity: an Ed25519 public key, `{0: PublicKey}` on the wire (docs/protocol.md
+/// §4.3).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IdentityKey(PublicKey);
 
@@ -24,7 +25,7 @@ impl IdentityKey {
         &self.0
     }
 
-    /// Lowercase hex of the public key, as Wire's clients show it (spec §12).
+    /// Lowercase hex of the public key, as Wire's clients show it (docs/protocol.md §4.8).
     pub fn fingerprint(&self) -> String {
         self.0.fingerprint()
     }
@@ -80,8 +81,8 @@ impl fmt::Debug for IdentityKey {
     }
 }
 
-/// A party's long-term identity key pair (spec §3.5). The secret is wiped on drop and never
-/// shown by `Debug`.
+/// A party's long-term identity key pair (docs/protocol.md §4.4). The secret is wiped on drop and
+/// never shown by `Debug`.
 #[derive(Clone)]
 pub struct IdentityKeyPair {
     signing: SigningKey,
@@ -159,7 +160,7 @@ impl IdentityKeyPair {
         let mut seen = Seen::default();
         for _ in 0..d.map()? {
             match seen.key(&mut d)? {
-                // Version: written as 1, checked by no implementation (spec §3.5).
+                // Version: written as 1, checked by no implementation (docs/protocol.md §4.4).
                 0 => {
                     d.u8()?;
                 }

@@ -9,7 +9,8 @@ use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::crypto::{DhPoint, DhScalar, Secret32, concat, halves};
 use crate::error::DecodeError;
 
-/// An Ed25519 key pair used for Diffie-Hellman: prekeys, base keys and ratchet keys (spec §1.1).
+/// An Ed25519 key pair used for Diffie-Hellman: prekeys, base keys and ratchet keys
+/// (docs/protocol.md §2.1).
 ///
 /// Holds the seed (what is stored), the Ed25519 public key (what travels) and the X25519 secret
 /// derived once from the seed (what DH uses). Secrets are wiped on drop.
@@ -56,7 +57,7 @@ impl KeyPair {
         concat(&[&self.seed, self.public.as_bytes()])
     }
 
-    /// `{0: SecretKey {0: bstr(64)}, 1: PublicKey}` (spec §3.3)
+    /// `{0: SecretKey {0: bstr(64)}, 1: PublicKey}` (docs/protocol.md §4.2)
     pub(crate) fn encode(&self, e: &mut Encoder) {
         e.map(2)
             .key(0)
@@ -80,8 +81,8 @@ impl KeyPair {
         Self::from_secret_and_public(&secret, public)
     }
 
-    /// Rebuilds a key pair from `seed ‖ pk` and the separately stored public key, which must
-    /// agree (Wire's Rust 2.x rejects a mismatch too; spec §1.1). The seed is not re-derived
+    /// Rebuilds a key pair from `seed ‖ pk` and the separately stored public key, which must agree
+    /// (Wire's Rust 2.x rejects a mismatch too; docs/protocol.md §2.1). The seed is not re-derived
     /// into a public key here: that costs a scalar multiplication on every session load.
     pub(crate) fn from_secret_and_public(
         secret: &[u8; 64],

@@ -1,4 +1,4 @@
-//! Keys and key records (spec §1.1, §3).
+//! Keys and key records (docs/protocol.md §2.1, §4).
 
 mod bundle;
 mod identity;

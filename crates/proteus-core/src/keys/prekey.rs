@@ -12,7 +12,8 @@ use crate::error::DecodeError;
 pub struct PreKeyId(u16);
 
 impl PreKeyId {
-    /// The last-resort prekey id (65535): the engine never removes this prekey (spec §10.1).
+    /// The last-resort prekey id (65535): the engine never removes this prekey (docs/protocol.md
+    /// §10.1).
     pub const LAST_RESORT: Self = Self(u16::MAX);
 
     /// A prekey id.
@@ -43,7 +44,7 @@ impl fmt::Display for PreKeyId {
     }
 }
 
-/// A prekey: an id and a key pair (spec §3.6). The secret is wiped on drop.
+/// A prekey: an id and a key pair (docs/protocol.md §4.5). The secret is wiped on drop.
 #[derive(Clone, zeroize::Zeroize)]
 pub struct PreKey {
     id: PreKeyId,

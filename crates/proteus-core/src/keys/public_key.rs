@@ -23,7 +23,7 @@ impl PublicKey {
         &self.0
     }
 
-    /// Lowercase hex of the 32 bytes (spec §12).
+    /// Lowercase hex of the 32 bytes (docs/protocol.md §4.8).
     pub fn fingerprint(&self) -> String {
         hex(&self.0)
     }

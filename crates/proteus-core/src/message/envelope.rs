@@ -4,7 +4,7 @@ use super::Message;
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::DecodeError;
 
-/// The unit that is transmitted: a message and its MAC (spec §4.1).
+/// The unit that is transmitted: a message and its MAC (docs/protocol.md §5.1).
 ///
 /// ```text
 /// a3                      map(3)
@@ -47,7 +47,7 @@ impl Envelope<'static> {
 }
 
 impl<'a> Envelope<'a> {
-    /// The version this engine writes. Receivers do not check it (spec §4.1).
+    /// The version this engine writes. Receivers do not check it (docs/protocol.md §5.1).
     pub const VERSION: u8 = 1;
 
     /// The decoded message.

@@ -1,4 +1,4 @@
-//! Wire messages (spec §4).
+//! Wire messages (docs/protocol.md §5).
 
 mod envelope;
 mod session_tag;
@@ -67,7 +67,7 @@ impl<'a> Message<'a> {
         }
     }
 
-    /// `uint(type) ‖ map` (spec §4.2): the bytes the envelope MAC covers.
+    /// `uint(type) ‖ map` (docs/protocol.md §5.2): the bytes the envelope MAC covers.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let cm = self.cipher_message();
         let mut e = Encoder::with_capacity(cm.cipher_text.len() + 200);

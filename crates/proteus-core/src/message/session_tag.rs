@@ -2,7 +2,7 @@ use std::fmt;
 
 use rand_core::CryptoRng;
 
-/// 16 random bytes naming a session state; every message carries it (spec §4.5).
+/// 16 random bytes naming a session state; every message carries it (docs/protocol.md §5.5).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, zeroize::Zeroize)]
 pub struct SessionTag([u8; 16]);
 

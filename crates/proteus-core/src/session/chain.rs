@@ -1,4 +1,4 @@
-//! Sending and receiving chains (spec §6, §7.3, §9.3, §9.4).
+//! Sending and receiving chains (docs/protocol.md §6.6, §7.3, §9.3, §9.4).
 
 use super::derived::{ChainKey, MessageKeys};
 use crate::cbor::{Decoder, Encoder, Seen, required};
@@ -86,7 +86,7 @@ impl RecvChain {
         }
     }
 
-    /// Decrypts without changing the chain (spec §7.3); the caller applies the update.
+    /// Decrypts without changing the chain (docs/protocol.md §7.3); the caller applies the update.
     pub(crate) fn decrypt(
         &self,
         message_bytes: &[u8],
@@ -220,7 +220,7 @@ impl RecvChain {
             match seen.key(d)? {
                 0 => chain_key = Some(ChainKey::decode(d)?),
                 1 => ratchet_key = Some(PublicKey::decode(d)?),
-                // Wire's Rust treats a missing list as empty (spec §9.3).
+                // Wire's Rust treats a missing list as empty (docs/protocol.md §9.3).
                 2 => {
                     let n = d.array()?;
                     staged = SecretVec::with_capacity(n);

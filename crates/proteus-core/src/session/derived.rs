@@ -1,4 +1,4 @@
-//! Keys derived by the ratchets (spec §5.2, §6, §7.2, §9.5).
+//! Keys derived by the ratchets (docs/protocol.md §6.2, §6.5, §6.6, §9.5).
 
 use zeroize::{Zeroize, Zeroizing};
 
@@ -88,7 +88,7 @@ impl RootKey {
         Self(key)
     }
 
-    /// One DH-ratchet step of the root: `KDF(dh, root, "dh_ratchet")` (spec §7.2).
+    /// One DH-ratchet step of the root: `KDF(dh, root, "dh_ratchet")` (docs/protocol.md §6.5).
     pub(crate) fn dh_ratchet(&self, dh_output: &[u8; 32]) -> (RootKey, ChainKey) {
         let (root, chain) = kdf(dh_output, self.0.as_slice(), b"dh_ratchet");
         (RootKey(root), ChainKey::new(chain, 0))

@@ -1,4 +1,5 @@
-//! Session-record fields this engine adds to Wire's format (spec §9.1), under new map keys.
+//! Session-record fields this engine adds to Wire's format (docs/protocol.md §9.1), under new map
+//! keys.
 //!
 //! Wire's decoders read `Session` with a key switch (JS) or skip unknown keys (Rust), so a record
 //! with these keys still loads there; they are left out when empty, so a session that needs

@@ -1,4 +1,5 @@
-//! Sessions: several double-ratchet states with one peer, picked by session tag (spec §8, §9).
+//! Sessions: several double-ratchet states with one peer, picked by session tag (docs/protocol.md
+//! §8, §9).
 
 mod chain;
 mod derived;
@@ -27,7 +28,7 @@ use crate::secret_vec::SecretVec;
 #[derive(Clone, zeroize::Zeroize)]
 struct StateEntry {
     tag: SessionTag,
-    /// Insertion order, for evicting the oldest state. Not serialised (spec §8.1).
+    /// Insertion order, for evicting the oldest state. Not serialised (docs/protocol.md §8.1).
     insertion: u64,
     state: SessionState,
 }
@@ -65,7 +66,7 @@ impl Session {
     /// The record format version this engine writes.
     pub const VERSION: u8 = 1;
 
-    /// Starts a session with the owner of `bundle` (Alice's side, spec §5.3).
+    /// Starts a session with the owner of `bundle` (Alice's side, docs/protocol.md §6.3).
     ///
     /// Draws from `rng`, in this order: the base key seed, the first ratchet key seed and the
     /// session tag, as Wire's implementations do. Messages carry the prekey header until the
@@ -97,7 +98,7 @@ impl Session {
         Ok(session)
     }
 
-    /// Creates a session from a peer's first message (Bob's side, spec §8.5).
+    /// Creates a session from a peer's first message (Bob's side, docs/protocol.md §8.5).
     ///
     /// On success the one-time prekey the message used has been removed from `prekeys` (the
     /// last-resort prekey never is). On failure nothing was removed.
@@ -199,7 +200,7 @@ impl Session {
         Ok(Envelope::new(mac, bytes, message))
     }
 
-    /// Decrypts a message from the peer (spec §8.3).
+    /// Decrypts a message from the peer (docs/protocol.md §8.3).
     ///
     /// A PreKeyMessage that no existing state can decrypt builds a new state from the prekey it
     /// names in `prekeys`, which is then removed (unless it is the last-resort prekey). If that
@@ -338,8 +339,8 @@ impl Session {
     }
 
     /// Inserts the state under `tag`, makes it current and evicts the oldest other state once
-    /// [`MAX_SESSION_STATES`] are held (spec §8.6). Callers never pass a tag already held;
-    /// unlike Wire's implementations, a live state is never replaced.
+    /// [`MAX_SESSION_STATES`] are held (docs/protocol.md §8.6). Callers never pass a tag already
+    /// held; unlike Wire's implementations, a live state is never replaced.
     fn insert_state(&mut self, tag: SessionTag, state: SessionState) {
         if self.states.iter().any(|e| e.tag == tag) {
             return;
@@ -370,7 +371,7 @@ impl Session {
     }
 
     /// `{0: 1, 1: tag, 2: local IdentityKey, 3: remote IdentityKey, 4: pending or null,
-    /// 5: {tag: SessionState}}` (spec §9.1). The result holds secret keys.
+    /// 5: {tag: SessionState}}` (docs/protocol.md §9.1). The result holds secret keys.
     ///
     /// Data this engine adds (eviction watermarks) goes under new map keys that Wire's decoders
     /// skip; see [`to_wire_bytes`](Self::to_wire_bytes) for the record without them.
@@ -378,8 +379,8 @@ impl Session {
         self.encode(true, true)
     }
 
-    /// Exactly the fields Wire's implementations write (spec §9.1), byte-identical to their
-    /// record of the same session: for comparison with their records. Loading it back loses
+    /// Exactly the fields Wire's implementations write (docs/protocol.md §9.1), byte-identical to
+    /// their record of the same session: for comparison with their records. Loading it back loses
     /// what this engine adds (eviction watermarks fall back to conservative defaults).
     pub fn to_wire_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
         self.encode(true, false)
@@ -499,7 +500,7 @@ fn decode_states(d: &mut Decoder<'_>) -> Result<SecretVec<StateEntry>, DecodeErr
         if states.iter().any(|e| e.tag == tag) {
             return Err(DecodeError::DuplicateField(5));
         }
-        // Age is rebuilt from the order of appearance (spec §9.1).
+        // Age is rebuilt from the order of appearance (docs/protocol.md §9.1).
         states.push(StateEntry {
             tag,
             insertion: i as u64,

@@ -1,4 +1,4 @@
-//! One session state: a double ratchet between two parties (spec §5, §7, §9.2).
+//! One session state: a double ratchet between two parties (docs/protocol.md §6, §7, §9.2).
 
 use rand_core::CryptoRng;
 use zeroize::Zeroizing;
@@ -43,7 +43,7 @@ pub(crate) struct PendingPreKey {
 }
 
 impl SessionState {
-    /// Alice's state (spec §5.1, §5.3). Draws the first sending ratchet key from `rng`.
+    /// Alice's state (docs/protocol.md §6.1, §6.3). Draws the first sending ratchet key from `rng`.
     pub(crate) fn init_as_alice<R: CryptoRng + ?Sized>(
         rng: &mut R,
         identity: &IdentityKeyPair,
@@ -73,7 +73,7 @@ impl SessionState {
         })
     }
 
-    /// Bob's state, built from the prekey a PreKeyMessage names (spec §5.1, §5.4).
+    /// Bob's state, built from the prekey a PreKeyMessage names (docs/protocol.md §6.1, §6.4).
     pub(crate) fn init_as_bob(
         identity: &IdentityKeyPair,
         prekey: &KeyPair,
@@ -99,7 +99,7 @@ impl SessionState {
         })
     }
 
-    /// Encrypts on the sending chain and advances it (spec §6).
+    /// Encrypts on the sending chain and advances it (docs/protocol.md §6.7).
     pub(crate) fn encrypt(
         &mut self,
         tag: SessionTag,
@@ -135,7 +135,7 @@ impl SessionState {
         Ok((message, bytes, mac))
     }
 
-    /// Decrypts without changing the state (spec §7); the caller applies the update.
+    /// Decrypts without changing the state (docs/protocol.md §7); the caller applies the update.
     pub(crate) fn decrypt<R: CryptoRng + ?Sized>(
         &self,
         rng: &mut R,
@@ -157,11 +157,11 @@ impl SessionState {
             let (plaintext, update) = chain.decrypt(message_bytes, mac, msg, max_staged)?;
             return Ok((plaintext, StateUpdate::Chain { index, update }));
         }
-        // A new ratchet key: a DH ratchet step (spec §7.2). The seed of our next ratchet key is
-        // drawn first, as Wire's implementations do, so recorded randomness replays exactly;
-        // the key itself is only computed once the MAC has verified.
-        // A ratchet key that is no curve point is rejected before drawing: Wire's JS already
-        // refuses it while decoding, so it draws nothing either.
+        // A new ratchet key: a DH ratchet step (docs/protocol.md §7.2). The seed of our next
+        // ratchet key is drawn first, as Wire's implementations do, so recorded randomness replays
+        // exactly; the key itself is only computed once the MAC has verified. A ratchet key that is
+        // no curve point is rejected before drawing: Wire's JS already refuses it while decoding,
+        // so it draws nothing either.
         let their = &msg.ratchet_key;
         let their_point = their.dh_point()?;
         let mut seed = Zeroizing::new([0u8; 32]);
@@ -272,7 +272,7 @@ fn first_chain(chain: RecvChain) -> SecretVec<RecvChain> {
     chains
 }
 
-/// `(RK0 ‖ CK0) = KDF(master secret, "", "handshake")` (spec §5.2).
+/// `(RK0 ‖ CK0) = KDF(master secret, "", "handshake")` (docs/protocol.md §6.2).
 fn handshake(master: &[u8; 96]) -> (RootKey, ChainKey) {
     let (root, chain) = crate::crypto::kdf(master, &[], b"handshake");
     (RootKey::new(root), ChainKey::new(chain, 0))
