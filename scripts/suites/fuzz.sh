@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke-runs every fuzz target (15 s each by default; FUZZ_SECONDS overrides) from its committed
 # corpus. New inputs go to a scratch corpus, so the committed one only changes on purpose.
-# Stable Rust with RUSTC_BOOTSTRAP=1 builds cargo-fuzz's sanitizer flags (shared/reference/toolchain.md §4).
+# Stable Rust with RUSTC_BOOTSTRAP=1 builds cargo-fuzz's sanitizer flags.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

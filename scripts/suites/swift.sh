@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Swift bindings (UniFFI) tested with XCTest on a real Swift toolchain. Debian 12 has no Swift;
-# Debian 13's `swiftlang` (Swift 6) runs in a debootstrap chroot outside the repo
-# (../shared/reference/toolchain.md, section 3), which this script sets up when it is missing
-# (about 3.4 GB, 2-3 minutes) and reuses afterwards: the mounts are checked on every run.
+# Debian 13's `swiftlang` (Swift 6) runs in a debootstrap chroot outside the repo, which this
+# script sets up when it is missing (about 3.4 GB, 2-3 minutes) and reuses afterwards: the mounts are checked on every run.
 #
 # The package (ffi/uniffi/swift) gets the generated Proteus.swift and ProteusFFI.h, links the
 # native library built by ffi/uniffi/scripts/build.sh, and `swift test` runs inside the chroot,
@@ -59,11 +58,31 @@ chroot "$root" swift --version 2>&1 | sed -n 1p
 
 bash ffi/uniffi/scripts/build.sh
 
-echo "== generated sources into the Swift package"
-cp target/uniffi/swift/Proteus.swift "$swift_pkg/Sources/Proteus/Proteus.swift"
-cp target/uniffi/swift/ProteusFFI.h "$swift_pkg/Sources/ProteusFFI/ProteusFFI.h"
+echo "== the committed generated sources are current"
+# The package is consumed from git, so Proteus.swift and ProteusFFI.h are committed; a change to
+# the Rust API must come with them regenerated (copy them from target/uniffi/swift/).
+stale=0
+for f in Proteus/Proteus.swift ProteusFFI/ProteusFFI.h; do
+  if ! cmp -s "target/uniffi/swift/$(basename "$f")" "$swift_pkg/Sources/$f"; then
+    echo "stale: $swift_pkg/Sources/$f differs from target/uniffi/swift/$(basename "$f")"
+    stale=1
+  fi
+done
+[ "$stale" = 0 ] || { echo "regenerate: cp target/uniffi/swift/{Proteus.swift,ProteusFFI.h} into the package"; exit 1; }
+if grep -n unsafeFlags "$swift_pkg/Package.swift"; then
+  echo "Package.swift uses unsafeFlags: no other package could depend on it"
+  exit 1
+fi
 
 echo "== swift test (XCTest)"
-# The build directory stays inside the chroot, out of the repo.
-chroot "$root" env HOME=/root LD_LIBRARY_PATH="$repo/target/release" PROTEUS_LIB_DIR="$repo/target/release" \
+# The build directory stays inside the chroot, out of the repo. The module map links the library
+# by name: LIBRARY_PATH finds it at link time, LD_LIBRARY_PATH at run time.
+libs="$repo/target/release"
+chroot "$root" env HOME=/root LIBRARY_PATH="$libs" LD_LIBRARY_PATH="$libs" \
   bash -c "cd '$repo/$swift_pkg' && swift test --scratch-path /var/tmp/proteus-swift-build 2>&1"
+
+echo "== a consumer package outside the repository, depending on the Proteus package"
+rm -rf "$root/var/tmp/proteus-consumer"
+cp -r "$swift_pkg/consumer" "$root/var/tmp/proteus-consumer"
+chroot "$root" env HOME=/root LIBRARY_PATH="$libs" LD_LIBRARY_PATH="$libs" PROTEUS_SWIFT_PACKAGE="$repo/$swift_pkg" \
+  bash -c "cd /var/tmp/proteus-consumer && swift run --scratch-path /var/tmp/proteus-consumer-build Consumer 2>&1"

@@ -13,7 +13,7 @@ use crate::error::ClientError;
 /// The same envelope always has the same id, so an application that records the ids of the
 /// messages it has stored can recognise one that is delivered again after a crash.
 ///
-/// The MAC (HMAC-SHA256 over the message, spec §4.1) is already in every envelope, so the id
+/// The MAC (HMAC-SHA256 over the message, docs/protocol.md §5.1) is already in every envelope, so the id
 /// costs nothing to compute. Once the message has decrypted its MAC has been verified: no one
 /// without the message's key can make another envelope that decrypts with that id, and an
 /// envelope re-encoded on the way (the same message and MAC in other CBOR) keeps its id. Before

@@ -2,7 +2,7 @@
 //!
 //! The last-resort prekey (65535) is never consumed, so a recorded PreKeyMessage built on it
 //! would create its session again after [`Client::delete_session`](crate::Client::delete_session)
-//! and deliver its old plaintext once more (spec §10.3). While a session exists, the session
+//! and deliver its old plaintext once more (docs/protocol.md §10.3). While a session exists, the session
 //! itself refuses such a replay (it keeps the base keys of its handshakes). For deleted
 //! sessions the client keeps the base key of every session it created from the last-resort
 //! prekey in one meta record, and refuses a PreKeyMessage whose base key is there with

@@ -46,7 +46,7 @@ final class BatchTests: XCTestCase {
         XCTAssertEqual((r[1].errorCode ?? 0) / 100, 3)
         XCTAssertEqual(text(r[2].plaintext), "from carol")
         // Carol's first message names her; Alice's (a session already answered) names no one.
-        XCTAssertEqual(r[2].sender, carol.fingerprint())
+        XCTAssertEqual(r[2].sender, try carol.fingerprint())
         XCTAssertNil(r[0].sender)
         XCTAssertEqual(r[3].errorCode, 206)
         XCTAssertEqual(r[3].errorKind, "InvalidSignature")
