@@ -7,7 +7,8 @@
 #
 #   1. build: cargo (profile release-wasm) + wasm-bindgen --target web + wasm-opt -Oz (npm binaryen)
 #   2. node --test tests/                       the whole API in Node (memory and IndexedDB stores)
-#   3. tsc on a usage of the types
+#   3. a consumer project (the packed tarball, used by name in Node; bundled by esbuild for
+#      Chromium) and tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo
 #      and examples/chat/tests/web/chromium.mjs: the chat's page against a terminal client
@@ -57,6 +58,9 @@ consumer=$(mktemp -d)
 (cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-web-*.tgz \
   && cp "$OLDPWD/tests/consumer/use.mjs" . && node use.mjs)
 rm -rf "$consumer"
+
+log "a bundled application: esbuild bundles the packed package for the browser, run in Chromium"
+CHROMIUM=$CHROMIUM node --test tests/bundler/esbuild.mjs
 
 log "tsc: the package's types"
 node_modules/.bin/tsc -p tests/types && echo "types ok"

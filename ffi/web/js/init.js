@@ -18,7 +18,10 @@ export function init(input) {
   ready ??= (async () => {
     let source = input;
     if (source === undefined && isNode()) {
-      const { readFile } = await import('node:fs/promises');
+      // Not a literal: bundlers for the browser must not try to resolve a Node module (the
+      // comments keep webpack and Vite from trying too). tests/bundler checks it with esbuild.
+      const fsModule = 'node:fs/promises';
+      const { readFile } = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsModule);
       source = await readFile(new URL('./proteus_web_bg.wasm', import.meta.url));
     }
     await initWasm(source === undefined ? undefined : { module_or_path: source });
