@@ -2,7 +2,8 @@
 # Runs every test suite, installing what a suite needs when it is missing (and nothing when it
 # is present). Usage: scripts/test.sh [SUITE...]; with no SUITE, all of them run in order.
 #
-#   rust     formatting, clippy (warnings are errors), every Rust test of the workspace
+#   rust     formatting, clippy (warnings are errors), every Rust test of the workspace, the docs of
+#            the published crates (warnings are errors)
 #   msrv     the published crates build with the rust-version they declare (rustup installs it)
 #   deny     cargo-deny: licences, duplicate and banned crates, sources (deny.toml)
 #   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (tests/vectors, and
@@ -39,6 +40,8 @@ suite_rust() {
   cargo clippy --workspace --all-targets --locked -- -D warnings
   log "cargo test"
   cargo test --workspace --locked
+  log "cargo doc of the published crates (warnings are errors)"
+  RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p proteus-core -p proteus-client
 }
 
 suite_msrv() {
