@@ -30,7 +30,10 @@ cp -r ffi/uniffi/kotlin/consumer/. "$consumer"
 mvn -B -ntp -q -f "$consumer/pom.xml" compile exec:java
 rm -rf "$consumer"
 
-jar=$(ls ffi/uniffi/kotlin/target/proteus-jvm-*.jar)
+jar=$(ls ffi/uniffi/kotlin/target/proteus-jvm-*.jar | grep -v -e '-sources.jar$' -e '-javadoc.jar$')
+for classifier in sources javadoc; do
+  unzip -l "${jar%.jar}-$classifier.jar" | tail -n1
+done
 echo "== $jar: $(wc -c < "$jar" | tr -d ' ') bytes"
 unzip -l "$jar" | grep -E 'libproteus_uniffi\.so|proteus/Client\.class'
 
