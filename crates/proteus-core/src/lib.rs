@@ -67,6 +67,7 @@
 #![forbid(unsafe_code)]
 
 mod cbor;
+pub mod codes;
 mod crypto;
 mod error;
 mod keys;
@@ -77,6 +78,7 @@ mod rng;
 mod secret_vec;
 mod session;
 
+pub use codes::ErrorCode;
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};
 pub use keys::{
     BundleSignature, BundleVerification, IdentityKey, IdentityKeyPair, PreKey, PreKeyBundle,
