@@ -70,16 +70,24 @@ macro_rules! registry {
     ($($(#[doc = $doc:literal])* $name:ident = $code:literal, $kind:literal, $layer:ident;)*) => {
         /// A stable error code. The number ([`number`](Self::number)) and the kind name
         /// ([`kind`](Self::kind)) are the same in Rust, Kotlin, Swift and JavaScript.
+        // No explicit discriminants: dense ones make every lookup below a small table (the
+        // web build counts its bytes).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[non_exhaustive]
-        #[repr(u16)]
         pub enum ErrorCode {
-            $($(#[doc = $doc])* $name = $code,)*
+            $($(#[doc = concat!($doc)])* #[doc = concat!("\n\nCode ", $code, ", kind `", $kind, "`.")] $name,)*
         }
 
         impl ErrorCode {
             /// Every code, in ascending order.
             pub const ALL: &'static [ErrorCode] = &[$(Self::$name),*];
+
+            /// The stable number.
+            pub const fn number(self) -> u16 {
+                match self {
+                    $(Self::$name => $code,)*
+                }
+            }
 
             /// The name of the code's constant (CamelCase; the bindings convert it).
             pub const fn name(self) -> &'static str {
@@ -240,11 +248,6 @@ pub const RESERVED: &[(u16, &str)] = &[
 ];
 
 impl ErrorCode {
-    /// The stable number.
-    pub const fn number(self) -> u16 {
-        self as u16
-    }
-
     /// The code of `number`, if this version knows it.
     pub fn from_number(number: u16) -> Option<Self> {
         Self::ALL.iter().copied().find(|c| c.number() == number)
