@@ -184,6 +184,40 @@ fn kotlin() -> String {
     out
 }
 
+/// Swift's reserved words that a lowerCamel code name could be.
+const SWIFT_KEYWORDS: &[&str] = &[
+    "internal",
+    "public",
+    "private",
+    "fileprivate",
+    "open",
+    "default",
+    "case",
+    "class",
+    "static",
+    "protocol",
+    "extension",
+    "import",
+    "init",
+    "deinit",
+    "self",
+    "super",
+    "true",
+    "false",
+    "nil",
+    "in",
+    "is",
+    "as",
+    "try",
+    "throw",
+    "throws",
+    "return",
+    "where",
+    "switch",
+    "repeat",
+    "operator",
+];
+
 fn swift() -> String {
     let mut out = comment("// ", HEADER);
     out.push_str(
@@ -192,11 +226,17 @@ fn swift() -> String {
          /// native registry (`errorCodes()`).\npublic enum ProteusErrorCode: Int32, CaseIterable, Sendable {\n",
     );
     for c in ErrorCode::ALL {
+        let name = lower_camel(c.name());
+        // A Swift keyword (`internal`) is declared in backticks; `.internal` needs none.
+        let declared = if SWIFT_KEYWORDS.contains(&name.as_str()) {
+            format!("`{name}`")
+        } else {
+            name
+        };
         writeln!(
             out,
-            "    /// {}\n    case {} = {}",
+            "    /// {}\n    case {declared} = {}",
             c.meaning(),
-            lower_camel(c.name()),
             c.number()
         )
         .unwrap();

@@ -104,7 +104,7 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     /// Another client of the store (another tab) committed first; nothing of this call was stored.
     case storeConflict = 512
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
-    case internal = 599
+    case `internal` = 599
 
     /// The kind name errors of this code report.
     public var kind: String {
