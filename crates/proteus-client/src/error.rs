@@ -1,11 +1,12 @@
-//! Errors of the client layer, each with a stable numeric code.
+//! Errors of the client layer, each with a stable numeric code from the one registry,
+//! [`ErrorCode`].
 //!
-//! Protocol errors keep the core's codes (spec §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–511 (system). The bindings add 120 (client busy: a re-entrant call),
-//! 121 (the application's callback failed) and 599 (internal error), and the web package 512
-//! (StoreConflict: another tab's commit won the compare-and-swap); they are reserved here.
+//! Protocol errors keep the core's codes (docs/protocol.md §11). Client codes are 104–110 (engine misuse),
+//! storage codes 502–511 (system). The bindings' own codes (120 ClientBusy, 121 CallbackFailed,
+//! 599 Internal; the web package's 512 StoreConflict) are in the registry too. Messages carry
+//! no user data: session ids stay in the variants' fields, out of the text.
 
-use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
+use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCreationError};
 
 /// The storage failed. Nothing was changed.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,36 +68,30 @@ impl std::fmt::Debug for StoreError {
 }
 
 impl StoreError {
-    /// A stable name of the condition, for bindings and logs.
-    pub fn kind(&self) -> &'static str {
+    /// The registered code of the condition.
+    pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Busy => "StoreBusy",
-            Self::Corrupt(_) => "StoreCorrupt",
-            Self::NotFound(_) => "StoreNotFound",
-            Self::AlreadyExists(_) => "StoreAlreadyExists",
-            Self::UnsupportedSchema { .. } => "UnsupportedSchema",
-            Self::Backend(_) => "StorageFailure",
-            Self::WrongKey => "WrongStoreKey",
-            Self::NotSealed => "StoreNotSealed",
-            Self::KeyRequired => "StoreKeyRequired",
-            Self::RolledBack { .. } => "StoreRolledBack",
+            Self::Busy => ErrorCode::StoreBusy,
+            Self::Corrupt(_) => ErrorCode::StoreCorrupt,
+            Self::NotFound(_) => ErrorCode::StoreNotFound,
+            Self::AlreadyExists(_) => ErrorCode::StoreAlreadyExists,
+            Self::UnsupportedSchema { .. } => ErrorCode::UnsupportedSchema,
+            Self::Backend(_) => ErrorCode::StorageFailure,
+            Self::WrongKey => ErrorCode::WrongStoreKey,
+            Self::NotSealed => ErrorCode::StoreNotSealed,
+            Self::KeyRequired => ErrorCode::StoreKeyRequired,
+            Self::RolledBack { .. } => ErrorCode::StoreRolledBack,
         }
     }
 
+    /// A stable name of the condition, for bindings and logs.
+    pub const fn kind(&self) -> &'static str {
+        self.error_code().kind()
+    }
+
     /// The stable numeric code.
-    pub fn code(&self) -> u16 {
-        match self {
-            Self::Busy => 502,
-            Self::Corrupt(_) => 503,
-            Self::NotFound(_) => 504,
-            Self::AlreadyExists(_) => 505,
-            Self::UnsupportedSchema { .. } => 506,
-            Self::Backend(_) => 507,
-            Self::WrongKey => 508,
-            Self::NotSealed => 509,
-            Self::KeyRequired => 510,
-            Self::RolledBack { .. } => 511,
-        }
+    pub const fn code(&self) -> u16 {
+        self.error_code().number()
     }
 }
 
@@ -119,11 +114,11 @@ pub enum ClientError {
     /// The storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// There is no session with this id.
-    #[error("no session with id \"{0}\"")]
+    /// There is no session with this id (kept here, never in the message: ids are user data).
+    #[error("no session with this id")]
     SessionNotFound(String),
     /// A session with this id exists already; delete it first to replace it.
-    #[error("a session with id \"{0}\" exists already")]
+    #[error("a session with this id exists already")]
     SessionExists(String),
     /// Session ids are 1 to [`MAX_SESSION_ID_LEN`](crate::MAX_SESSION_ID_LEN) bytes of UTF-8.
     #[error("invalid session id: {0}")]
@@ -146,41 +141,34 @@ pub enum ClientError {
 }
 
 impl ClientError {
-    /// A stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, …), the same in every
-    /// binding, alongside [`code`](Self::code).
-    pub fn kind(&self) -> &'static str {
+    /// The registered code of the condition, the same in every binding.
+    pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Decrypt(e) => e.kind(),
-            Self::Encrypt(e) => e.kind(),
-            Self::SessionCreation(e) => e.kind(),
-            Self::Decode(e) => e.kind(),
-            Self::Store(e) => e.kind(),
-            Self::SessionNotFound(_) => "SessionNotFound",
-            Self::SessionExists(_) => "SessionExists",
-            Self::InvalidSessionId(_) => "InvalidSessionId",
-            Self::IdentityInUse(_) => "IdentityInUse",
-            Self::BatchAborted => "BatchAborted",
-            Self::PreKeyNotFound(_) => "PreKeyNotFound",
-            Self::PreKeyIdsExhausted { .. } => "PreKeyIdsExhausted",
+            Self::Decrypt(e) => e.error_code(),
+            Self::Encrypt(e) => e.error_code(),
+            Self::SessionCreation(e) => e.error_code(),
+            Self::Decode(e) => e.error_code(),
+            Self::Store(e) => e.error_code(),
+            Self::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            Self::SessionExists(_) => ErrorCode::SessionExists,
+            Self::InvalidSessionId(_) => ErrorCode::InvalidSessionId,
+            Self::IdentityInUse(_) => ErrorCode::IdentityInUse,
+            Self::BatchAborted => ErrorCode::BatchAborted,
+            // The engine's condition and number (Wire's 101); 109 is retired.
+            Self::PreKeyNotFound(_) => ErrorCode::PreKeyNotFound,
+            Self::PreKeyIdsExhausted { .. } => ErrorCode::PreKeyIdsExhausted,
         }
     }
 
+    /// A stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, …), the same in every
+    /// binding, alongside [`code`](Self::code).
+    pub const fn kind(&self) -> &'static str {
+        self.error_code().kind()
+    }
+
     /// The stable numeric code.
-    pub fn code(&self) -> u16 {
-        match self {
-            Self::Decrypt(e) => e.code(),
-            Self::Encrypt(e) => e.code(),
-            Self::SessionCreation(e) => e.code(),
-            Self::Decode(e) => e.code(),
-            Self::Store(e) => e.code(),
-            Self::SessionNotFound(_) => 104,
-            Self::SessionExists(_) => 105,
-            Self::InvalidSessionId(_) => 106,
-            Self::IdentityInUse(_) => 107,
-            Self::BatchAborted => 108,
-            Self::PreKeyNotFound(_) => 109,
-            Self::PreKeyIdsExhausted { .. } => 110,
-        }
+    pub const fn code(&self) -> u16 {
+        self.error_code().number()
     }
 }
 
@@ -202,10 +190,20 @@ mod tests {
     }
 
     #[test]
-    fn session_ids_are_quoted_in_messages() {
+    fn session_ids_are_kept_out_of_messages() {
+        for e in [
+            ClientError::SessionNotFound("bob:laptop".into()),
+            ClientError::SessionExists("bob:laptop".into()),
+        ] {
+            let text = format!("{e}");
+            assert!(!text.contains("bob"), "{text}");
+            assert!(
+                matches!(&e, ClientError::SessionNotFound(id) | ClientError::SessionExists(id) if id == "bob:laptop")
+            );
+        }
         assert_eq!(
             ClientError::SessionNotFound("bob:laptop".into()).to_string(),
-            "no session with id \"bob:laptop\""
+            "no session with this id"
         );
     }
 }

@@ -81,12 +81,12 @@ impl SessionCache {
                 let id = key
                     .get(prefix.len()..)
                     .and_then(|k| StagedKeyId::from_bytes(k).ok())
-                    .ok_or_else(|| corrupt(session_id, "a staged key has a malformed key"))?;
+                    .ok_or_else(|| corrupt("a staged key has a malformed key"))?;
                 staged.push((id, value.as_slice()));
             }
             let mut session =
                 Session::from_bytes_with_staged_keys(identity, &record, staged.iter().copied())
-                    .map_err(|e| corrupt(session_id, &e.to_string()))?;
+                    .map_err(|e| corrupt(&e.to_string()))?;
             self.config.apply(&mut session);
             let stored_staged = staged.into_iter().map(|(id, _)| id).collect();
             self.sessions.insert(
@@ -178,8 +178,7 @@ impl SessionCache {
     }
 }
 
-fn corrupt(session_id: &str, why: &str) -> ClientError {
-    ClientError::Store(StoreError::Corrupt(format!(
-        "session \"{session_id}\": {why}"
-    )))
+/// A session record that does not load. Its id is left out: ids are user data.
+fn corrupt(why: &str) -> ClientError {
+    ClientError::Store(StoreError::Corrupt(format!("a session record: {why}")))
 }

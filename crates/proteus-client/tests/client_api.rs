@@ -133,7 +133,7 @@ fn prekey_ids_are_never_reused_while_published() {
         bob.decrypt(&format!("sender{i}"), &m).unwrap();
         assert_eq!(
             code_of(&bob.prekey_bundle(bundle.prekey_id())),
-            109,
+            101,
             "used prekey is gone"
         );
     }
@@ -209,7 +209,7 @@ fn prekey_bundle_of_an_unknown_id_is_prekey_not_found() {
     let bob = Client::in_memory().unwrap();
     let err = bob.prekey_bundle(PreKeyId::new(7)).unwrap_err();
     assert!(matches!(err, ClientError::PreKeyNotFound(7)), "{err:?}");
-    assert_eq!(err.code(), 109);
+    assert_eq!(err.code(), 101);
 }
 
 #[cfg(feature = "sqlite")]
@@ -301,7 +301,7 @@ fn session_from_a_prekey_message_deletes_the_one_time_prekey_in_the_same_commit(
     );
     assert_eq!(count_writes(c).prekey_deletes, 1);
     assert_eq!(bob.prekeys_remaining().unwrap(), 1);
-    assert_eq!(code_of(&bob.prekey_bundle(bundles[0].prekey_id())), 109);
+    assert_eq!(code_of(&bob.prekey_bundle(bundles[0].prekey_id())), 101);
 
     // The next PreKeyMessage of the same session (Alice has not heard back) deletes nothing.
     let before = storage.commits();
@@ -506,8 +506,8 @@ fn session_errors_have_their_codes() {
     );
     assert_eq!(err.code(), 209);
     // Garbage: a decode error.
-    assert_eq!(code_of(&bob.decrypt("alice", b"\xff\x00garbage")), 301);
-    assert_eq!(code_of(&bob.decrypt("alice", &m2[..m2.len() / 2])), 301);
+    assert_eq!(code_of(&bob.decrypt("alice", b"\xff\x00garbage")), 308);
+    assert_eq!(code_of(&bob.decrypt("alice", &m2[..m2.len() / 2])), 306);
     assert_eq!(bob.decrypt("alice", &m2).unwrap(), b"two");
 
     // Alice hears back: her messages become CipherMessages.
@@ -640,7 +640,7 @@ fn import_prekey_stores_and_replaces() {
             .unwrap(),
         b"via 42"
     );
-    assert_eq!(code_of(&bob.prekey_bundle(PreKeyId::new(42))), 109);
+    assert_eq!(code_of(&bob.prekey_bundle(PreKeyId::new(42))), 101);
 }
 
 /// A session exported by one client loads into another client with the same identity,

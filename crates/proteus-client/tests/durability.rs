@@ -306,7 +306,7 @@ fn failed_session_and_import_commits_change_nothing() {
     assert_injected(&alice.import_prekey(&pk.to_bytes()));
     assert_eq!(
         code_of(&alice.prekey_bundle(proteus_core::PreKeyId::new(500))),
-        109
+        101
     );
     assert_injected(&alice.delete_session("never-existed"));
     assert_eq!(storage.dump(), before);

@@ -1,11 +1,12 @@
 //! Errors, one enum per operation family, each variant with a stable numeric code.
 //!
-//! Codes follow the numbering plan of Wire's Proteus (spec §11): 1xx engine, 2xx decrypt,
+//! Codes follow the numbering plan of Wire's Proteus (docs/protocol.md §11): 1xx engine, 2xx decrypt,
 //! 3xx decode, 4xx input, 5xx system. Where Wire's two implementations disagree we use the
 //! JavaScript codes, which keep distinct conditions apart (e.g. the three MAC failures 206, 207
-//! and 210 that Rust 2.x folds into 406). Codes are part of the API: bindings expose the same
-//! numbers in every language, so a code once given is never reused for another condition.
+//! and 210 that Rust 2.x folds into 406). Every code comes from the one registry,
+//! [`ErrorCode`]; the bindings expose the same numbers and kinds in every language.
 
+use crate::codes::ErrorCode;
 use crate::keys::PreKeyId;
 
 /// Where a message's counter stood relative to the receive chain when its MAC failed.
@@ -74,41 +75,34 @@ pub enum DecodeError {
 }
 
 impl DecodeError {
-    /// A stable name of the condition, for bindings and logs.
-    pub fn kind(&self) -> &'static str {
+    /// The registered code of the condition.
+    pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Truncated => "Truncated",
-            Self::TrailingBytes => "TrailingBytes",
-            Self::UnexpectedType => "UnexpectedType",
-            Self::UnsupportedCbor => "UnsupportedCbor",
-            Self::IntegerOutOfRange => "IntegerOutOfRange",
-            Self::MissingField(_) => "MissingField",
-            Self::DuplicateField(_) => "DuplicateField",
-            Self::InvalidLength { .. } => "InvalidLength",
-            Self::LimitExceeded(_) => "LimitExceeded",
-            Self::TooDeep => "TooDeep",
-            Self::UnknownMessageType(_) => "UnknownMessageType",
-            Self::InvalidKey(_) => "InvalidKey",
-            Self::LocalIdentityChanged => "LocalIdentityChanged",
+            Self::Truncated => ErrorCode::Truncated,
+            Self::TrailingBytes => ErrorCode::TrailingBytes,
+            Self::UnexpectedType => ErrorCode::UnexpectedType,
+            Self::UnsupportedCbor => ErrorCode::UnsupportedCbor,
+            Self::IntegerOutOfRange => ErrorCode::IntegerOutOfRange,
+            Self::MissingField(_) => ErrorCode::MissingField,
+            Self::DuplicateField(_) => ErrorCode::DuplicateField,
+            Self::InvalidLength { .. } => ErrorCode::InvalidLength,
+            Self::LimitExceeded(_) => ErrorCode::LimitExceeded,
+            Self::TooDeep => ErrorCode::TooDeep,
+            Self::UnknownMessageType(_) => ErrorCode::UnknownMessageType,
+            // An input error (4xx): the bytes decoded, the key is not acceptable (Wire JS 409).
+            Self::InvalidKey(_) => ErrorCode::InvalidKey,
+            Self::LocalIdentityChanged => ErrorCode::LocalIdentityChanged,
         }
     }
 
+    /// A stable name of the condition, for bindings and logs.
+    pub const fn kind(&self) -> &'static str {
+        self.error_code().kind()
+    }
+
     /// The stable numeric code.
-    pub fn code(&self) -> u16 {
-        match self {
-            Self::LocalIdentityChanged => 300,
-            Self::Truncated
-            | Self::TrailingBytes
-            | Self::UnexpectedType
-            | Self::UnsupportedCbor
-            | Self::IntegerOutOfRange
-            | Self::MissingField(_) => 301,
-            Self::UnknownMessageType(_) => 302,
-            Self::InvalidLength { .. } => 303,
-            Self::LimitExceeded(_) | Self::TooDeep => 304,
-            Self::DuplicateField(_) => 305,
-            Self::InvalidKey(_) => 409,
-        }
+    pub const fn code(&self) -> u16 {
+        self.error_code().number()
     }
 }
 
@@ -122,18 +116,21 @@ pub enum SessionCreationError {
 }
 
 impl SessionCreationError {
-    /// A stable name of the condition, for bindings and logs.
-    pub fn kind(&self) -> &'static str {
+    /// The registered code of the condition.
+    pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::DegeneratedKey => "DegeneratedKey",
+            Self::DegeneratedKey => ErrorCode::DegeneratedKey,
         }
     }
 
+    /// A stable name of the condition, for bindings and logs.
+    pub const fn kind(&self) -> &'static str {
+        self.error_code().kind()
+    }
+
     /// The stable numeric code.
-    pub fn code(&self) -> u16 {
-        match self {
-            Self::DegeneratedKey => 100,
-        }
+    pub const fn code(&self) -> u16 {
+        self.error_code().number()
     }
 }
 
@@ -153,22 +150,23 @@ pub enum EncryptError {
 }
 
 impl EncryptError {
-    /// A stable name of the condition, for bindings and logs.
-    pub fn kind(&self) -> &'static str {
+    /// The registered code of the condition.
+    pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::NoSessionForTag => "NoSessionForTag",
-            Self::ChainExhausted => "ChainExhausted",
-            Self::PlaintextTooLong(_) => "PlaintextTooLong",
+            Self::NoSessionForTag => ErrorCode::NoSessionForTag,
+            Self::ChainExhausted => ErrorCode::ChainExhausted,
+            Self::PlaintextTooLong(_) => ErrorCode::PlaintextTooLong,
         }
     }
 
+    /// A stable name of the condition, for bindings and logs.
+    pub const fn kind(&self) -> &'static str {
+        self.error_code().kind()
+    }
+
     /// The stable numeric code.
-    pub fn code(&self) -> u16 {
-        match self {
-            Self::NoSessionForTag => 102,
-            Self::ChainExhausted => 103,
-            Self::PlaintextTooLong(_) => 410,
-        }
+    pub const fn code(&self) -> u16 {
+        self.error_code().number()
     }
 }
 
@@ -225,55 +223,46 @@ pub enum DecryptError {
 }
 
 impl DecryptError {
-    /// A stable name of the condition, for bindings and logs (the decode errors keep their own).
-    pub fn kind(&self) -> &'static str {
+    /// The registered code of the condition (the decode errors keep their own).
+    pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::DegeneratedKey => "DegeneratedKey",
-            Self::PreKeyNotFound(_) => "PreKeyNotFound",
-            Self::NotAPreKeyMessage => "NotAPreKeyMessage",
-            Self::RemoteIdentityChanged => "RemoteIdentityChanged",
-            Self::UnknownSessionTag => "UnknownSessionTag",
-            Self::InvalidSignature(_) => "InvalidSignature",
-            Self::OutdatedMessage => "OutdatedMessage",
-            Self::MessageKeyEvicted => "MessageKeyEvicted",
-            Self::DuplicateMessage => "DuplicateMessage",
-            Self::TooDistantFuture { .. } => "TooDistantFuture",
-            Self::Decode(e) => e.kind(),
-            Self::LocalIdentityMismatch => "LocalIdentityMismatch",
-            Self::PreKeyStore(_) => "PreKeyStore",
+            Self::DegeneratedKey => ErrorCode::DegeneratedKey,
+            Self::PreKeyNotFound(_) => ErrorCode::PreKeyNotFound,
+            Self::NotAPreKeyMessage => ErrorCode::NotAPreKeyMessage,
+            Self::RemoteIdentityChanged => ErrorCode::RemoteIdentityChanged,
+            Self::UnknownSessionTag => ErrorCode::UnknownSessionTag,
+            Self::InvalidSignature(CounterPosition::InSync) => ErrorCode::InvalidSignature,
+            Self::InvalidSignature(CounterPosition::Ahead) => ErrorCode::InvalidSignatureAhead,
+            Self::InvalidSignature(CounterPosition::Behind) => ErrorCode::InvalidSignatureBehind,
+            Self::OutdatedMessage => ErrorCode::OutdatedMessage,
+            Self::DuplicateMessage => ErrorCode::DuplicateMessage,
+            Self::MessageKeyEvicted => ErrorCode::MessageKeyEvicted,
+            Self::TooDistantFuture {
+                chain_start: true, ..
+            } => ErrorCode::TooDistantFutureNewChain,
+            Self::TooDistantFuture {
+                chain_start: false, ..
+            } => ErrorCode::TooDistantFuture,
+            Self::Decode(e) => e.error_code(),
+            // The same condition as the decoder's: the session is another identity's.
+            Self::LocalIdentityMismatch => ErrorCode::LocalIdentityChanged,
+            Self::PreKeyStore(_) => ErrorCode::PreKeyStore,
         }
     }
 
+    /// A stable name of the condition, for bindings and logs.
+    pub const fn kind(&self) -> &'static str {
+        self.error_code().kind()
+    }
+
     /// The stable numeric code.
-    pub fn code(&self) -> u16 {
-        match self {
-            Self::DegeneratedKey => 100,
-            Self::PreKeyNotFound(_) => 101,
-            Self::NotAPreKeyMessage => 201,
-            Self::RemoteIdentityChanged => 204,
-            Self::UnknownSessionTag => 205,
-            Self::InvalidSignature(CounterPosition::InSync) => 206,
-            Self::InvalidSignature(CounterPosition::Ahead) => 207,
-            Self::InvalidSignature(CounterPosition::Behind) => 210,
-            Self::OutdatedMessage => 208,
-            Self::DuplicateMessage => 209,
-            // 213 is Wire's app-level RemoteEncryptionError.
-            Self::MessageKeyEvicted => 214,
-            Self::TooDistantFuture {
-                chain_start: true, ..
-            } => 211,
-            Self::TooDistantFuture {
-                chain_start: false, ..
-            } => 212,
-            Self::Decode(e) => e.code(),
-            Self::LocalIdentityMismatch => 300,
-            Self::PreKeyStore(_) => 501,
-        }
+    pub const fn code(&self) -> u16 {
+        self.error_code().number()
     }
 
     /// Whether the message was already decrypted (duplicate or outdated): apps drop these
     /// silently. [`MessageKeyEvicted`](Self::MessageKeyEvicted) is not: that message was lost.
-    pub fn is_already_seen(&self) -> bool {
-        matches!(self, Self::DuplicateMessage | Self::OutdatedMessage)
+    pub const fn is_already_seen(&self) -> bool {
+        self.error_code().is_already_seen()
     }
 }

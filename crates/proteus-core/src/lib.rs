@@ -74,6 +74,7 @@
 #![forbid(unsafe_code)]
 
 mod cbor;
+pub mod codes;
 mod crypto;
 mod error;
 mod keys;
@@ -86,6 +87,7 @@ mod rng;
 mod secret_vec;
 mod session;
 
+pub use codes::ErrorCode;
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};
 pub use keys::{
     BundleSignature, BundleVerification, IdentityKey, IdentityKeyPair, PreKey, PreKeyBundle,

@@ -23,7 +23,9 @@ mod types;
 pub use batch::{BatchResults, QueuedMessages};
 pub use bytes::{Bytes, SecretBytes};
 pub use client::{Client, ClientOptions, OpenMode};
-pub use error::{CALLBACK_FAILED, CLIENT_BUSY, INTERNAL, ProteusError};
+pub use error::{
+    CALLBACK_FAILED, CLIENT_BUSY, ErrorCodeEntry, INTERNAL, ProteusError, error_codes,
+};
 pub use types::{
     BatchDelivery, BatchProgress, BatchResult, BatchSummary, OutgoingMessage, PreKeyBundle,
     QueuedMessage,

@@ -14,25 +14,17 @@ export type WasmSource =
 export function init(input?: WasmSource): Promise<void>;
 
 /**
- * Code of a call made while a decryptBatch of the same client delivers its results (from its
- * callback, or while the batch waits for the callback's promises): it would wait for the batch,
- * which would wait for it. Call again once the batch has resolved.
+ * Every error code as a named constant (`DUPLICATE_MESSAGE`, `CLIENT_BUSY`, `STORE_CONFLICT`, …),
+ * `ERROR_KINDS` and `isAlreadySeen(code)`, generated from the native registry. The package raises
+ * these itself: CLIENT_BUSY (120, a call while a decryptBatch delivers: call again once it
+ * resolved), CALLBACK_FAILED (121), BATCH_ABORTED (108), STORE_NOT_FOUND (504, open with
+ * `create: false`), STORAGE_FAILURE (507, IndexedDB; the client reloads on its next call),
+ * STORE_CONFLICT (512: another tab committed first, nothing was stored, call again; a failed
+ * decryptBatch's results come again with the same ids) and INTERNAL (599, a bug: close and
+ * reopen).
  */
-export const CLIENT_BUSY: 120;
-/** Code when a batch callback threw (nothing of the batch was committed). */
-export const CALLBACK_FAILED: 121;
-/** Code of `Client.open(name, { create: false })` when there is no store with an identity. */
-export const STORE_NOT_FOUND: 504;
-/** Code when the store failed (IndexedDB); the client reloads from the store on its next call. */
-export const STORAGE_FAILURE: 507;
-/**
- * Code when another client of the store (another tab) committed first and this call could not
- * simply run again: nothing of it was stored, the client reloaded, call again. A decryptBatch
- * that fails so had delivered its results: they come again, with the same message ids.
- */
-export const STORE_CONFLICT: 512;
-/** Code of a bug inside the wasm client; close the client and open the store again. */
-export const INTERNAL: 599;
+export * from './codes.js';
+import type { ErrorKind } from './codes.js';
 
 /**
  * Every failure of the client. `code` and `kind` are stable and the same as natively
@@ -45,7 +37,7 @@ export class ProteusError extends Error {
   /** The stable numeric code, e.g. 209 for DuplicateMessage. */
   readonly code: number;
   /** The stable name of the condition, e.g. "DuplicateMessage", "SessionNotFound". */
-  readonly kind: string;
+  readonly kind: ErrorKind;
 }
 
 /** A one-time prekey's bundle, to publish. */
@@ -76,7 +68,7 @@ export interface BatchResult {
   sessionId: string;
   plaintext?: Uint8Array;
   errorCode?: number;
-  errorKind?: string;
+  errorKind?: ErrorKind;
   /**
    * The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it.
    * False for MessageKeyEvicted (214): that message's key was evicted and it was never decrypted.

@@ -23,19 +23,21 @@ import {
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { init, requireInit } from './init.js';
 import { CommitConflict, IdbStore, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
+import {
+  BATCH_ABORTED,
+  CALLBACK_FAILED,
+  CLIENT_BUSY,
+  ERROR_KINDS,
+  INTERNAL,
+  STORAGE_FAILURE,
+  STORE_CONFLICT,
+  STORE_NOT_FOUND,
+  isAlreadySeen,
+} from './codes.js';
 
 export { init };
-
-/** Codes of the bindings themselves (the same in Kotlin and Swift). */
-export const CLIENT_BUSY = 120;
-export const CALLBACK_FAILED = 121;
-/** The native code of a batch the application stopped (ClientError::BatchAborted). */
-const BATCH_ABORTED = 108;
-/** The store's codes (StoreError natively) that the package raises itself; 512 is web only. */
-export const STORE_NOT_FOUND = 504;
-export const STORAGE_FAILURE = 507;
-export const STORE_CONFLICT = 512;
-export const INTERNAL = 599;
+// Every error code, generated from the native registry (codes.js), and isAlreadySeen(code).
+export * from './codes.js';
 
 /** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
 export class ProteusError extends Error {
@@ -55,39 +57,41 @@ function adopt(e) {
   return e;
 }
 
+/** A ProteusError of the package itself: its kind is the registry's for `code`. */
+function failure(code, message, options) {
+  return new ProteusError(message, code, ERROR_KINDS[code], options);
+}
+
 function storageFailure(cause) {
   const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-  return new ProteusError(`storage failure: ${detail}`, STORAGE_FAILURE, 'StorageFailure', { cause });
+  return failure(STORAGE_FAILURE, `storage failure: ${detail}`, { cause });
 }
 
 function internalError(cause) {
-  return new ProteusError(
-    'internal error in the wasm client; close it and open the store again (nothing committed is lost)',
+  return failure(
     INTERNAL,
-    'Internal',
+    'internal error in the wasm client; close it and open the store again (nothing committed is lost)',
     { cause },
   );
 }
 
 function busyError() {
-  return new ProteusError(
-    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
+  return failure(
     CLIENT_BUSY,
-    'ClientBusy',
+    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
   );
 }
 
 function conflictError(cause) {
-  return new ProteusError(
-    'another client of this store (another tab) committed first: nothing of this call was stored, and the client reloaded the store; call again',
+  return failure(
     STORE_CONFLICT,
-    'StoreConflict',
+    'another client of this store (another tab) committed first: nothing of this call was stored, and the client reloaded the store; call again',
     { cause },
   );
 }
 
 function notFoundError(name) {
-  return new ProteusError(`no store proteus:${name} with an identity (opened with create: false)`, STORE_NOT_FOUND, 'StoreNotFound');
+  return failure(STORE_NOT_FOUND, `no store proteus:${name} with an identity (opened with create: false)`);
 }
 
 const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
@@ -442,13 +446,11 @@ export class Client {
         outcomes = await Promise.all(pending);
       } catch (e) {
         this.#delivering = false;
-        throw new ProteusError('a batch callback\'s promise rejected; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
-          cause: e,
-        });
+        throw failure(CALLBACK_FAILED, 'a batch callback\'s promise rejected; nothing of the batch was committed', { cause: e });
       }
       this.#delivering = false;
       if (outcomes.includes(false)) {
-        throw new ProteusError('the batch was stopped by the application before its commit', BATCH_ABORTED, 'BatchAborted');
+        throw failure(BATCH_ABORTED, 'the batch was stopped by the application before its commit');
       }
     };
     return this.#run((raw) => {
@@ -491,8 +493,8 @@ export class Client {
               plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
               errorCode: code === 0 ? undefined : code,
               errorKind: kind,
-              // Not 214 (MessageKeyEvicted): that message was never decrypted.
-              alreadySeen: code === 208 || code === 209,
+              // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
+              alreadySeen: isAlreadySeen(code),
               sender,
             };
             at += length;
@@ -502,9 +504,7 @@ export class Client {
               try {
                 answer = onMessage(result, i + 1, total);
               } catch (e) {
-                throw new ProteusError('the batch callback threw; nothing of the batch was committed', CALLBACK_FAILED, 'CallbackFailed', {
-                  cause: e,
-                });
+                throw failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
               }
               if (typeof answer?.then === 'function') {
                 pending.push(answer);

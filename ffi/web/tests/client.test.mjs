@@ -135,7 +135,7 @@ describe('identity and prekeys', () => {
 
   test('prekey errors: unknown id, bad arguments, bad bundle', async () => {
     const c = await Client.inMemory();
-    await rejectsWith(c.prekeyBundle(7), 109, 'PreKeyNotFound');
+    await rejectsWith(c.prekeyBundle(7), 101, 'PreKeyNotFound');
     assert.throws(() => c.generatePrekeys(-1), RangeError);
     assert.throws(() => c.generatePrekeys(1.5), RangeError);
     assert.throws(() => c.prekeyBundle(70000), RangeError);

@@ -30,14 +30,16 @@ const SEALED_V1: u8 = 1;
 /// Sealed format 2 (sessions and staged keys): the body is `u16 BE key length ‖ key ‖ value`;
 /// the stored key has the session id replaced by its keyed hash.
 const SEALED_V2: u8 = 2;
-/// Derives the session-id hashing key from the store key.
-const ID_KEY_LABEL: &[u8] = b"proteus-client sealed session ids v1";
+/// Derives the session-id hashing key from the store key. Part of the stored format: it keeps
+/// the crate's old name (proteus-store) and must never change.
+const ID_KEY_LABEL: &[u8] = b"proteus-store sealed session ids v1";
 /// Bytes a sealed value adds to the plaintext: version, nonce and tag (records of sessions and
 /// staged keys also carry their key: 2 bytes of length and the key).
 pub const SEAL_OVERHEAD: usize = 1 + NONCE_LEN + 16;
 /// The meta record that only the right key opens; its presence marks an encrypted store.
 const CHECK_KEY: &[u8] = crate::records::META_SEAL_CHECK;
-const CHECK_VALUE: &[u8] = b"proteus-client sealed v1";
+/// Part of the stored format, like [`ID_KEY_LABEL`]: never change it.
+const CHECK_VALUE: &[u8] = b"proteus-store sealed v1";
 
 /// A 32-byte key for sealing a store, supplied by the application (e.g. from the platform's
 /// keystore). Wiped on drop.

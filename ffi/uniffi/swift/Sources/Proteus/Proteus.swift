@@ -1573,6 +1573,106 @@ public func FfiConverterTypeClientOptions_lower(_ value: ClientOptions) -> RustB
 
 
 /**
+ * One entry of the registry of error codes, as [`error_codes`] lists them: the generated
+ * constants of Kotlin (`ProteusErrorCode`) and Swift (`ProteusErrorCode`) are checked against it.
+ */
+public struct ErrorCodeEntry: Equatable, Hashable {
+    /**
+     * The stable number.
+     */
+    public let code: Int32
+    /**
+     * The constant's name (CamelCase).
+     */
+    public let name: String
+    /**
+     * The kind name errors of this code report.
+     */
+    public let kind: String
+    /**
+     * `Engine`, `Decrypt`, `Decode`, `Input` or `System`.
+     */
+    public let family: String
+    /**
+     * Whether the message was decrypted before (drop it silently).
+     */
+    public let alreadySeen: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The stable number.
+         */code: Int32, 
+        /**
+         * The constant's name (CamelCase).
+         */name: String, 
+        /**
+         * The kind name errors of this code report.
+         */kind: String, 
+        /**
+         * `Engine`, `Decrypt`, `Decode`, `Input` or `System`.
+         */family: String, 
+        /**
+         * Whether the message was decrypted before (drop it silently).
+         */alreadySeen: Bool) {
+        self.code = code
+        self.name = name
+        self.kind = kind
+        self.family = family
+        self.alreadySeen = alreadySeen
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ErrorCodeEntry: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorCodeEntry: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorCodeEntry {
+        return
+            try ErrorCodeEntry(
+                code: FfiConverterInt32.read(from: &buf), 
+                name: FfiConverterString.read(from: &buf), 
+                kind: FfiConverterString.read(from: &buf), 
+                family: FfiConverterString.read(from: &buf), 
+                alreadySeen: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ErrorCodeEntry, into buf: inout [UInt8]) {
+        FfiConverterInt32.write(value.code, into: &buf)
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.kind, into: &buf)
+        FfiConverterString.write(value.family, into: &buf)
+        FfiConverterBool.write(value.alreadySeen, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorCodeEntry_lift(_ buf: RustBuffer) throws -> ErrorCodeEntry {
+    return try FfiConverterTypeErrorCodeEntry.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorCodeEntry_lower(_ value: ErrorCodeEntry) -> RustBuffer {
+    return FfiConverterTypeErrorCodeEntry.lower(value)
+}
+
+
+/**
  * One message to encrypt in `encryptBatch`.
  */
 public struct OutgoingMessage: Equatable, Hashable {
@@ -2267,6 +2367,31 @@ fileprivate struct FfiConverterSequenceTypeBatchResult: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeErrorCodeEntry: FfiConverterRustBuffer {
+    typealias SwiftType = [ErrorCodeEntry]
+
+    public static func write(_ value: [ErrorCodeEntry], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeErrorCodeEntry.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [ErrorCodeEntry] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [ErrorCodeEntry]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeErrorCodeEntry.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeOutgoingMessage: FfiConverterRustBuffer {
     typealias SwiftType = [OutgoingMessage]
 
@@ -2363,6 +2488,16 @@ public func messageId(envelope: Data) -> String  {
     )
 })
 }
+/**
+ * Every error code of the library, ascending: the registry the bindings' constants come from.
+ */
+public func errorCodes() -> [ErrorCodeEntry]  {
+    return try!  FfiConverterSequenceTypeErrorCodeEntry.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_func_error_codes(uniffiCallStatus
+    )
+})
+}
 
 private enum InitializationResult {
     case ok
@@ -2383,6 +2518,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_func_message_id() != 59903) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_func_error_codes() != 3547) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_create_session() != 4047) {

@@ -22,4 +22,9 @@ extension ProteusError {
         case let .Failure(_, _, detail): return detail
         }
     }
+
+    /// The registered code of this error; nil only for a code newer than these constants.
+    public var errorCode: ProteusErrorCode? {
+        ProteusErrorCode(rawValue: code)
+    }
 }

@@ -410,6 +410,12 @@ RustBuffer uniffi_proteus_uniffi_fn_func_bundle_fingerprint(RustBuffer bundle, R
 RustBuffer uniffi_proteus_uniffi_fn_func_message_id(RustBuffer envelope, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_FUNC_ERROR_CODES
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_FUNC_ERROR_CODES
+RustBuffer uniffi_proteus_uniffi_fn_func_error_codes(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_FFI_PROTEUS_UNIFFI_RUSTBUFFER_ALLOC
 #define UNIFFI_FFIDEF_FFI_PROTEUS_UNIFFI_RUSTBUFFER_ALLOC
 RustBuffer ffi_proteus_uniffi_rustbuffer_alloc(uint64_t size, RustCallStatus *_Nonnull out_status
@@ -679,6 +685,12 @@ uint16_t uniffi_proteus_uniffi_checksum_func_bundle_fingerprint(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_FUNC_MESSAGE_ID
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_FUNC_MESSAGE_ID
 uint16_t uniffi_proteus_uniffi_checksum_func_message_id(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_FUNC_ERROR_CODES
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_FUNC_ERROR_CODES
+uint16_t uniffi_proteus_uniffi_checksum_func_error_codes(void
     
 );
 #endif

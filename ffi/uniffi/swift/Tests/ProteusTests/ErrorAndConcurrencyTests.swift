@@ -11,7 +11,7 @@ final class ErrorTests: XCTestCase {
         expectError(106, "InvalidSessionId") { _ = try alice.encrypt(sessionId: "", plaintext: bytes("x")) }
         expectError(107, "IdentityInUse") { try alice.importIdentity(identity: try Client.inMemory().exportIdentity()) }
         expectError(108, "BatchAborted") { _ = try bob.decryptBatch(queue: try queueFrom(alice, 1), delivery: Collector { _, _ in false }) }
-        expectError(109, "PreKeyNotFound") { _ = try bob.prekeyBundle(id: 4242) }
+        expectError(101, "PreKeyNotFound") { _ = try bob.prekeyBundle(id: 4242) }
         expectError(110, "PreKeyIdsExhausted") { _ = try bob.generatePrekeys(count: 70_000) }
     }
 

@@ -14,3 +14,7 @@ val ProteusException.kind: String
         is ProteusException.Failure -> this.kind
     }
 
+
+/** The registered code of this error ([ProteusErrorCode]); null only for a code newer than these constants. */
+val ProteusException.errorCode: ProteusErrorCode?
+    get() = ProteusErrorCode.fromCode(code)

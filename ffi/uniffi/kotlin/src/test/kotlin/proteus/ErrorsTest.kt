@@ -21,12 +21,14 @@ class ErrorsTest {
     @Test
     fun `exceptions carry code, kind and a message`() {
         val e = expectError(104, "SessionNotFound") { Client.inMemory().encrypt("nobody", bytes("x")) }
-        assertTrue(e.message!!.contains("nobody"), e.message)
+        assertTrue(e.message!!.contains("SessionNotFound"), e.message)
+        // Session ids are user data: kept out of the message.
+        kotlin.test.assertFalse(e.message!!.contains("nobody"), e.message)
         assertTrue(e is ProteusException.Failure)
     }
 
     @Test
-    fun `client misuse - 104 to 110`() {
+    fun `client misuse - 104 to 110, and 101`() {
         val (alice, bob) = establishedPair()
         expectError(104, "SessionNotFound") { alice.encrypt("carol", bytes("x")) }
         expectError(104, "SessionNotFound") { alice.remoteFingerprint("carol") }
@@ -38,7 +40,7 @@ class ErrorsTest {
         expectError(108, "BatchAborted") {
             bob.decryptBatch(queueFrom(alice, 1), Collector { _, _ -> false })
         }
-        expectError(109, "PreKeyNotFound") { bob.prekeyBundle(4242u) }
+        expectError(101, "PreKeyNotFound") { bob.prekeyBundle(4242u) }
         expectError(110, "PreKeyIdsExhausted") { bob.generatePrekeys(70_000u) }
     }
 
