@@ -112,6 +112,7 @@ pub use client::Client;
 pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
+pub use storage::journal::{Commit, MAX_COMMIT_ATTEMPTS, decode_writes, encode_writes};
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};
@@ -145,4 +146,4 @@ pub fn rekey_store(
     sealed.inner_mut().compact()?;
     sealed.rekey(new)
 }
-pub use storage::{MemoryStorage, Record, Storage, Table, Write};
+pub use storage::{Journal, MemoryStorage, Record, Storage, Table, Write};

@@ -5,28 +5,28 @@
 //! logic lives here. The package's ES module (`ffi/web/js/index.js`) wraps it into the public
 //! `Client` with Promises, IndexedDB persistence and Web Locks.
 //!
-//! Persistence works through a [`mirror`] of the store: the JS side loads every record when
-//! the client opens ([`RawClient::new`]), each commit of the client applies to the mirror and
-//! queues its writes, and after each call the JS side takes them ([`RawClient::take_writes`]) and
-//! persists them in one IndexedDB transaction before it resolves the call's Promise.
+//! The client runs on a [`Journal`] of the store (`proteus-store`), which the JS side holds as a
+//! [`RawJournal`]: it loads every record and the commit counter into it when it opens a client
+//! ([`RawClient::new`]), and asks it at each step of its commit protocol what to do
+//! ([`RawJournal::step`]): under the lock, whether to reload; after each call, what to store
+//! ([`RawJournal::take_writes`]) and with which compare-and-swap; when the compare-and-swap lost,
+//! whether to run the call again. The JS side does the IndexedDB I/O and holds the Web Locks,
+//! nothing more.
 //!
 //! Errors are JS `Error`s named `ProteusError` with the native numeric `code` and `kind` of
 //! [`ClientError`].
 
-mod codec;
 mod delivery;
-mod mirror;
 
 use std::ops::ControlFlow;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use proteus_core::{Envelope, Message, PreKeyBundle, PreKeyId};
-use proteus_store::{Client, ClientError, MessageId, QueuedMessage, StoreError, Table};
+use proteus_store::{Client, ClientError, Journal, MessageId, QueuedMessage, StoreError};
 use wasm_bindgen::prelude::*;
 
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
-use crate::mirror::Mirror;
 
 /// Talc: smaller than the default allocator (dlmalloc) and faster.
 #[cfg(all(
@@ -118,41 +118,106 @@ pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsV
     })
 }
 
-/// The names of the store's tables, by the index the record buffers use.
-#[wasm_bindgen(js_name = tableNames)]
-pub fn table_names() -> Vec<String> {
-    Table::ALL.iter().map(|t| t.name().to_owned()).collect()
+/// The steps of the store's commit protocol, as [`RawJournal::step`] takes them (the same
+/// numbers are in `ffi/web/js/index.js`). Each is a method of [`Journal`], which decides.
+mod step {
+    /// [`Journal::begin`](super::Journal::begin): 1 if stale (reload first), else 0.
+    pub(crate) const BEGIN: u32 = 0;
+    /// The counter the compare-and-swap of the commit taken last expects.
+    pub(crate) const EXPECTED: u32 = 1;
+    /// The counter the commit taken last stores.
+    pub(crate) const NEXT: u32 = 2;
+    /// [`Journal::committed`](super::Journal::committed): the commit taken last is stored.
+    pub(crate) const COMMITTED: u32 = 3;
+    /// [`Journal::hand_out`](super::Journal::hand_out): this call hands results to the
+    /// application before its commit.
+    pub(crate) const HAND_OUT: u32 = 4;
+    /// [`Journal::retry`](super::Journal::retry): 1 if the call whose commit lost the
+    /// compare-and-swap may run again, 0 if it fails with StoreConflict.
+    pub(crate) const RETRY: u32 = 5;
+    /// [`Journal::end`](super::Journal::end): the call is over.
+    pub(crate) const END: u32 = 6;
 }
 
-/// A client over an in-memory mirror of the JS side's store. Synchronous; see the crate docs.
+/// The JS side's handle on the [`Journal`] of its store, which the [`RawClient`]s it opens run
+/// on, and which decides every step of the commit protocol.
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct RawJournal {
+    journal: Journal,
+    /// The counters of the commit taken last: expected, next.
+    cas: std::cell::Cell<(u64, u64)>,
+}
+
+// Commit counters cross as JS numbers: integers below 2^53 as JS stores them. Anything else
+// (a damaged store) converts to some other count, which can only make a compare-and-swap fail.
+#[wasm_bindgen]
+impl RawJournal {
+    /// An empty journal, stale until a [`RawClient`] is opened on it.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> RawJournal {
+        Self::default()
+    }
+
+    /// One step of the commit protocol (a [`step`] number); `counter` is the store's counter
+    /// for [`step::BEGIN`], ignored by the others. Returns the step's answer (0 if none).
+    pub fn step(&self, step: u32, counter: f64) -> f64 {
+        let journal = &self.journal;
+        let answer = match step {
+            step::BEGIN => u64::from(journal.begin(counter as u64)),
+            step::EXPECTED => self.cas.get().0,
+            step::NEXT => self.cas.get().1,
+            step::COMMITTED => {
+                journal.committed();
+                0
+            }
+            step::HAND_OUT => {
+                journal.hand_out();
+                0
+            }
+            step::RETRY => u64::from(journal.retry()),
+            step::END => {
+                journal.end();
+                0
+            }
+            _ => 0,
+        };
+        answer as f64
+    }
+
+    /// The writes of the commit to store (a record buffer), or `undefined`: to store in one
+    /// transaction only if the store's counter is still [`step::EXPECTED`], setting it to
+    /// [`step::NEXT`]; then [`step::COMMITTED`].
+    #[wasm_bindgen(js_name = takeWrites)]
+    pub fn take_writes(&self) -> Result<Option<Uint8Array>, JsValue> {
+        let Some(commit) = self.journal.take_commit().map_err(store_error)? else {
+            return Ok(None);
+        };
+        self.cas.set((commit.expected, commit.next));
+        Ok(Some(Uint8Array::from(commit.writes.as_slice())))
+    }
+}
+
+/// A client over a [`Journal`] of the JS side's store. Synchronous; see the crate docs.
 #[wasm_bindgen]
 pub struct RawClient {
     client: Client,
-    mirror: Mirror,
 }
 
 #[wasm_bindgen]
 impl RawClient {
-    /// Opens a client on the store's `records` (the record buffer format of the crate docs,
-    /// puts only). An empty store gets a new identity, whose writes are then pending.
+    /// Opens a client on the store's `records` (a record buffer of puts, read at commit
+    /// `counter`), which `journal` then holds (a client opened on it before is stale). An empty
+    /// store gets a new identity, whose commit is then to be stored.
     #[wasm_bindgen(constructor)]
-    pub fn new(records: &[u8]) -> Result<RawClient, JsValue> {
-        let records = codec::decode(records).map_err(store_error)?;
-        let mirror = Mirror::loaded(&records).map_err(store_error)?;
-        let client = Client::with_storage(Box::new(mirror.clone())).map_err(|e| js_error(&e))?;
-        Ok(Self { client, mirror })
-    }
-
-    /// The writes committed since the last call (a record buffer), or `undefined` if none.
-    /// The JS side must persist them, in one transaction, before it reports success.
-    #[wasm_bindgen(js_name = takeWrites)]
-    pub fn take_writes(&self) -> Result<Option<Uint8Array>, JsValue> {
-        let writes = self.mirror.take_writes().map_err(store_error)?;
-        if writes.is_empty() {
-            return Ok(None);
-        }
-        let bytes = codec::encode(&writes).map_err(store_error)?;
-        Ok(Some(Uint8Array::from(bytes.as_slice())))
+    pub fn new(records: &[u8], counter: f64, journal: &RawJournal) -> Result<RawClient, JsValue> {
+        let client = journal
+            .journal
+            .reload(records, counter as u64, |journal| {
+                Client::with_storage(Box::new(journal.clone()))
+            })
+            .map_err(|e| js_error(&e))?;
+        Ok(Self { client })
     }
 
     /// Our fingerprint: lowercase hex of the identity key.
@@ -382,13 +447,20 @@ impl RawClient {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use proteus_store::Table;
 
+    /// The JS side names the IndexedDB object stores of the tables, by the index the record
+    /// buffers use (a constant there rather than an export of the module: 500 bytes of wasm).
     #[test]
-    fn table_names_are_the_stores() {
-        assert_eq!(
-            table_names(),
-            ["meta", "prekeys", "sessions", "staged_keys"]
+    fn the_js_side_names_the_stores_tables() {
+        let names: Vec<String> = Table::ALL
+            .iter()
+            .map(|t| format!("'{}'", t.name()))
+            .collect();
+        let line = format!("export const TABLES = [{}];", names.join(", "));
+        assert!(
+            include_str!("../js/records.js").contains(&line),
+            "js/records.js must say: {line}"
         );
     }
 }
