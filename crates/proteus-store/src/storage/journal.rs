@@ -30,6 +30,7 @@
 //! ahead of the host's store: the next `begin` reports it stale, whatever the counter.
 
 mod codec;
+mod records;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,7 +38,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use zeroize::Zeroizing;
 
 pub use self::codec::{decode_writes, encode_writes};
-use super::{MemoryStorage, Record, Storage, Table, Write};
+use self::records::Records;
+use super::{Record, Storage, Table, Write};
 use crate::error::StoreError;
 
 /// How many times an operation runs when its commit keeps losing the compare-and-swap to other
@@ -52,7 +54,7 @@ pub struct Journal(Arc<Mutex<State>>);
 
 #[derive(Default)]
 struct State {
-    records: MemoryStorage,
+    records: Records,
     /// Committed by the client, not yet taken by the host.
     pending: Vec<Write>,
     /// The host's commit counter that `records` stand at when nothing is pending or in flight.
@@ -97,10 +99,10 @@ impl fmt::Debug for Journal {
     }
 }
 
-fn records_of(records: &[u8]) -> Result<MemoryStorage, StoreError> {
-    let mut storage = MemoryStorage::new();
-    storage.commit(&decode_writes(records)?)?;
-    Ok(storage)
+fn records_of(records: &[u8]) -> Result<Records, StoreError> {
+    let mut loaded = Records::default();
+    loaded.apply(&decode_writes(records)?);
+    Ok(loaded)
 }
 
 impl Default for Journal {
@@ -251,16 +253,16 @@ impl Journal {
 
 impl Storage for Journal {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
-        self.client()?.records.get(table, key)
+        Ok(self.client()?.records.get(table, key))
     }
 
     fn scan(&self, table: Table, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
-        self.client()?.records.scan(table, prefix)
+        Ok(self.client()?.records.scan(table, prefix))
     }
 
     fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError> {
         let mut state = self.client()?;
-        state.records.commit(writes)?;
+        state.records.apply(writes);
         state.pending.extend_from_slice(writes);
         Ok(())
     }
