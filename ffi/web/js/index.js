@@ -11,8 +11,9 @@
 //     tab reloads first. Every commit is a compare-and-swap on the store's commit counter, so
 //     even without the lock two tabs never reuse a message key or lose a commit: the loser
 //     reloads and runs its call again (or fails with StoreConflict if it delivered results).
-//     The journal decides each of these steps (journal.step); this module does the IndexedDB
-//     I/O and holds the locks.
+//     The journal decides each of these steps (begin: reload first? takeCommit: what to store,
+//     with which compare-and-swap? retry: run again or StoreConflict?); this module does the
+//     IndexedDB I/O and holds the locks.
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
 import {
@@ -122,22 +123,6 @@ async function load(store) {
 
 const CONSTRUCT = Symbol('construct');
 
-// The steps of the store's commit protocol (RawJournal.step(step, counter); ffi/web/src/lib.rs
-// `step`): proteus-store's journal answers each; this module only does what it says.
-/** The store is at `counter` (read under the lock): 1 if the client must reload first. */
-const BEGIN = 0;
-/** The counter the commit taken last (journal.takeWrites) expects, and the one it stores. */
-const EXPECTED = 1;
-const NEXT = 2;
-/** The commit taken last is stored. */
-const COMMITTED = 3;
-/** This call hands results to the application before its commit. */
-const HAND_OUT = 4;
-/** The call's commit lost the compare-and-swap: 1 if it may run again, 0 if StoreConflict. */
-const RETRY = 5;
-/** The call is over. */
-const END = 6;
-
 /**
  * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
  * method returns a Promise; calls run one at a time, in order.
@@ -215,11 +200,11 @@ export class Client {
           client.#open(loaded);
           try {
             await client.#persist();
-            client.#journal.step(END);
+            client.#journal.end();
             return client;
           } catch (e) {
             // Another tab stored its new identity first: load that one.
-            if (!isConflict(e) || !client.#journal.step(RETRY)) throw e;
+            if (!isConflict(e) || !client.#journal.retry()) throw e;
           }
         }
       });
@@ -260,7 +245,7 @@ export class Client {
     if (this.#delivering) return Promise.reject(busyError());
     const run = delivers
       ? (raw) => {
-          this.#journal.step(HAND_OUT);
+          this.#journal.handOut();
           return fn(raw);
         }
       : fn;
@@ -271,13 +256,13 @@ export class Client {
             try {
               return await this.#attempt(run, beforePersist);
             } catch (e) {
-              if (!isConflict(e) || !this.#journal.step(RETRY)) throw e;
+              if (!isConflict(e) || !this.#journal.retry()) throw e;
             } finally {
               this.#delivering = false;
             }
           }
         } finally {
-          if (!this.#closed && !this.#failed) this.#journal.step(END);
+          if (!this.#closed && !this.#failed) this.#journal.end();
         }
       }),
     );
@@ -292,7 +277,7 @@ export class Client {
     } catch (e) {
       throw storageFailure(e);
     }
-    if (this.#journal.step(BEGIN, counter)) await this.#reload();
+    if (this.#journal.begin(counter)) await this.#reload();
     let result;
     try {
       result = fn(this.#raw);
@@ -322,14 +307,15 @@ export class Client {
    * next call reloads.
    */
   async #persist() {
-    const writes = wasm(() => this.#journal.takeWrites());
-    if (writes === undefined) return;
+    const commit = wasm(() => this.#journal.takeCommit());
+    if (commit === undefined) return;
+    const [writes, expected, next] = commit;
     try {
-      await this.#store.persist(writes, this.#journal.step(EXPECTED), this.#journal.step(NEXT));
+      await this.#store.persist(writes, expected, next);
     } catch (e) {
       throw e instanceof CommitConflict ? conflictError(e) : storageFailure(e);
     }
-    this.#journal.step(COMMITTED);
+    this.#journal.committed();
   }
 
   /** Our fingerprint: lowercase hex of the identity key (64 characters). */

@@ -8,10 +8,10 @@
 //! The client runs on a [`Journal`] of the store (`proteus-store`), which the JS side holds as a
 //! [`RawJournal`]: it loads every record and the commit counter into it when it opens a client
 //! ([`RawClient::new`]), and asks it at each step of its commit protocol what to do
-//! ([`RawJournal::step`]): under the lock, whether to reload; after each call, what to store
-//! ([`RawJournal::take_writes`]) and with which compare-and-swap; when the compare-and-swap lost,
-//! whether to run the call again. The JS side does the IndexedDB I/O and holds the Web Locks,
-//! nothing more.
+//! under the lock, whether to reload ([`RawJournal::begin`]); after each call, what to store and
+//! with which compare-and-swap ([`RawJournal::take_commit`]); when the compare-and-swap lost,
+//! whether to run the call again ([`RawJournal::retry`]). The JS side does the IndexedDB I/O and
+//! holds the Web Locks, nothing more.
 //!
 //! Errors are JS `Error`s named `ProteusError` with the native numeric `code` and `kind` of
 //! [`ClientError`].
@@ -118,39 +118,19 @@ pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsV
     })
 }
 
-/// The steps of the store's commit protocol, as [`RawJournal::step`] takes them (the same
-/// numbers are in `ffi/web/js/index.js`). Each is a method of [`Journal`], which decides.
-mod step {
-    /// [`Journal::begin`](super::Journal::begin): 1 if stale (reload first), else 0.
-    pub(crate) const BEGIN: u32 = 0;
-    /// The counter the compare-and-swap of the commit taken last expects.
-    pub(crate) const EXPECTED: u32 = 1;
-    /// The counter the commit taken last stores.
-    pub(crate) const NEXT: u32 = 2;
-    /// [`Journal::committed`](super::Journal::committed): the commit taken last is stored.
-    pub(crate) const COMMITTED: u32 = 3;
-    /// [`Journal::hand_out`](super::Journal::hand_out): this call hands results to the
-    /// application before its commit.
-    pub(crate) const HAND_OUT: u32 = 4;
-    /// [`Journal::retry`](super::Journal::retry): 1 if the call whose commit lost the
-    /// compare-and-swap may run again, 0 if it fails with StoreConflict.
-    pub(crate) const RETRY: u32 = 5;
-    /// [`Journal::end`](super::Journal::end): the call is over.
-    pub(crate) const END: u32 = 6;
-}
-
 /// The JS side's handle on the [`Journal`] of its store, which the [`RawClient`]s it opens run
-/// on, and which decides every step of the commit protocol.
+/// on. Each method is a step of the commit protocol, which the journal decides (see
+/// `proteus_store::Journal`); the JS side does the I/O.
+///
+/// Commit counters cross as JS numbers: integers below 2^53, as the JS side stores them.
+/// Anything else (a damaged store) converts to some other count, which can only make a
+/// compare-and-swap fail.
 #[wasm_bindgen]
 #[derive(Default)]
 pub struct RawJournal {
     journal: Journal,
-    /// The counters of the commit taken last: expected, next.
-    cas: std::cell::Cell<(u64, u64)>,
 }
 
-// Commit counters cross as JS numbers: integers below 2^53 as JS stores them. Anything else
-// (a damaged store) converts to some other count, which can only make a compare-and-swap fail.
 #[wasm_bindgen]
 impl RawJournal {
     /// An empty journal, stale until a [`RawClient`] is opened on it.
@@ -159,42 +139,48 @@ impl RawJournal {
         Self::default()
     }
 
-    /// One step of the commit protocol (a [`step`] number); `counter` is the store's counter
-    /// for [`step::BEGIN`], ignored by the others. Returns the step's answer (0 if none).
-    pub fn step(&self, step: u32, counter: f64) -> f64 {
-        let journal = &self.journal;
-        let answer = match step {
-            step::BEGIN => u64::from(journal.begin(counter as u64)),
-            step::EXPECTED => self.cas.get().0,
-            step::NEXT => self.cas.get().1,
-            step::COMMITTED => {
-                journal.committed();
-                0
-            }
-            step::HAND_OUT => {
-                journal.hand_out();
-                0
-            }
-            step::RETRY => u64::from(journal.retry()),
-            step::END => {
-                journal.end();
-                0
-            }
-            _ => 0,
-        };
-        answer as f64
+    /// A call begins under the store's lock, where the store's commit counter is `counter`:
+    /// whether the client is stale (another tab committed, or a commit of ours was not stored)
+    /// and must be opened again on freshly loaded records first.
+    pub fn begin(&self, counter: f64) -> bool {
+        self.journal.begin(counter as u64)
     }
 
-    /// The writes of the commit to store (a record buffer), or `undefined`: to store in one
-    /// transaction only if the store's counter is still [`step::EXPECTED`], setting it to
-    /// [`step::NEXT`]; then [`step::COMMITTED`].
-    #[wasm_bindgen(js_name = takeWrites)]
-    pub fn take_writes(&self) -> Result<Option<Uint8Array>, JsValue> {
+    /// The commit to store, or `undefined`: `[writes, expected, next]`, the writes (a record
+    /// buffer) to store in one transaction only if the store's counter is still `expected`,
+    /// setting it to `next`. Then [`committed`](RawJournal::committed).
+    #[wasm_bindgen(js_name = takeCommit)]
+    pub fn take_commit(&self) -> Result<Option<Array>, JsValue> {
         let Some(commit) = self.journal.take_commit().map_err(store_error)? else {
             return Ok(None);
         };
-        self.cas.set((commit.expected, commit.next));
-        Ok(Some(Uint8Array::from(commit.writes.as_slice())))
+        Ok(Some(Array::of3(
+            &Uint8Array::from(commit.writes.as_slice()),
+            &(commit.expected as f64).into(),
+            &(commit.next as f64).into(),
+        )))
+    }
+
+    /// The commit taken last is stored.
+    pub fn committed(&self) {
+        self.journal.committed();
+    }
+
+    /// This call hands results to the application before its commit.
+    #[wasm_bindgen(js_name = handOut)]
+    pub fn hand_out(&self) {
+        self.journal.hand_out();
+    }
+
+    /// The call's commit lost the compare-and-swap: whether to run it again (after a reload)
+    /// rather than fail with StoreConflict.
+    pub fn retry(&self) -> bool {
+        self.journal.retry()
+    }
+
+    /// The call is over, however it went.
+    pub fn end(&self) {
+        self.journal.end();
     }
 }
 
