@@ -3,8 +3,9 @@
 //! one.
 //!
 //! [`Client`] sits on [`proteus_core`] and a [`Storage`]: [`SqliteStorage`] (one SQLite file,
-//! the native default), [`MemoryStorage`] (tests), or anything else with atomic commits (the web
-//! build puts IndexedDB behind the same trait).
+//! the native default), [`MemoryStorage`] (tests), a [`Journal`] for a host that stores commits
+//! asynchronously (the web build: IndexedDB, with the commit protocol the journal decides), or
+//! anything else with atomic commits.
 //!
 //! # Durability
 //!
