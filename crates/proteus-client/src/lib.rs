@@ -3,8 +3,9 @@
 //! one.
 //!
 //! [`Client`] sits on [`proteus_core`] and a [`Storage`]: [`SqliteStorage`] (one SQLite file,
-//! the native default), [`MemoryStorage`] (tests), or anything else with atomic commits (the web
-//! build puts IndexedDB behind the same trait).
+//! the native default), [`MemoryStorage`] (tests), a [`Journal`] for a host that stores commits
+//! asynchronously (the web build: IndexedDB, with the commit protocol the journal decides), or
+//! anything else with atomic commits.
 //!
 //! # Durability
 //!
@@ -115,6 +116,7 @@ pub use error::{ClientError, StoreError};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
 pub use session_cache::SessionConfig;
+pub use storage::journal::{Commit, MAX_COMMIT_ATTEMPTS, decode_writes, encode_writes};
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};
@@ -148,7 +150,7 @@ pub fn rekey_store(
     sealed.inner_mut().compact()?;
     sealed.rekey(new)
 }
-pub use storage::{MemoryStorage, Record, Storage, Table, Write};
+pub use storage::{Journal, MemoryStorage, Record, Storage, Table, Write};
 
 /// The crate README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -1,7 +1,7 @@
 // The Proteus client for the web: the public ES module of the package.
 //
-// `Client` wraps the wasm client (RawClient, synchronous, over an in-memory mirror of the
-// store) with Promises, persistence and locking:
+// `Client` wraps the wasm client (RawClient, synchronous, over RawJournal: proteus-client's
+// storage/journal.rs, the records in memory) with Promises, persistence and locking:
 //   * Client.open(name): records in IndexedDB. Opening loads every record; every call that
 //     commits resolves only after its writes are stored in ONE IndexedDB transaction (so an
 //     envelope from encrypt() is returned only once the advanced chain is durable).
@@ -11,17 +11,21 @@
 //     tab reloads first. Every commit is a compare-and-swap on the store's commit counter, so
 //     even without the lock two tabs never reuse a message key or lose a commit: the loser
 //     reloads and runs its call again (or fails with StoreConflict if it delivered results).
+//     The journal decides each of these steps (begin: reload first? takeCommit: what to store,
+//     with which compare-and-swap? retry: run again or StoreConflict?); this module does the
+//     IndexedDB I/O and holds the locks.
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
 import {
   RawClient,
+  RawJournal,
   bundleFingerprint as rawBundleFingerprint,
   messageId as rawMessageId,
   prekeyMessageFingerprint as rawPrekeyMessageFingerprint,
-  tableNames,
 } from './proteus_web.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { init, requireInit } from './init.js';
+import { TABLES } from './records.js';
 import { CommitConflict, IdbStore, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
 import {
   BATCH_ABORTED,
@@ -102,11 +106,20 @@ function closedError() {
   return e;
 }
 
-function newRaw(records) {
+/** `f()`, a call into the wasm client; its errors are ProteusErrors. */
+function wasm(f) {
   try {
-    return new RawClient(records);
+    return f();
   } catch (e) {
     throw adopt(e);
+  }
+}
+
+async function load(store) {
+  try {
+    return await store.load();
+  } catch (e) {
+    throw storageFailure(e);
   }
 }
 
@@ -115,20 +128,13 @@ function newRaw(records) {
 const CONSTRUCT = Symbol('construct');
 
 /**
- * How many times a call runs when its commit keeps losing the compare-and-swap to other tabs'
- * commits (each loss means another tab's commit landed). Then it fails with StoreConflict.
- */
-const MAX_COMMIT_ATTEMPTS = 8;
-
-/**
  * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
  * method returns a Promise; calls run one at a time, in order.
  */
 export class Client {
   #raw;
+  #journal;
   #store;
-  #version;
-  #stale = false;
   #closed = false;
   #failed;
   #maxCounterGap;
@@ -137,13 +143,12 @@ export class Client {
   /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
   #delivering = false;
 
-  constructor(token, raw, store, version, created, persisted) {
+  constructor(token, journal, store, persisted) {
     if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
-    this.#raw = raw;
+    this.#journal = journal;
     this.#store = store;
-    this.#version = version;
     /** Whether opening found no identity in the store and made a new one. */
-    this.created = created;
+    this.created = false;
     /** A Promise of whether the browser granted persistent storage (undefined: unknown). */
     this.persisted = persisted;
   }
@@ -164,7 +169,7 @@ export class Client {
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, tableNames(), { indexedDB: options.indexedDB, locks, create });
+      store = await IdbStore.open(name, TABLES, { indexedDB: options.indexedDB, locks, create });
     } catch (e) {
       throw e instanceof StoreMissing ? notFoundError(name) : storageFailure(e);
     }
@@ -189,32 +194,46 @@ export class Client {
 
   /** Loads the store; an empty one gets an identity, unless `mustExist` (its name) is given. */
   static async #start(store, mustExist, persisted) {
+    const client = new Client(CONSTRUCT, new RawJournal(), store, persisted);
     try {
       return await store.lock(async () => {
-        for (let attempt = 1; ; attempt++) {
-          let loaded;
-          try {
-            loaded = await store.load();
-          } catch (e) {
-            throw storageFailure(e);
-          }
-          const created = loaded.records.length === 0;
-          if (created && mustExist !== undefined) throw notFoundError(mustExist);
-          const raw = newRaw(loaded.records);
-          const client = new Client(CONSTRUCT, raw, store, loaded.version, created, persisted);
+        for (;;) {
+          const loaded = await load(store);
+          client.created = loaded.records.length === 0;
+          if (client.created && mustExist !== undefined) throw notFoundError(mustExist);
+          client.#open(loaded);
           try {
             await client.#persist();
+            client.#journal.end();
             return client;
           } catch (e) {
-            raw.free();
             // Another tab stored its new identity first: load that one.
-            if (!isConflict(e) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
+            if (!isConflict(e) || !client.#journal.retry()) throw e;
           }
         }
       });
     } catch (e) {
+      client.#free();
       store.close();
       throw e;
+    }
+  }
+
+  /** Opens the wasm client on `loaded` (the journal then holds it); the previous one goes. */
+  #open(loaded) {
+    const raw = wasm(() => new RawClient(loaded.records, loaded.version, this.#journal));
+    this.#raw?.free();
+    this.#raw = raw;
+    if (this.#maxCounterGap !== undefined) raw.setMaxCounterGap(this.#maxCounterGap);
+  }
+
+  /** Wipes the keys in wasm memory. */
+  #free() {
+    try {
+      this.#raw?.free();
+      this.#journal.free();
+    } catch {
+      // a failed client may not free; its memory goes with the page
     }
   }
 
@@ -222,26 +241,32 @@ export class Client {
    * Runs `fn(raw)` on fresh state, one call at a time and under the store's lock, and persists
    * what it committed. `beforePersist(result)`, if given, is awaited in between; if it throws,
    * nothing is persisted and the next call starts from the stored state. If the commit loses
-   * its compare-and-swap, the client reloads and runs `fn` again, unless `fn` has delivered
-   * results (`delivers`): then the call fails with StoreConflict.
+   * its compare-and-swap, the client reloads and runs `fn` again if the journal allows it (not
+   * when `fn` delivered results, `delivers`): else the call fails with StoreConflict.
    */
   #run(fn, beforePersist, delivers = false) {
     if (this.#closed) return Promise.reject(closedError());
     if (this.#delivering) return Promise.reject(busyError());
+    const run = delivers
+      ? (raw) => {
+          this.#journal.handOut();
+          return fn(raw);
+        }
+      : fn;
     return this.#calls.request('calls', () =>
       this.#store.lock(async () => {
-        for (let attempt = 1; ; attempt++) {
-          let ran = false;
-          try {
-            return await this.#attempt((raw) => {
-              ran = true;
-              return fn(raw);
-            }, beforePersist);
-          } catch (e) {
-            if (!isConflict(e) || (delivers && ran) || attempt >= MAX_COMMIT_ATTEMPTS) throw e;
-          } finally {
-            this.#delivering = false;
+        try {
+          for (;;) {
+            try {
+              return await this.#attempt(run, beforePersist);
+            } catch (e) {
+              if (!isConflict(e) || !this.#journal.retry()) throw e;
+            } finally {
+              this.#delivering = false;
+            }
           }
+        } finally {
+          if (!this.#closed && !this.#failed) this.#journal.end();
         }
       }),
     );
@@ -250,13 +275,13 @@ export class Client {
   async #attempt(fn, beforePersist) {
     if (this.#closed) throw closedError();
     if (this.#failed) throw internalError(this.#failed);
-    let current;
+    let counter;
     try {
-      current = this.#stale ? undefined : await this.#store.version();
+      counter = await this.#store.version();
     } catch (e) {
       throw storageFailure(e);
     }
-    if (current !== this.#version) await this.#reload();
+    if (this.#journal.begin(counter)) await this.#reload();
     let result;
     try {
       result = fn(this.#raw);
@@ -269,53 +294,32 @@ export class Client {
       await this.#persist();
       throw adopt(e);
     }
-    if (beforePersist !== undefined) {
-      try {
-        await beforePersist(result);
-      } catch (e) {
-        this.#stale = true;
-        throw e;
-      }
-    }
+    // If it throws, the commit is not stored, and the journal is stale until the next reload.
+    if (beforePersist !== undefined) await beforePersist(result);
     await this.#persist();
     return result;
   }
 
   async #reload() {
-    let loaded;
-    try {
-      loaded = await this.#store.load();
-    } catch (e) {
-      throw storageFailure(e);
-    }
-    const raw = newRaw(loaded.records);
-    if (this.#maxCounterGap !== undefined) raw.setMaxCounterGap(this.#maxCounterGap);
-    this.#raw.free();
-    this.#raw = raw;
-    this.#version = loaded.version;
-    this.#stale = false;
+    this.#open(await load(this.#store));
     await this.#persist();
   }
 
   /**
-   * Stores the pending writes in one transaction, if the store is still at our version. On
-   * failure (StorageFailure, or StoreConflict) the mirror is reloaded next call.
+   * Stores the journal's commit, if any, in one transaction that is a compare-and-swap on the
+   * commit counter. On failure (StorageFailure, or StoreConflict) the journal is stale and the
+   * next call reloads.
    */
   async #persist() {
-    let writes;
+    const commit = wasm(() => this.#journal.takeCommit());
+    if (commit === undefined) return;
+    const [writes, expected, next] = commit;
     try {
-      writes = this.#raw.takeWrites();
+      await this.#store.persist(writes, expected, next);
     } catch (e) {
-      this.#stale = true;
-      throw adopt(e);
-    }
-    if (writes === undefined) return;
-    try {
-      this.#version = await this.#store.persist(writes, this.#version);
-    } catch (e) {
-      this.#stale = true;
       throw e instanceof CommitConflict ? conflictError(e) : storageFailure(e);
     }
+    this.#journal.committed();
   }
 
   /** Our fingerprint: lowercase hex of the identity key (64 characters). */
@@ -571,11 +575,7 @@ export class Client {
         this.#store.lock(async () => {
           if (this.#closed) return;
           this.#closed = true;
-          try {
-            this.#raw.free();
-          } catch {
-            // a failed client may not free; its memory goes with the page
-          }
+          this.#free();
         }),
       )
       .finally(() => this.#store.close());

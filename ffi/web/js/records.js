@@ -1,6 +1,13 @@
-// The record buffers that cross between the wasm client and the JS stores (ffi/web/src/codec.rs):
+// The record buffers that cross between the wasm client and the JS stores
+// (crates/proteus-client/src/storage/journal/codec.rs):
 //   entry := table:u8 op:u8 key_len:u32le key [value_len:u32le value]   (the value only for op 0)
 // A load is a list of puts; a commit is a list of puts and deletes.
+
+/**
+ * The tables of proteus-client (Table::ALL), by the index the buffers use: one IndexedDB object
+ * store each (checked against the Rust names by ffi/web/src/lib.rs's tests).
+ */
+export const TABLES = ['meta', 'prekeys', 'sessions', 'staged_keys'];
 
 export const PUT = 0;
 export const DELETE = 1;

@@ -1,11 +1,12 @@
 // Where a client's records live, and how concurrent users of one store take turns.
 //
-// A store offers: load() -> {version, records}, version() -> number, persist(writes, version)
-// -> new version (all writes in ONE transaction), lock(fn) (runs fn exclusively for this store
-// name: Web Locks across tabs), close(). `version` counts commits. persist is a compare-and-swap
-// on it: inside its transaction it reads the stored count and, if another client (another tab)
-// committed since `version`, writes nothing and throws CommitConflict. That alone rules out two
-// tabs using one message key; the lock only keeps such conflicts rare.
+// A store offers: load() -> {version, records}, version() -> number, persist(writes, expected,
+// next) (all writes in ONE transaction), lock(fn) (runs fn exclusively for this store name: Web
+// Locks across tabs), close(). `version` counts commits. persist is a compare-and-swap on it:
+// inside its transaction it reads the stored count and, if it is not `expected` (another client,
+// another tab, committed since), writes nothing and throws CommitConflict; else it stores the
+// writes and `next`. That alone rules out two tabs using one message key; the lock only keeps
+// such conflicts rare. The counts come from the client's journal (proteus-client), which decides.
 
 import { DELETE, packRecords, unpackWrites } from './records.js';
 
@@ -84,7 +85,7 @@ export async function askPersistence() {
 
 /**
  * Records in memory only: nothing survives the client. For Node, tests and short-lived clients.
- * It keeps what was persisted, apart from the client's own mirror, so that a client can go back
+ * It keeps what was persisted, apart from the client's own journal, so that a client can go back
  * to it when a commit is not persisted (a batch callback's promise rejected).
  */
 export class MemoryStore {
@@ -104,8 +105,8 @@ export class MemoryStore {
     return this.#version;
   }
 
-  async persist(writes, version) {
-    if (version !== this.#version) throw new CommitConflict(version, this.#version);
+  async persist(writes, expected, next) {
+    if (expected !== this.#version) throw new CommitConflict(expected, this.#version);
     for (const w of unpackWrites(writes)) {
       let rows = this.#tables.get(w.table);
       if (rows === undefined) this.#tables.set(w.table, (rows = new Map()));
@@ -113,8 +114,7 @@ export class MemoryStore {
       if (w.op === DELETE) rows.delete(id);
       else rows.set(id, { key: w.key.slice(), value: w.value.slice() });
     }
-    this.#version += 1;
-    return this.#version;
+    this.#version = next;
   }
 
   /** The client's own queue orders its calls; nothing else uses this store. */
@@ -243,10 +243,10 @@ export class IdbStore {
   }
 
   /**
-   * One readwrite transaction: reads the commit counter and, only if it is still `version`,
-   * applies `writes` and counts the commit. Otherwise it aborts: CommitConflict.
+   * One readwrite transaction: reads the commit counter and, only if it is still `expected`,
+   * applies `writes` and sets the counter to `next`. Otherwise it aborts: CommitConflict.
    */
-  async persist(writes, version) {
+  async persist(writes, expected, next) {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability: 'strict' });
     const finished = done(tx);
     let conflict;
@@ -256,8 +256,8 @@ export class IdbStore {
     read.onsuccess = () => {
       const stored = read.result ?? 0;
       try {
-        if (stored !== version) {
-          conflict = new CommitConflict(version, stored);
+        if (stored !== expected) {
+          conflict = new CommitConflict(expected, stored);
           tx.abort();
           return;
         }
@@ -267,7 +267,7 @@ export class IdbStore {
           if (w.op === DELETE) store.delete(w.key);
           else store.put(w.value.slice(), w.key);
         }
-        tx.objectStore(SYNC).put(version + 1, COMMITS);
+        tx.objectStore(SYNC).put(next, COMMITS);
       } catch (e) {
         failure ??= e;
         try {
@@ -282,7 +282,6 @@ export class IdbStore {
     } catch (e) {
       throw conflict ?? failure ?? e;
     }
-    return version + 1;
   }
 
   lock(fn) {

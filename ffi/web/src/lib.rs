@@ -5,30 +5,30 @@
 //! logic lives here. The package's ES module (`ffi/web/js/index.js`) wraps it into the public
 //! `Client` with Promises, IndexedDB persistence and Web Locks.
 //!
-//! Persistence works through a [`mirror`] of the store: the JS side loads every record when
-//! the client opens ([`RawClient::new`]), each commit of the client applies to the mirror and
-//! queues its writes, and after each call the JS side takes them ([`RawClient::take_writes`]) and
-//! persists them in one IndexedDB transaction before it resolves the call's Promise.
+//! The client runs on a [`Journal`] of the store (`proteus-client`), which the JS side holds as a
+//! [`RawJournal`]: it loads every record and the commit counter into it when it opens a client
+//! ([`RawClient::new`]), and asks it at each step of its commit protocol what to do
+//! under the lock, whether to reload ([`RawJournal::begin`]); after each call, what to store and
+//! with which compare-and-swap ([`RawJournal::take_commit`]); when the compare-and-swap lost,
+//! whether to run the call again ([`RawJournal::retry`]). The JS side does the IndexedDB I/O and
+//! holds the Web Locks, nothing more.
 //!
 //! Errors are JS `Error`s named `ProteusError` with the native numeric `code` and `kind` of
 //! [`ClientError`].
 
-mod codec;
 mod delivery;
-mod mirror;
 
 use std::ops::ControlFlow;
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use proteus_client::{
-    BatchError, Chunking, Client, ClientError, MessageId, QueuedMessage, StoreError, Table,
+    BatchError, Chunking, Client, ClientError, Journal, MessageId, QueuedMessage, StoreError,
 };
 use proteus_core::{PreKeyBundle, PreKeyId};
 use wasm_bindgen::prelude::*;
 
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
-use crate::mirror::Mirror;
 
 /// Talc: smaller than the default allocator (dlmalloc) and faster.
 #[cfg(all(
@@ -117,41 +117,92 @@ pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsV
     Ok(claimed.map(|key| key.fingerprint()))
 }
 
-/// The names of the store's tables, by the index the record buffers use.
-#[wasm_bindgen(js_name = tableNames)]
-pub fn table_names() -> Vec<String> {
-    Table::ALL.iter().map(|t| t.name().to_owned()).collect()
+/// The JS side's handle on the [`Journal`] of its store, which the [`RawClient`]s it opens run
+/// on. Each method is a step of the commit protocol, which the journal decides (see
+/// `proteus_client::Journal`); the JS side does the I/O.
+///
+/// Commit counters cross as JS numbers: integers below 2^53, as the JS side stores them.
+/// Anything else (a damaged store) converts to some other count, which can only make a
+/// compare-and-swap fail.
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct RawJournal {
+    journal: Journal,
 }
 
-/// A client over an in-memory mirror of the JS side's store. Synchronous; see the crate docs.
+#[wasm_bindgen]
+impl RawJournal {
+    /// An empty journal, stale until a [`RawClient`] is opened on it.
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> RawJournal {
+        Self::default()
+    }
+
+    /// A call begins under the store's lock, where the store's commit counter is `counter`:
+    /// whether the client is stale (another tab committed, or a commit of ours was not stored)
+    /// and must be opened again on freshly loaded records first.
+    pub fn begin(&self, counter: f64) -> bool {
+        self.journal.begin(counter as u64)
+    }
+
+    /// The commit to store, or `undefined`: `[writes, expected, next]`, the writes (a record
+    /// buffer) to store in one transaction only if the store's counter is still `expected`,
+    /// setting it to `next`. Then [`committed`](RawJournal::committed).
+    #[wasm_bindgen(js_name = takeCommit)]
+    pub fn take_commit(&self) -> Result<Option<Array>, JsValue> {
+        let Some(commit) = self.journal.take_commit().map_err(store_error)? else {
+            return Ok(None);
+        };
+        Ok(Some(Array::of3(
+            &Uint8Array::from(commit.writes.as_slice()),
+            &(commit.expected as f64).into(),
+            &(commit.next as f64).into(),
+        )))
+    }
+
+    /// The commit taken last is stored.
+    pub fn committed(&self) {
+        self.journal.committed();
+    }
+
+    /// This call hands results to the application before its commit.
+    #[wasm_bindgen(js_name = handOut)]
+    pub fn hand_out(&self) {
+        self.journal.hand_out();
+    }
+
+    /// The call's commit lost the compare-and-swap: whether to run it again (after a reload)
+    /// rather than fail with StoreConflict.
+    pub fn retry(&self) -> bool {
+        self.journal.retry()
+    }
+
+    /// The call is over, however it went.
+    pub fn end(&self) {
+        self.journal.end();
+    }
+}
+
+/// A client over a [`Journal`] of the JS side's store. Synchronous; see the crate docs.
 #[wasm_bindgen]
 pub struct RawClient {
     client: Client,
-    mirror: Mirror,
 }
 
 #[wasm_bindgen]
 impl RawClient {
-    /// Opens a client on the store's `records` (the record buffer format of the crate docs,
-    /// puts only). An empty store gets a new identity, whose writes are then pending.
+    /// Opens a client on the store's `records` (a record buffer of puts, read at commit
+    /// `counter`), which `journal` then holds (a client opened on it before is stale). An empty
+    /// store gets a new identity, whose commit is then to be stored.
     #[wasm_bindgen(constructor)]
-    pub fn new(records: &[u8]) -> Result<RawClient, JsValue> {
-        let records = codec::decode(records).map_err(store_error)?;
-        let mirror = Mirror::loaded(&records).map_err(store_error)?;
-        let client = Client::with_storage(Box::new(mirror.clone())).map_err(|e| js_error(&e))?;
-        Ok(Self { client, mirror })
-    }
-
-    /// The writes committed since the last call (a record buffer), or `undefined` if none.
-    /// The JS side must persist them, in one transaction, before it reports success.
-    #[wasm_bindgen(js_name = takeWrites)]
-    pub fn take_writes(&self) -> Result<Option<Uint8Array>, JsValue> {
-        let writes = self.mirror.take_writes().map_err(store_error)?;
-        if writes.is_empty() {
-            return Ok(None);
-        }
-        let bytes = codec::encode(&writes).map_err(store_error)?;
-        Ok(Some(Uint8Array::from(bytes.as_slice())))
+    pub fn new(records: &[u8], counter: f64, journal: &RawJournal) -> Result<RawClient, JsValue> {
+        let client = journal
+            .journal
+            .reload(records, counter as u64, |journal| {
+                Client::with_storage(Box::new(journal.clone()))
+            })
+            .map_err(|e| js_error(&e))?;
+        Ok(Self { client })
     }
 
     /// Our fingerprint: lowercase hex of the identity key.
@@ -378,13 +429,20 @@ impl RawClient {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use proteus_client::Table;
 
+    /// The JS side names the IndexedDB object stores of the tables, by the index the record
+    /// buffers use (a constant there rather than an export of the module: 500 bytes of wasm).
     #[test]
-    fn table_names_are_the_stores() {
-        assert_eq!(
-            table_names(),
-            ["meta", "prekeys", "sessions", "staged_keys"]
+    fn the_js_side_names_the_stores_tables() {
+        let names: Vec<String> = Table::ALL
+            .iter()
+            .map(|t| format!("'{}'", t.name()))
+            .collect();
+        let line = format!("export const TABLES = [{}];", names.join(", "));
+        assert!(
+            include_str!("../js/records.js").contains(&line),
+            "js/records.js must say: {line}"
         );
     }
 }

@@ -3,8 +3,9 @@
 //! Everything the client stores goes through [`Storage`]: four tables of opaque records, point
 //! reads, prefix scans and one atomic commit per protocol step. That is small enough to put over
 //! SQLite ([`SqliteStorage`](crate::SqliteStorage)), memory ([`MemoryStorage`]) or a browser's
-//! IndexedDB (one IndexedDB transaction per commit).
+//! IndexedDB (one IndexedDB transaction per commit, through a [`Journal`]).
 
+pub(crate) mod journal;
 mod memory;
 pub(crate) mod rollback;
 #[cfg(feature = "sealed")]
@@ -12,6 +13,7 @@ pub(crate) mod sealed;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 
+pub use journal::Journal;
 pub use memory::MemoryStorage;
 use zeroize::Zeroizing;
 

@@ -1,5 +1,6 @@
-//! How records and writes cross between the wasm client and the JS storage layer: one byte
-//! buffer per load or commit, so a commit costs one copy rather than one call per record.
+//! How records and writes cross between a [`Journal`](super::Journal) and its host (the web
+//! package's IndexedDB layer): one byte buffer per load or commit, so that a commit costs one copy
+//! rather than one call per record.
 //!
 //! ```text
 //! entry  := table:u8 op:u8 key_len:u32le key [value_len:u32le value]   (the value only for op 0)
@@ -7,11 +8,13 @@
 //! op     := 0 put, 1 delete
 //! ```
 //!
-//! The records and their keys are those of `proteus-client` unchanged, so a store written here
+//! The records and their keys are the client's unchanged, so a store written through this codec
 //! holds exactly what a native store holds.
 
-use proteus_client::{StoreError, Table, Write};
 use zeroize::Zeroizing;
+
+use crate::error::StoreError;
+use crate::storage::{Table, Write};
 
 const PUT: u8 = 0;
 const DELETE: u8 = 1;
@@ -26,7 +29,7 @@ fn table_index(table: Table) -> u8 {
 }
 
 fn corrupt(what: &str) -> StoreError {
-    StoreError::Corrupt(format!("records from the JS store: {what}"))
+    StoreError::Corrupt(format!("records from the host's store: {what}"))
 }
 
 fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), StoreError> {
@@ -36,8 +39,16 @@ fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Encodes writes for the JS side. The buffer holds secret keys and is wiped when dropped.
-pub(crate) fn encode(writes: &[Write]) -> Result<Zeroizing<Vec<u8>>, StoreError> {
+/// Encodes writes for the host, one entry after another:
+///
+/// ```text
+/// entry  := table:u8 op:u8 key_len:u32le key [value_len:u32le value]   (the value only for op 0)
+/// table  := index in Table::ALL (0 meta, 1 prekeys, 2 sessions, 3 staged_keys)
+/// op     := 0 put, 1 delete
+/// ```
+///
+/// The buffer holds secret keys and is wiped when dropped.
+pub fn encode_writes(writes: &[Write]) -> Result<Zeroizing<Vec<u8>>, StoreError> {
     let size = writes
         .iter()
         .map(|w| match w {
@@ -88,8 +99,8 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes writes from the JS side (a load is a list of puts).
-pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Write>, StoreError> {
+/// Decodes writes from the host (a load is a list of puts).
+pub fn decode_writes(bytes: &[u8]) -> Result<Vec<Write>, StoreError> {
     let mut writes = Vec::new();
     let mut reader = Reader(bytes);
     while !reader.0.is_empty() {
@@ -134,22 +145,22 @@ mod tests {
                 value: Zeroizing::new(Vec::new()),
             },
         ];
-        let bytes = encode(&writes).unwrap();
-        assert_eq!(decode(&bytes).unwrap(), writes);
-        assert_eq!(decode(&[]).unwrap(), vec![]);
+        let bytes = encode_writes(&writes).unwrap();
+        assert_eq!(decode_writes(&bytes).unwrap(), writes);
+        assert_eq!(decode_writes(&[]).unwrap(), vec![]);
     }
 
     #[test]
     fn damaged_buffers_are_refused() {
-        let bytes = encode(&[Write::Delete {
+        let bytes = encode_writes(&[Write::Delete {
             table: Table::Sessions,
             key: b"abc".to_vec(),
         }])
         .unwrap();
         for cut in 1..bytes.len() {
-            assert!(decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            assert!(decode_writes(&bytes[..cut]).is_err(), "cut at {cut}");
         }
-        assert!(decode(&[4, 0, 0, 0, 0, 0]).is_err());
-        assert!(decode(&[0, 2, 0, 0, 0, 0]).is_err());
+        assert!(decode_writes(&[4, 0, 0, 0, 0, 0]).is_err());
+        assert!(decode_writes(&[0, 2, 0, 0, 0, 0]).is_err());
     }
 }
