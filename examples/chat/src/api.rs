@@ -21,7 +21,7 @@
 //! [`signed_message`]`(user, nonce, method, path and query, body)` and sends the user, the nonce
 //! and the signature in the [`HEADER_USER`], [`HEADER_NONCE`] and [`HEADER_SIGNATURE`] headers.
 //! A nonce is accepted once and only within its time window, so a replayed request is refused
-//! (see [`crate::relay_limits`] for why flooding cannot undo that); the signature covers the body, so
+//! (see [`crate::relay::limits`] for why flooding cannot undo that); the signature covers the body, so
 //! a changed request is refused. A user name is bound to the identity key that registered it
 //! first (trust on first use at the relay); clients check their peers' fingerprints themselves.
 //!

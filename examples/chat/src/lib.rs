@@ -17,8 +17,6 @@ pub mod chat;
 pub mod chatdb;
 pub mod net;
 pub mod relay;
-mod relay_files;
-pub mod relay_limits;
 
 /// The relay's default address.
 pub const DEFAULT_RELAY: &str = "127.0.0.1:7417";
