@@ -6,6 +6,7 @@ use proteus_core::PreKeyBundle;
 use super::identity::changed_warning;
 use super::terminal::say;
 use super::{Chat, ChatError, MAX_TEXT};
+use crate::api::ErrorCode;
 use crate::net::NetError;
 
 impl Chat {
@@ -30,7 +31,12 @@ impl Chat {
         if !has_session {
             let (bundle, _) = match self.relay.claim(&peer).await {
                 Ok(b) => b,
-                Err(e) if matches!(e.code(), Some("unknown_user" | "no_prekeys")) => {
+                Err(e)
+                    if matches!(
+                        e.code(),
+                        Some(ErrorCode::UnknownUser | ErrorCode::NoPrekeys)
+                    ) =>
+                {
                     say(format!(
                         "! not sent: {peer} has not joined the relay yet (run `proteus-chat {peer} {}`)",
                         self.me

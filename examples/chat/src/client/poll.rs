@@ -8,6 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::embed::Embedder;
 use super::{LONG_POLL, LOW_PREKEYS, PAGE};
+use crate::api::ErrorCode;
 use crate::api::QueuePage;
 use crate::net::{NetError, RelayClient};
 
@@ -65,7 +66,7 @@ pub(super) async fn poll(
                     Err(_) => return,
                 }
             }
-            Err(e) if e.code() == Some("unknown_user") => {
+            Err(e) if e.code() == Some(ErrorCode::UnknownUser) => {
                 let (done, registered) = oneshot::channel();
                 if events.send(Event::Unregistered(done)).await.is_err() {
                     return;

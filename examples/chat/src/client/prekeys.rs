@@ -2,6 +2,7 @@
 
 use super::terminal::say;
 use super::{Chat, ChatError, LOW_PREKEYS, PREKEY_BATCH};
+use crate::api::ErrorCode;
 
 impl Chat {
     /// Registers our name with our identity key and tops up our prekeys at the relay.
@@ -18,7 +19,7 @@ impl Chat {
                 self.top_up(registered.prekeys_remaining, true).await;
                 Ok(())
             }
-            Err(e) if e.code() == Some("identity_conflict") => Err(ChatError(format!(
+            Err(e) if e.code() == Some(ErrorCode::IdentityConflict) => Err(ChatError(format!(
                 "the relay has {} registered with another identity key: pick another name, or use the data directory that holds {}'s store",
                 self.me, self.me
             ))),

@@ -8,7 +8,7 @@ use proteus_core::IdentityKey;
 use rusqlite::Connection;
 
 use super::db::identity_of;
-use super::errors::{ApiError, bad_nonce, bad_request, bad_signature, err};
+use super::errors::{ApiError, ErrorCode, bad_nonce, bad_request, bad_signature, err};
 use super::limits::{FreshNonce, SpendError};
 use super::routes::Call;
 use super::{Relay, lock};
@@ -40,7 +40,7 @@ impl Relay {
         ) else {
             return Err(err(
                 StatusCode::UNAUTHORIZED,
-                "missing_auth",
+                ErrorCode::MissingAuth,
                 format!(
                     "sign the request: headers {HEADER_USER}, {HEADER_NONCE} (from GET /v1/nonce) and {HEADER_SIGNATURE}"
                 ),
@@ -59,7 +59,7 @@ impl Relay {
             SpendError::Replayed => bad_nonce(),
             SpendError::TooMany => err(
                 StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
+                ErrorCode::RateLimited,
                 format!(
                     "more than {} requests in {:?}: slow down",
                     self.config.max_used_nonces_per_user, self.config.nonce_ttl
@@ -96,7 +96,7 @@ impl Relay {
         .ok_or_else(|| {
             err(
                 StatusCode::UNAUTHORIZED,
-                "unknown_user",
+                ErrorCode::UnknownUser,
                 format!("no user {user:?} is registered"),
             )
         })?;
@@ -117,7 +117,7 @@ impl Relay {
         if !lock(&self.buckets).take(&user.to_owned(), burst, rate) {
             return Err(err(
                 StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
+                ErrorCode::RateLimited,
                 format!(
                     "more than {} requests in a burst or {}/s: slow down",
                     self.config.burst, self.config.rate_per_second
@@ -136,7 +136,7 @@ impl Relay {
         } else {
             Err(err(
                 StatusCode::TOO_MANY_REQUESTS,
-                "rate_limited",
+                ErrorCode::RateLimited,
                 format!("more than {burst} registrations in a burst from this address: slow down"),
             ))
         }
@@ -148,7 +148,7 @@ impl Relay {
         } else {
             Err(err(
                 StatusCode::FORBIDDEN,
-                "forbidden",
+                ErrorCode::Forbidden,
                 format!("{} may not {what} of {name}", authed.user),
             ))
         }

@@ -2,14 +2,16 @@
 
 use hyper::StatusCode;
 
+pub(super) use crate::api::ErrorCode;
+
 #[derive(Debug)]
 pub(super) struct ApiError {
     pub(super) status: StatusCode,
-    pub(super) code: &'static str,
+    pub(super) code: ErrorCode,
     pub(super) message: String,
 }
 
-pub(super) fn err(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+pub(super) fn err(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
     ApiError {
         status,
         code,
@@ -18,13 +20,13 @@ pub(super) fn err(status: StatusCode, code: &'static str, message: impl Into<Str
 }
 
 pub(super) fn bad_request(message: impl Into<String>) -> ApiError {
-    err(StatusCode::BAD_REQUEST, "bad_request", message)
+    err(StatusCode::BAD_REQUEST, ErrorCode::BadRequest, message)
 }
 
 pub(super) fn internal(e: impl std::fmt::Display) -> ApiError {
     err(
         StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
+        ErrorCode::Internal,
         format!("relay failure: {e}"),
     )
 }
@@ -44,7 +46,7 @@ pub(super) fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Reply 
 pub(super) fn too_large(limit: usize) -> ApiError {
     err(
         StatusCode::PAYLOAD_TOO_LARGE,
-        "too_large",
+        ErrorCode::TooLarge,
         format!("the body is larger than {limit} bytes"),
     )
 }
@@ -52,17 +54,17 @@ pub(super) fn too_large(limit: usize) -> ApiError {
 pub(super) fn bad_nonce() -> ApiError {
     err(
         StatusCode::UNAUTHORIZED,
-        "bad_nonce",
+        ErrorCode::BadNonce,
         "the nonce is unknown, expired or used: get a fresh one",
     )
 }
 
 pub(super) fn bad_signature(message: impl Into<String>) -> ApiError {
-    err(StatusCode::UNAUTHORIZED, "bad_signature", message)
+    err(StatusCode::UNAUTHORIZED, ErrorCode::BadSignature, message)
 }
 
 pub(super) fn bad_bundle(message: impl Into<String>) -> ApiError {
-    err(StatusCode::BAD_REQUEST, "bad_bundle", message)
+    err(StatusCode::BAD_REQUEST, ErrorCode::BadBundle, message)
 }
 
 pub(super) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {

@@ -6,7 +6,9 @@ use proteus_core::{BundleVerification, PreKeyBundle};
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
 use super::db::{count_prekeys, identity_of};
-use super::errors::{Reply, bad_bundle, bad_request, db_err, err, internal, json, parse_json};
+use super::errors::{
+    ErrorCode, Reply, bad_bundle, bad_request, db_err, err, internal, json, parse_json,
+};
 use super::routes::Call;
 use super::{Relay, lock};
 use crate::api::{self, ClaimedBundle, LAST_RESORT_ID, PreKeyCount, UploadPreKeys};
@@ -20,7 +22,7 @@ impl Relay {
         if request.prekeys.len() > self.config.max_upload {
             return Err(err(
                 StatusCode::BAD_REQUEST,
-                "too_many_prekeys",
+                ErrorCode::TooManyPrekeys,
                 format!("at most {} bundles per upload", self.config.max_upload),
             ));
         }
@@ -75,7 +77,7 @@ impl Relay {
         if prekeys_remaining > self.config.max_prekeys {
             return Err(err(
                 StatusCode::BAD_REQUEST,
-                "too_many_prekeys",
+                ErrorCode::TooManyPrekeys,
                 format!(
                     "the relay keeps at most {} one-time prekeys per user",
                     self.config.max_prekeys
@@ -98,7 +100,7 @@ impl Relay {
         if identity_of(&tx, name)?.is_none() {
             return Err(err(
                 StatusCode::NOT_FOUND,
-                "unknown_user",
+                ErrorCode::UnknownUser,
                 format!("no user {name:?} is registered"),
             ));
         }
@@ -140,7 +142,7 @@ impl Relay {
                 let last = last.ok_or_else(|| {
                     err(
                         StatusCode::NOT_FOUND,
-                        "no_prekeys",
+                        ErrorCode::NoPrekeys,
                         format!("{name} has published no prekeys"),
                     )
                 })?;

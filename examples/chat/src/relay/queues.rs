@@ -9,7 +9,7 @@ use proteus_core::Envelope;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::db::{count_prekeys, to_i64, to_u64};
-use super::errors::{ApiError, Reply, bad_request, db_err, err, json, too_large};
+use super::errors::{ApiError, ErrorCode, Reply, bad_request, db_err, err, json, too_large};
 use super::routes::{Call, query_pairs};
 use super::{Relay, lock};
 use crate::api::{self, AckResponse, QueuePage, QueuedEnvelope, SendResponse};
@@ -25,7 +25,7 @@ impl Relay {
             Envelope::from_bytes(&call.body).map_err(|e| {
                 err(
                     StatusCode::BAD_REQUEST,
-                    "bad_envelope",
+                    ErrorCode::BadEnvelope,
                     format!("the body is not a Proteus envelope: {e}"),
                 )
             })?;
@@ -41,7 +41,7 @@ impl Relay {
             let seq = next.map(to_u64).ok_or_else(|| {
                 err(
                     StatusCode::NOT_FOUND,
-                    "unknown_user",
+                    ErrorCode::UnknownUser,
                     format!("no user {name:?} is registered"),
                 )
             })?;
@@ -53,7 +53,7 @@ impl Relay {
             if queued >= self.config.max_queue {
                 return Err(err(
                     StatusCode::INSUFFICIENT_STORAGE,
-                    "queue_full",
+                    ErrorCode::QueueFull,
                     format!("{name}'s queue is full ({queued} messages)"),
                 ));
             }
@@ -67,7 +67,7 @@ impl Relay {
             if mine >= self.config.max_queue_per_sender {
                 return Err(err(
                     StatusCode::TOO_MANY_REQUESTS,
-                    "queue_quota",
+                    ErrorCode::QueueQuota,
                     format!(
                         "{} already has {mine} messages waiting for {name}: wait until {name} reads them",
                         authed.user

@@ -11,7 +11,7 @@ use hyper::header::{
 };
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::errors::{ApiError, bad_request, err, internal, json, too_large};
+use super::errors::{ApiError, ErrorCode, bad_request, err, internal, json, too_large};
 use super::files::{content_type, static_path};
 use super::{PKG_PREFIX, Relay, lock};
 use crate::api::{self, ErrorBody, HEADER_REPLAY_NONCE, NonceResponse};
@@ -43,7 +43,7 @@ impl Relay {
             Ok(Routed::File(content_type, body)) => (StatusCode::OK, content_type, body, true),
             Err(e) => {
                 let body = serde_json::to_vec(&ErrorBody {
-                    error: e.code.to_owned(),
+                    error: e.code,
                     message: e.message,
                 })
                 .unwrap_or_default();
@@ -94,7 +94,11 @@ impl Relay {
             return if method == Method::GET || method == Method::HEAD {
                 self.static_file(&path).await
             } else {
-                Err(err(StatusCode::NOT_FOUND, "not_found", "no such route"))
+                Err(err(
+                    StatusCode::NOT_FOUND,
+                    ErrorCode::NotFound,
+                    "no such route",
+                ))
             };
         }
         let declared = req
@@ -114,7 +118,7 @@ impl Relay {
         .map_err(|_| {
             err(
                 StatusCode::REQUEST_TIMEOUT,
-                "timeout",
+                ErrorCode::Timeout,
                 format!(
                     "the body did not arrive within {:?}",
                     self.config.body_timeout
@@ -175,10 +179,14 @@ impl Relay {
             (_, ["v1", "nonce"] | ["v1", "users" | "prekeys" | "queues", _])
             | (_, ["v1", "prekeys", _, "claim"]) => Err(err(
                 StatusCode::METHOD_NOT_ALLOWED,
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("{method} is not allowed here"),
             )),
-            _ => Err(err(StatusCode::NOT_FOUND, "not_found", "no such route")),
+            _ => Err(err(
+                StatusCode::NOT_FOUND,
+                ErrorCode::NotFound,
+                "no such route",
+            )),
         }?;
         Ok(Routed::Json(reply.0, reply.1))
     }
@@ -187,7 +195,7 @@ impl Relay {
 
     /// A file of the web client (`web_dir`) or, under [`PKG_PREFIX`], of the web package.
     pub(super) async fn static_file(&self, path: &str) -> Result<Routed, ApiError> {
-        let not_found = || err(StatusCode::NOT_FOUND, "not_found", "no such file");
+        let not_found = || err(StatusCode::NOT_FOUND, ErrorCode::NotFound, "no such file");
         let (root, rest) = match path.strip_prefix(PKG_PREFIX) {
             Some(rest) => (&self.config.web_pkg_dir, rest),
             None => (&self.config.web_dir, path),

@@ -5,7 +5,7 @@ use proteus_core::{IdentityKey, PublicKey};
 use rusqlite::{TransactionBehavior, params};
 
 use super::db::{count_prekeys, identity_of};
-use super::errors::{Reply, bad_request, bad_signature, db_err, err, json, parse_json};
+use super::errors::{ErrorCode, Reply, bad_request, bad_signature, db_err, err, json, parse_json};
 use super::routes::Call;
 use super::{Relay, lock};
 use crate::api::{self, RegisterRequest, RegisterResponse};
@@ -16,7 +16,7 @@ impl Relay {
         if user != name {
             return Err(err(
                 StatusCode::FORBIDDEN,
-                "forbidden",
+                ErrorCode::Forbidden,
                 format!("a request signed as {user:?} cannot register {name:?}"),
             ));
         }
@@ -44,7 +44,7 @@ impl Relay {
             self.take_registration(call.peer)?;
             return Err(err(
                 StatusCode::CONFLICT,
-                "identity_conflict",
+                ErrorCode::IdentityConflict,
                 format!("{name} is registered with another identity key"),
             ));
         }
