@@ -21,7 +21,7 @@
 //! [`signed_message`]`(user, nonce, method, path and query, body)` and sends the user, the nonce
 //! and the signature in the [`HEADER_USER`], [`HEADER_NONCE`] and [`HEADER_SIGNATURE`] headers.
 //! A nonce is accepted once and only within its time window, so a replayed request is refused
-//! (see [`crate::relay_limits`] for why flooding cannot undo that); the signature covers the body, so
+//! (see [`crate::relay::limits`] for why flooding cannot undo that); the signature covers the body, so
 //! a changed request is refused. A user name is bound to the identity key that registered it
 //! first (trust on first use at the relay); clients check their peers' fingerprints themselves.
 //!
@@ -172,23 +172,114 @@ pub struct AckResponse {
 }
 
 /// Every error: a stable code and a sentence.
-///
-/// Codes: `bad_request`, `bad_envelope`, `bad_bundle`, `missing_auth`, `bad_nonce`,
-/// `bad_signature`, `unknown_user`, `forbidden`, `identity_conflict`, `not_found`,
-/// `no_prekeys`, `too_large`, `too_many_prekeys`, `rate_limited`, `queue_full` (507: the
-/// recipient's queue), `queue_quota` (429: the sender's share of it), `timeout` (408: the body
-/// was too slow), `internal`.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ErrorBody {
     /// The stable code.
-    pub error: String,
+    pub error: ErrorCode,
     /// What went wrong, for people.
     pub message: String,
+}
+
+/// The stable code of a refused request, `snake_case` on the wire (`"queue_full"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// The request is malformed (a parameter, a name, the JSON, the method).
+    BadRequest,
+    /// The body of a send is not a Proteus envelope.
+    BadEnvelope,
+    /// An uploaded prekey bundle is malformed, someone else's or badly signed.
+    BadBundle,
+    /// The request is not signed.
+    MissingAuth,
+    /// The nonce is unknown, expired or used.
+    BadNonce,
+    /// The signature does not verify.
+    BadSignature,
+    /// No such user is registered.
+    UnknownUser,
+    /// The signer may not do this to another user's data.
+    Forbidden,
+    /// The name is registered with another identity key.
+    IdentityConflict,
+    /// No such route or file.
+    NotFound,
+    /// The user has published no prekeys.
+    NoPrekeys,
+    /// The body is too large.
+    TooLarge,
+    /// Too many prekeys in one upload, or kept for one user.
+    TooManyPrekeys,
+    /// Too many requests: try again later (429).
+    RateLimited,
+    /// The recipient's queue is full (507).
+    QueueFull,
+    /// The sender's share of the recipient's queue is full (429).
+    QueueQuota,
+    /// The body was too slow (408).
+    Timeout,
+    /// The relay failed.
+    Internal,
+    /// A code this build does not know (a newer relay).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ErrorCode {
+    /// The code as on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::BadRequest => "bad_request",
+            Self::BadEnvelope => "bad_envelope",
+            Self::BadBundle => "bad_bundle",
+            Self::MissingAuth => "missing_auth",
+            Self::BadNonce => "bad_nonce",
+            Self::BadSignature => "bad_signature",
+            Self::UnknownUser => "unknown_user",
+            Self::Forbidden => "forbidden",
+            Self::IdentityConflict => "identity_conflict",
+            Self::NotFound => "not_found",
+            Self::NoPrekeys => "no_prekeys",
+            Self::TooLarge => "too_large",
+            Self::TooManyPrekeys => "too_many_prekeys",
+            Self::RateLimited => "rate_limited",
+            Self::QueueFull => "queue_full",
+            Self::QueueQuota => "queue_quota",
+            Self::Timeout => "timeout",
+            Self::Internal => "internal",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_codes_are_their_wire_names() {
+        for code in [
+            ErrorCode::BadRequest,
+            ErrorCode::IdentityConflict,
+            ErrorCode::NoPrekeys,
+            ErrorCode::TooManyPrekeys,
+            ErrorCode::QueueQuota,
+            ErrorCode::Internal,
+        ] {
+            let wire = serde_json::to_string(&code).unwrap();
+            assert_eq!(wire, format!("\"{}\"", code.as_str()));
+            assert_eq!(serde_json::from_str::<ErrorCode>(&wire).unwrap(), code);
+        }
+        let newer: ErrorCode = serde_json::from_str("\"from_the_future\"").unwrap();
+        assert_eq!(newer, ErrorCode::Unknown);
+    }
 
     #[test]
     fn names() {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use proteus_chat::DEFAULT_RELAY;
-use proteus_chat::chat::{self, ChatOptions};
+use proteus_chat::client::{self, ChatOptions};
 use proteus_chat::relay::{self, RelayConfig};
 
 const USAGE: &str = "\
@@ -36,6 +36,17 @@ usage: proteus-chat <me> <peer> [--relay ADDR] [--data DIR] [--no-embed]
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = match parse(args) {
+        Ok(Some(args)) => args,
+        Ok(None) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("proteus-chat: {e}\n{USAGE}");
+            return ExitCode::FAILURE;
+        }
+    };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -51,27 +62,49 @@ struct Args {
     no_embed: bool,
 }
 
-fn parse(args: Vec<String>) -> Result<Args, String> {
+/// The options that take a value (`--name VALUE` or `--name=VALUE`).
+const VALUED: [&str; 10] = [
+    "relay",
+    "data",
+    "listen",
+    "db",
+    "web",
+    "web-pkg",
+    "rate",
+    "burst",
+    "claim-burst",
+    "max-message",
+];
+
+/// The command line; `None` for `-h`/`--help`.
+fn parse(args: Vec<String>) -> Result<Option<Args>, String> {
+    use lexopt::Arg::{Long, Short, Value};
+    use lexopt::ValueExt as _;
     let mut parsed = Args {
         positional: Vec::new(),
         options: Vec::new(),
         no_embed: false,
     };
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Err(String::new()),
-            "--no-embed" => parsed.no_embed = true,
-            "--relay" | "--data" | "--listen" | "--db" | "--web" | "--web-pkg" | "--rate"
-            | "--burst" | "--claim-burst" | "--max-message" => {
-                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
-                parsed.options.push((arg, value));
+    let mut parser = lexopt::Parser::from_args(args);
+    let text = |e: lexopt::Error| e.to_string();
+    while let Some(arg) = parser.next().map_err(text)? {
+        match arg {
+            Short('h') | Long("help") => return Ok(None),
+            Long("no-embed") => parsed.no_embed = true,
+            Long(name) if VALUED.contains(&name) => {
+                let name = format!("--{name}");
+                let value = parser
+                    .value()
+                    .map_err(|_| format!("{name} needs a value"))?
+                    .string()
+                    .map_err(text)?;
+                parsed.options.push((name, value));
             }
-            a if a.starts_with('-') => return Err(format!("unknown option {a}")),
-            _ => parsed.positional.push(arg),
+            Value(value) => parsed.positional.push(value.string().map_err(text)?),
+            arg => return Err(arg.unexpected().to_string()),
         }
     }
-    Ok(parsed)
+    Ok(Some(parsed))
 }
 
 impl Args {
@@ -130,14 +163,7 @@ fn default_web_pkg_dir() -> Option<PathBuf> {
     dir.join("index.js").is_file().then_some(dir)
 }
 
-fn run(args: Vec<String>) -> Result<(), String> {
-    let args = parse(args).map_err(|e| {
-        if e.is_empty() {
-            USAGE.to_owned()
-        } else {
-            format!("{e}\n{USAGE}")
-        }
-    })?;
+fn run(args: Args) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -186,7 +212,7 @@ fn run(args: Vec<String>) -> Result<(), String> {
                 web_pkg_dir,
             };
             runtime
-                .block_on(chat::run(options))
+                .block_on(client::run(options))
                 .map_err(|e| e.to_string())
         }
         _ => Err(USAGE.to_owned()),

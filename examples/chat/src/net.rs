@@ -13,7 +13,7 @@ use proteus_core::{IdentityKey, PreKeyBundle};
 use tokio::net::TcpStream;
 
 use crate::api::{
-    self, AckResponse, ClaimedBundle, ErrorBody, HEADER_NONCE, HEADER_REPLAY_NONCE,
+    self, AckResponse, ClaimedBundle, ErrorBody, ErrorCode, HEADER_NONCE, HEADER_REPLAY_NONCE,
     HEADER_SIGNATURE, HEADER_USER, NonceResponse, PreKeyCount, QueuePage, RegisterRequest,
     RegisterResponse, SendResponse, UploadPreKeys,
 };
@@ -30,8 +30,8 @@ pub enum NetError {
     Api {
         /// The HTTP status.
         status: u16,
-        /// The relay's error code (see [`ErrorBody`]).
-        code: String,
+        /// The relay's error code.
+        code: ErrorCode,
         /// The relay's explanation.
         message: String,
     },
@@ -41,9 +41,9 @@ pub enum NetError {
 
 impl NetError {
     /// The relay's error code, if the relay answered with an error.
-    pub fn code(&self) -> Option<&str> {
+    pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Self::Api { code, .. } => Some(code),
+            Self::Api { code, .. } => Some(*code),
             _ => None,
         }
     }
@@ -100,7 +100,7 @@ pub struct RawResponse {
 
 impl RawResponse {
     /// The relay's error code, if the body is an [`ErrorBody`].
-    pub fn error_code(&self) -> Option<String> {
+    pub fn error_code(&self) -> Option<ErrorCode> {
         serde_json::from_slice::<ErrorBody>(&self.body)
             .ok()
             .map(|e| e.error)
@@ -257,7 +257,7 @@ impl RelayClient {
                 )
                 .await?;
             match check(response) {
-                Err(e) if e.code() == Some("bad_nonce") && attempt < 3 => {
+                Err(e) if e.code() == Some(ErrorCode::BadNonce) && attempt < 3 => {
                     self.nonces
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)

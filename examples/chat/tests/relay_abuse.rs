@@ -16,6 +16,7 @@ mod relay_support;
 use std::time::{Duration, Instant};
 
 use hyper::Method;
+use proteus_chat::api::ErrorCode;
 use proteus_core::{PreKeyBundle, PreKeyId};
 use relay_support::{T, User, assert_refused, envelope, snapshot, start, world};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -70,7 +71,7 @@ async fn registrations_are_limited_per_address() {
     let before = snapshot(&db);
     for u in &users[3..] {
         let e = u.relay.register(u.identity.public_key()).await.unwrap_err();
-        assert_eq!(e.code(), Some("rate_limited"), "{e}");
+        assert_eq!(e.code(), Some(ErrorCode::RateLimited), "{e}");
     }
     assert_eq!(
         snapshot(&db),
@@ -150,7 +151,7 @@ async fn one_sender_cannot_fill_a_queue() {
         .await;
     assert_refused(&r, 429, "queue_quota");
     assert_eq!(snapshot(&db), before);
-    assert_eq!(refusal.unwrap().code(), Some("queue_quota"));
+    assert_eq!(refusal.unwrap().code(), Some(ErrorCode::QueueQuota));
     // Others still reach alice; once she reads, bob may send again.
     let carol = User::new("carol", &relay);
     carol

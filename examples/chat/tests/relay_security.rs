@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::Method;
-use proteus_chat::api::{self, QueuePage};
+use proteus_chat::api::{self, ErrorCode, QueuePage};
 use proteus_core::{OsRng, PreKey, PreKeyBundle, PreKeyId};
 use relay_support::{T, User, assert_refused, envelope, snapshot, start, world};
 
@@ -293,7 +293,7 @@ async fn alice_less_claim(bob: &User) -> Option<String> {
         .claim("nobody")
         .await
         .err()
-        .and_then(|e| e.code().map(str::to_owned))
+        .and_then(|e| e.code().map(|c| c.as_str().to_owned()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -396,13 +396,13 @@ async fn queue_and_prekey_quotas_hold() {
     bob.relay.send("alice", &envelope()).await.unwrap();
     let before = snapshot(&db);
     let err = bob.relay.send("alice", &envelope()).await.unwrap_err();
-    assert_eq!(err.code(), Some("queue_full"));
+    assert_eq!(err.code(), Some(ErrorCode::QueueFull));
     let err = alice
         .relay
         .upload_prekeys(&alice.bundles(10..13), None)
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Some("too_many_prekeys"));
+    assert_eq!(err.code(), Some(ErrorCode::TooManyPrekeys));
     assert_eq!(snapshot(&db), before);
     relay.shutdown().await;
 }

@@ -1,4 +1,4 @@
-// The web client of proteus-chat: the same chat as the terminal client (src/chat.rs), in a page
+// The web client of proteus-chat: the same chat as the terminal client (src/client/), in a page
 // served by the relay. The engine is the web package (served at /pkg/), its state in IndexedDB;
 // the chat's own records (messages by id, pinned fingerprints, held messages, the outbox) are
 // in a second IndexedDB database. The relay's protocol is in README.md beside this file.

@@ -1,0 +1,109 @@
+//! Sending: a line is encrypted (a session made first from a claimed bundle, its identity
+//! checked) and kept in the outbox until the relay has it.
+
+use proteus_core::PreKeyBundle;
+
+use super::identity::changed_warning;
+use super::terminal::say;
+use super::{Chat, ChatError, MAX_TEXT};
+use crate::api::ErrorCode;
+use crate::net::NetError;
+
+impl Chat {
+    /// Encrypts and sends a line (through the outbox, so nothing typed is lost while the
+    /// relay is away).
+    pub(super) async fn send(&mut self, text: &str) -> Result<(), ChatError> {
+        let peer = self.peer.clone();
+        if text.len() > MAX_TEXT {
+            say(format!("! not sent: a line is at most {MAX_TEXT} bytes"));
+            return Ok(());
+        }
+        if let Some(p) = self.db.peer(&peer)?
+            && let Some(pending) = p.pending
+        {
+            for l in changed_warning(&peer, &p.fingerprint, &pending) {
+                say(l);
+            }
+            say("! not sent");
+            return Ok(());
+        }
+        let has_session = self.client().has_session(&peer)?;
+        if !has_session {
+            let (bundle, _) = match self.relay.claim(&peer).await {
+                Ok(b) => b,
+                Err(e)
+                    if matches!(
+                        e.code(),
+                        Some(ErrorCode::UnknownUser | ErrorCode::NoPrekeys)
+                    ) =>
+                {
+                    say(format!(
+                        "! not sent: {peer} has not joined the relay yet (run `proteus-chat {peer} {}`)",
+                        self.me
+                    ));
+                    return Ok(());
+                }
+                Err(e) => {
+                    say(format!("! not sent: {e}"));
+                    return Ok(());
+                }
+            };
+            let fingerprint = match PreKeyBundle::from_bytes(&bundle) {
+                Ok(b) => b.identity_key().fingerprint(),
+                Err(e) => {
+                    say(format!(
+                        "! not sent: the relay gave a bad bundle for {peer}: {e}"
+                    ));
+                    return Ok(());
+                }
+            };
+            let notes = self.db_check_identity(&peer, &fingerprint)?;
+            let blocked = self.db.peer(&peer)?.is_some_and(|p| p.pending.is_some());
+            for l in notes {
+                say(l);
+            }
+            if blocked {
+                say("! not sent");
+                return Ok(());
+            }
+            self.client().create_session(&peer, &bundle)?;
+        }
+        let envelope = self.client().encrypt(&peer, text.as_bytes())?;
+        self.db.record_sent(&peer, text, &envelope)?;
+        self.flush_outbox().await;
+        Ok(())
+    }
+
+    /// Sends what waits in the outbox, in order; stops at the first failure to retry later.
+    pub(super) async fn flush_outbox(&mut self) {
+        let Ok(outbox) = self.db.outbox() else {
+            return;
+        };
+        for (n, peer, envelope) in outbox {
+            match self.relay.send(&peer, &envelope).await {
+                Ok(_) => {
+                    let _ = self.db.outbox_done(n);
+                }
+                Err(NetError::Api {
+                    status,
+                    code,
+                    message,
+                }) if status != 429 && status < 500 => {
+                    say(format!(
+                        "! the relay refused a message to {peer} ({code}: {message}); dropped"
+                    ));
+                    let _ = self.db.outbox_done(n);
+                }
+                Err(e) => {
+                    if !self.outbox_blocked {
+                        say(format!(
+                            "* kept in the outbox, sent when the relay is back ({e})"
+                        ));
+                    }
+                    self.outbox_blocked = true;
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `POST /v1/users/{name}`: registers a name with an identity key (or confirms it).
+
+use hyper::StatusCode;
+use proteus_core::{IdentityKey, PublicKey};
+use rusqlite::{TransactionBehavior, params};
+
+use super::db::{count_prekeys, identity_of};
+use super::errors::{ErrorCode, Reply, bad_request, bad_signature, db_err, err, json, parse_json};
+use super::routes::Call;
+use super::{Relay, lock};
+use crate::api::{self, RegisterRequest, RegisterResponse};
+
+impl Relay {
+    pub(super) fn register(&self, name: &str, call: &Call) -> Reply {
+        let (user, nonce, fresh, signature) = self.auth_headers(call)?;
+        if user != name {
+            return Err(err(
+                StatusCode::FORBIDDEN,
+                ErrorCode::Forbidden,
+                format!("a request signed as {user:?} cannot register {name:?}"),
+            ));
+        }
+        let request: RegisterRequest = parse_json(&call.body)?;
+        let identity = api::unb64(&request.identity)
+            .and_then(|b| <[u8; 32]>::try_from(b).ok())
+            .map(|b| IdentityKey::new(PublicKey::from_bytes(b)))
+            .filter(|k| k.public_key().validate().is_ok())
+            .ok_or_else(|| bad_request("identity: not a valid 32-byte Ed25519 key in base64"))?;
+        if !Self::verify(call, user, nonce, &identity, &signature) {
+            return Err(bad_signature(
+                "the signature does not verify with the identity key being registered",
+            ));
+        }
+        let mut db = lock(&self.db);
+        let tx = db
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        // The signature only proves the caller holds the key in the body: the name's budget
+        // is spent only once that key is the name's (or the name is new), so a stranger
+        // claiming a taken name cannot drain its owner's rate.
+        // The nonce is recorded only then too: it is recorded in the name's set of used nonces.
+        let existing = identity_of(&tx, name)?;
+        if existing.as_ref().is_some_and(|e| *e != identity) {
+            self.take_registration(call.peer)?;
+            return Err(err(
+                StatusCode::CONFLICT,
+                ErrorCode::IdentityConflict,
+                format!("{name} is registered with another identity key"),
+            ));
+        }
+        if existing.is_none() {
+            self.take_registration(call.peer)?;
+        }
+        self.spend_nonce(name, fresh)?;
+        self.take_token(name)?;
+        let created = match existing {
+            Some(_) => false,
+            None => {
+                tx.execute(
+                    "INSERT INTO users (name, identity, next_seq) VALUES (?1, ?2, 1)",
+                    params![name, identity.public_key().as_bytes().as_slice()],
+                )
+                .map_err(db_err)?;
+                true
+            }
+        };
+        let prekeys_remaining = count_prekeys(&tx, name)?;
+        tx.commit().map_err(db_err)?;
+        json(
+            if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            },
+            &RegisterResponse {
+                created,
+                prekeys_remaining,
+            },
+        )
+    }
+}
