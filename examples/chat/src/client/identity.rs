@@ -7,8 +7,7 @@ use super::inbox::show;
 use super::records::{Held, MAX_HELD_PER_PEER};
 use super::terminal::{grouped, say};
 use super::{Chat, ChatError};
-use proteus_core::{Envelope, Message};
-use proteus_client::QueuedMessage;
+use proteus_client::{QueuedMessage, claimed_sender};
 
 impl Chat {
     /// Splits a page before anything is decrypted: a prekey message that claims an identity
@@ -186,12 +185,12 @@ pub(super) fn changed_warning(peer: &str, known: &str, now: &str) -> Vec<String>
     ]
 }
 
-/// The fingerprint of the identity a prekey message claims (`None` for any other envelope, or
-/// bytes that are no envelope). The only place the chat decodes an envelope itself: once the
-/// engine's decrypt result names the sender's identity, this goes.
+/// The fingerprint of the identity a prekey message claims, read by the engine before it is
+/// decrypted (`None` for any other envelope, or bytes that are no envelope): what lets a message
+/// from a changed identity be held unread.
 fn claimed_identity(envelope: &[u8]) -> Option<String> {
-    match Envelope::from_bytes(envelope).ok()?.message() {
-        Message::PreKey(pkm) => Some(pkm.identity_key.fingerprint()),
-        Message::Cipher(_) => None,
-    }
+    claimed_sender(envelope)
+        .ok()
+        .flatten()
+        .map(|key| key.fingerprint())
 }

@@ -2,14 +2,17 @@
 //! arrive while online, each decrypted with the batch API and recorded before the engine
 //! commits, then shown and acknowledged.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use proteus_client::ClientError;
+use proteus_client::{BatchError, Chunking, ClientError};
 
 use super::records::Received;
+
+/// Results handed to the chat (and the progress bar moved) this many at a time.
+const PROGRESS_CHUNK: usize = 16;
 use super::terminal::{printable, say};
 use super::{Chat, ChatError, PAGE, PROGRESS_FROM, lock};
 use crate::api::{self, QueuePage};
@@ -147,53 +150,57 @@ impl Chat {
         notes.extend(self.hold(&held)?);
         let mut received = Vec::new();
         let mut fresh = Vec::new();
-        let mut failure = None;
         let mut recording = Duration::ZERO;
+        // The identity each new session's first message named (the engine's decrypt result).
+        let mut senders = HashMap::new();
         let client = self.client.clone();
         let mut client = lock(&client);
         let db = &mut self.db;
-        let result = client.decrypt_batch(&queue, |d, progress| {
-            match &d.outcome {
-                Ok(plaintext) => received.push(Received {
-                    id: d.message_id,
-                    from: d.session_id.clone(),
-                    text: String::from_utf8_lossy(plaintext).into_owned(),
-                }),
-                Err(_) if d.is_already_seen() => {}
-                Err(e) => notes.push(format!(
-                    "! a message from {} could not be decrypted: {e} ({} {}){}",
-                    d.session_id,
-                    e.kind(),
-                    e.code(),
-                    if matches!(e, ClientError::SessionNotFound(_)) {
-                        format!("; {} may have to /reset the session", d.session_id)
-                    } else {
-                        String::new()
+        let result = client.decrypt_batch_chunked(
+            &queue,
+            Chunking::every(PROGRESS_CHUNK),
+            |chunk, progress| {
+                for d in chunk {
+                    if let Some(sender) = &d.sender {
+                        senders.insert(d.session_id.clone(), sender.fingerprint());
                     }
-                )),
-            }
-            if let Some(bar) = bar {
-                bar.set_position(offset + progress.done as u64);
-            }
-            if progress.done == progress.total {
-                // Before the engine commits: the plaintexts must be safe first.
-                let started = Instant::now();
-                let recorded = db.record_batch(&received);
-                recording = started.elapsed();
-                match recorded {
-                    Ok(f) => fresh = f,
-                    Err(e) => {
-                        failure = Some(e);
-                        return ControlFlow::Break(());
+                    match &d.outcome {
+                        Ok(plaintext) => received.push(Received {
+                            id: d.message_id,
+                            from: d.session_id.clone(),
+                            text: String::from_utf8_lossy(plaintext).into_owned(),
+                        }),
+                        Err(_) if d.is_already_seen() => {}
+                        Err(e) => notes.push(format!(
+                            "! a message from {} could not be decrypted: {e} ({} {}){}",
+                            d.session_id,
+                            e.kind(),
+                            e.code(),
+                            if matches!(e, ClientError::SessionNotFound(_)) {
+                                format!("; {} may have to /reset the session", d.session_id)
+                            } else {
+                                String::new()
+                            }
+                        )),
                     }
                 }
-            }
-            ControlFlow::Continue(())
-        });
-        if let Some(e) = failure {
-            return Err(e.into());
+                if let Some(bar) = bar {
+                    bar.set_position(offset + progress.done as u64);
+                }
+                if progress.done == progress.total {
+                    // Before the engine commits: the plaintexts must be safe first.
+                    let started = Instant::now();
+                    fresh = db.record_batch(&received)?;
+                    recording = started.elapsed();
+                }
+                Ok::<_, rusqlite::Error>(ControlFlow::Continue(()))
+            },
+        );
+        match result {
+            Ok(_) => {}
+            Err(BatchError::Client(e)) => return Err(e.into()),
+            Err(BatchError::Delivery(e)) => return Err(e.into()),
         }
-        result?;
 
         // Pin first-seen identities; a changed one waits for /accept.
         let mut seen = HashSet::new();
@@ -201,7 +208,11 @@ impl Chat {
             if !seen.insert(m.from.clone()) {
                 continue;
             }
-            if let Ok(fingerprint) = client.remote_fingerprint(&m.from) {
+            let fingerprint = match senders.remove(&m.from) {
+                Some(fingerprint) => Some(fingerprint),
+                None => client.remote_fingerprint(&m.from).ok(),
+            };
+            if let Some(fingerprint) = fingerprint {
                 notes.extend(self.db_check_identity(&m.from, &fingerprint)?);
             }
         }
