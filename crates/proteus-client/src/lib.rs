@@ -156,3 +156,9 @@ pub use storage::{Journal, MemoryStorage, Record, Storage, Table, Write};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
+
+/// The repository README's Rust examples (the core's and the client's), compiled and run as
+/// doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct RootReadmeDoctests;

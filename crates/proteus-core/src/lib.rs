@@ -115,8 +115,3 @@ pub mod staged {
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-
-/// The root README's "Using the core" example, compiled and run as a doctest.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct RootReadmeDoctests;
