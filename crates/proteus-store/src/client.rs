@@ -13,12 +13,13 @@ use crate::batch::{Decrypted, MessageId, Progress, QueuedMessage};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
 use crate::records::{
-    META_IDENTITY, META_NEXT_PREKEY_ID, META_SEAL_CHECK, check_session_id, prekey_key,
-    staged_prefix,
+    META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix,
 };
 use crate::replay_guard::ReplayGuard;
 use crate::session_cache::SessionCache;
 use crate::storage::{MemoryStorage, Storage, Table, Write};
+
+mod operation;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
@@ -31,6 +32,8 @@ pub struct Client {
     sessions: SessionCache,
     max_counter_gap: u32,
     replay_guard: ReplayGuard,
+    /// Whether an operation of the commit protocol is open (see `operation.rs`).
+    in_operation: bool,
 }
 
 impl Client {
@@ -80,53 +83,14 @@ impl Client {
     /// if the storage holds nothing yet. Storage that holds records but no identity is corrupt
     /// and is refused, never reinitialised.
     pub fn with_storage(mut storage: Box<dyn Storage>) -> Result<Self, ClientError> {
-        let identity = match storage.get(Table::Meta, META_IDENTITY)? {
-            Some(bytes) => match IdentityKeyPair::from_bytes(&bytes) {
-                Ok(identity) => identity,
-                // Sealed records read without the key: say so rather than "corrupt".
-                Err(_) if storage.get(Table::Meta, META_SEAL_CHECK)?.is_some() => {
-                    return Err(StoreError::KeyRequired.into());
-                }
-                Err(e) => return Err(StoreError::Corrupt(format!("identity record: {e}")).into()),
-            },
-            None => {
-                for table in [Table::PreKeys, Table::Sessions, Table::StagedKeys] {
-                    if !storage.scan(table, &[])?.is_empty() {
-                        return Err(StoreError::Corrupt(format!(
-                            "the identity is missing but {} are stored",
-                            table.name()
-                        ))
-                        .into());
-                    }
-                }
-                let identity = IdentityKeyPair::generate(&mut OsRng);
-                let last_resort = PreKey::last_resort(&mut OsRng);
-                storage.commit(&[
-                    Write::Put {
-                        table: Table::Meta,
-                        key: META_IDENTITY.to_vec(),
-                        value: identity.to_bytes(),
-                    },
-                    Write::Put {
-                        table: Table::PreKeys,
-                        key: prekey_key(last_resort.id()),
-                        value: last_resort.to_bytes(),
-                    },
-                    Write::Put {
-                        table: Table::Meta,
-                        key: META_NEXT_PREKEY_ID.to_vec(),
-                        value: Zeroizing::new(vec![0, 0]),
-                    },
-                ])?;
-                identity
-            }
-        };
+        let identity = operation::open_identity(&mut *storage)?;
         Ok(Self {
             storage,
             identity,
             sessions: SessionCache::default(),
             max_counter_gap: MAX_COUNTER_GAP,
             replay_guard: ReplayGuard::default(),
+            in_operation: false,
         })
     }
 
@@ -160,6 +124,10 @@ impl Client {
     /// Generates `n` one-time prekeys and returns their bundles for publishing. Ids are never
     /// reused while a prekey with that id is stored.
     pub fn generate_prekeys(&mut self, n: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
+        self.operation(|this| this.generate_prekeys_op(n))
+    }
+
+    fn generate_prekeys_op(&mut self, n: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
         let next = self
             .storage
             .get(Table::Meta, META_NEXT_PREKEY_ID)?
@@ -217,6 +185,10 @@ impl Client {
     /// Starts a session with the owner of `bundle` (the bundle's CBOR, as published) under a
     /// caller-chosen id such as `"user:device"`. Fails if a session with that id exists.
     pub fn create_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), ClientError> {
+        self.operation(|this| this.create_session_op(session_id, bundle))
+    }
+
+    fn create_session_op(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         if self.has_session(session_id)? {
             return Err(ClientError::SessionExists(session_id.to_owned()));
@@ -230,6 +202,10 @@ impl Client {
 
     /// Whether a session with this id exists.
     pub fn has_session(&mut self, session_id: &str) -> Result<bool, ClientError> {
+        self.operation(|this| this.has_session_op(session_id))
+    }
+
+    fn has_session_op(&mut self, session_id: &str) -> Result<bool, ClientError> {
         Ok(self.sessions.contains(session_id)
             || self
                 .storage
@@ -250,6 +226,10 @@ impl Client {
 
     /// The peer's fingerprint in a session.
     pub fn remote_fingerprint(&mut self, session_id: &str) -> Result<String, ClientError> {
+        self.operation(|this| this.remote_fingerprint_op(session_id))
+    }
+
+    fn remote_fingerprint_op(&mut self, session_id: &str) -> Result<String, ClientError> {
         Ok(self.session(session_id)?.remote_identity().fingerprint())
     }
 
@@ -257,6 +237,10 @@ impl Client {
     /// the last-resort prekey does not create it again (`DuplicateMessage`, 209; see
     /// [`MAX_LAST_RESORT_BASE_KEYS`](crate::MAX_LAST_RESORT_BASE_KEYS)); a new handshake does.
     pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
+        self.operation(|this| this.delete_session_op(session_id))
+    }
+
+    fn delete_session_op(&mut self, session_id: &str) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         let mut writes = vec![Write::Delete {
             table: Table::Sessions,
@@ -292,6 +276,10 @@ impl Client {
     /// Encrypts for the session's peer. The advanced sending chain is committed before the
     /// envelope is returned, so a crash can never make two messages share a message key.
     pub fn encrypt(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
+        self.operation(|this| this.encrypt_op(session_id, plaintext))
+    }
+
+    fn encrypt_op(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
         let envelope = self.session(session_id)?.encrypt(plaintext)?;
         self.commit_sessions([session_id], &BTreeSet::new())?;
         Ok(envelope.to_bytes())
@@ -302,6 +290,13 @@ impl Client {
     /// Envelopes come back in the order of `messages`. If anything fails, nothing is committed
     /// and no envelope is returned.
     pub fn encrypt_batch(
+        &mut self,
+        messages: &[(&str, &[u8])],
+    ) -> Result<Vec<Vec<u8>>, ClientError> {
+        self.operation(|this| this.encrypt_batch_op(messages))
+    }
+
+    fn encrypt_batch_op(
         &mut self,
         messages: &[(&str, &[u8])],
     ) -> Result<Vec<Vec<u8>>, ClientError> {
@@ -330,6 +325,10 @@ impl Client {
     /// Decrypts one message and commits the result. A PreKeyMessage from a new peer creates
     /// the session; its one-time prekey is deleted in the same commit.
     pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
+        self.operation(|this| this.decrypt_op(session_id, envelope))
+    }
+
+    fn decrypt_op(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
         let mut removed = BTreeSet::new();
         check_session_id(session_id)?;
         let envelope = Envelope::from_bytes(envelope)?;
@@ -351,6 +350,17 @@ impl Client {
     /// included: its messages fail with [`StoreError::Corrupt`]); the call fails only if the
     /// storage itself fails, and then nothing of the batch is committed.
     pub fn decrypt_batch<F>(
+        &mut self,
+        queue: &[QueuedMessage<'_>],
+        deliver: F,
+    ) -> Result<Vec<Decrypted>, ClientError>
+    where
+        F: FnMut(&Decrypted, Progress) -> ControlFlow<()>,
+    {
+        self.operation(|this| this.decrypt_batch_op(queue, deliver))
+    }
+
+    fn decrypt_batch_op<F>(
         &mut self,
         queue: &[QueuedMessage<'_>],
         mut deliver: F,
@@ -514,6 +524,10 @@ impl Client {
     /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
     /// allowed while there are no sessions: they belong to the identity they were made with.
     pub fn import_identity(&mut self, identity: &[u8]) -> Result<(), ClientError> {
+        self.operation(|this| this.import_identity_op(identity))
+    }
+
+    fn import_identity_op(&mut self, identity: &[u8]) -> Result<(), ClientError> {
         let sessions = self.session_ids()?.len();
         if sessions > 0 {
             return Err(ClientError::IdentityInUse(sessions));
@@ -531,6 +545,10 @@ impl Client {
     /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
     /// same id.
     pub fn import_prekey(&mut self, prekey: &[u8]) -> Result<PreKeyId, ClientError> {
+        self.operation(|this| this.import_prekey_op(prekey))
+    }
+
+    fn import_prekey_op(&mut self, prekey: &[u8]) -> Result<PreKeyId, ClientError> {
         let prekey = PreKey::from_bytes(prekey)?;
         self.storage.commit(&[Write::Put {
             table: Table::PreKeys,
@@ -543,6 +561,10 @@ impl Client {
     /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`. It must
     /// belong to our identity; an existing session with that id is an error.
     pub fn import_session(&mut self, session_id: &str, session: &[u8]) -> Result<(), ClientError> {
+        self.operation(|this| this.import_session_op(session_id, session))
+    }
+
+    fn import_session_op(&mut self, session_id: &str, session: &[u8]) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         if self.has_session(session_id)? {
             return Err(ClientError::SessionExists(session_id.to_owned()));
@@ -562,6 +584,10 @@ impl Client {
     /// The session serialised as Wire's Proteus does (with its staged keys), for export. It
     /// holds secret keys.
     pub fn export_session(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
+        self.operation(|this| this.export_session_op(session_id))
+    }
+
+    fn export_session_op(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
         Ok(self.session(session_id)?.to_bytes())
     }
 }

@@ -145,4 +145,4 @@ pub fn rekey_store(
     sealed.inner_mut().compact()?;
     sealed.rekey(new)
 }
-pub use storage::{MemoryStorage, Record, Storage, Table, Write};
+pub use storage::{Freshness, MemoryStorage, Record, Storage, Table, Write};

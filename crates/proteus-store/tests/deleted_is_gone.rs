@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use common::{connect, encrypt_n, run_batch};
 use proteus_store::{
-    Client, OpenMode, Record, SealedStorage, SqliteOptions, SqliteStorage, Storage, StoreError,
-    StoreKey, Table, Write, rekey_store, seal_store,
+    Client, Freshness, OpenMode, Record, SealedStorage, SqliteOptions, SqliteStorage, Storage,
+    StoreError, StoreKey, Table, Write, rekey_store, seal_store,
 };
 use zeroize::Zeroizing;
 
@@ -63,6 +63,14 @@ impl<S: Storage> Storage for Recording<S> {
             }
         }
         Ok(())
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.inner.begin()
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.inner.end()
     }
 }
 

@@ -21,7 +21,7 @@ use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use zeroize::Zeroizing;
 
-use super::{Record, Storage, Table, Write};
+use super::{Freshness, Record, Storage, Table, Write};
 use crate::error::StoreError;
 use crate::records::META_SEALED_IDS_HASHED;
 
@@ -412,5 +412,13 @@ impl<S: Storage> Storage for SealedStorage<S> {
             });
         }
         self.inner.commit(&sealed)
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.inner.begin()
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.inner.end()
     }
 }

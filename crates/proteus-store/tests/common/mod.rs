@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use proteus_core::Envelope;
 use proteus_store::{
-    Client, ClientError, Decrypted, MemoryStorage, QueuedMessage, Record, Storage, StoreError,
-    Table, Write,
+    Client, ClientError, Decrypted, Freshness, MemoryStorage, QueuedMessage, Record, Storage,
+    StoreError, Table, Write,
 };
 use serde_json::Value;
 use zeroize::Zeroizing;
@@ -154,6 +154,14 @@ impl Storage for TestStorage {
         shared.mem.commit(writes)?;
         shared.log.push(writes.to_vec());
         Ok(())
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.lock().mem.begin()
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.lock().mem.end()
     }
 }
 
