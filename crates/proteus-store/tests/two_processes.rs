@@ -1,9 +1,11 @@
 //! Two processes on one SQLite store, as an app and its notification extension: process A
 //! decrypts a 10,000-message queue from several senders in batches while process B, on the same
 //! store, decrypts other messages of the same sessions and encrypts a reply to each; either is
-//! killed with SIGKILL at random moments and started again. Checked: every message reaches the
-//! app log exactly once after deduplication by message id, no two envelopes of one session
-//! share a (ratchet key, counter), the peers decrypt every reply, and the store always opens.
+//! killed with SIGKILL at random moments and started again. All along, the test itself keeps a
+//! client open on the store, idle (the app, suspended), and uses it afterwards. Checked: every
+//! message reaches the app log exactly once after deduplication by message id, no two envelopes
+//! of one session share a (ratchet key, counter), the peers decrypt every reply, and the store
+//! always opens.
 //!
 //! Environment (shared with the crash test, `tests/crash.rs`):
 //! * `PROTEUS_CRASH_ITERATIONS` — how many SIGKILLs to deliver (default 20).
@@ -316,6 +318,8 @@ fn run(
 }
 
 struct Setup {
+    /// Bob as the app that opened the store and was then suspended: open, idle, holding nothing.
+    app: Client,
     senders: Vec<(String, Client)>,
     ids: BTreeSet<String>,
     queue_a: usize,
@@ -341,7 +345,6 @@ fn setup(dir: &Path, rng: &mut Rng) -> Setup {
         }
         senders.push((id, client));
     }
-    drop(bob);
     let (mut a, mut b) = (String::new(), String::new());
     let (mut queue_a, mut queue_b) = (0, 0);
     let mut ids = BTreeSet::new();
@@ -369,6 +372,7 @@ fn setup(dir: &Path, rng: &mut Rng) -> Setup {
     std::fs::write(dir.join("queue-a.txt"), a).unwrap();
     std::fs::write(dir.join("queue-b.txt"), b).unwrap();
     Setup {
+        app: bob,
         senders,
         ids,
         queue_a,
@@ -521,6 +525,25 @@ fn two_processes_share_a_store_through_kills() {
             assert!(m.is_already_seen(), "{:?}", m.outcome);
         }
     }
+    for (session, sender) in &mut setup.senders {
+        let envelope = bob.encrypt(session, b"back in the foreground").unwrap();
+        let (key, counter) = chain_position(&envelope);
+        assert!(
+            positions.insert((session.clone(), key, counter)),
+            "the app's reply to {session} reuses counter {counter} of one of B's chains"
+        );
+        assert_eq!(
+            sender.decrypt("bob", &envelope).unwrap(),
+            b"back in the foreground"
+        );
+    }
+    // And the store opens afresh.
+    Client::open_with(
+        dir.join("bob.db"),
+        OpenMode::Existing,
+        &SqliteOptions::default(),
+    )
+    .unwrap();
     println!(
         "two processes: {replies} replies decrypted; total {:.1} s",
         started.elapsed().as_secs_f64()
