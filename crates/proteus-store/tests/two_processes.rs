@@ -500,13 +500,9 @@ fn two_processes_share_a_store_through_kills() {
     }
     assert!(replies >= setup.queue_b, "{replies} replies");
 
-    // The store opens; every session is there; the queues are only duplicates now.
-    let mut bob = Client::open_with(
-        dir.join("bob.db"),
-        OpenMode::Existing,
-        &SqliteOptions::default(),
-    )
-    .unwrap();
+    // The app, open all along, sees what the processes did: every session, the queues only
+    // duplicates, and its replies go on from B's (positions checked above).
+    let bob = &mut setup.app;
     bob.set_max_counter_gap(COUNTER_GAP);
     assert_eq!(bob.session_ids().unwrap().len(), SENDERS);
     for role in [Role::A, Role::B] {
@@ -522,7 +518,11 @@ fn two_processes_share_a_store_through_kills() {
             .decrypt_batch(&items, |_, _| ControlFlow::Continue(()))
             .unwrap()
         {
-            assert!(m.is_already_seen(), "{:?}", m.outcome);
+            assert!(
+                m.is_already_seen(),
+                "decrypted again, so the processes' commits were lost or not seen: {:?}",
+                m.outcome.map(String::from_utf8)
+            );
         }
     }
     for (session, sender) in &mut setup.senders {
