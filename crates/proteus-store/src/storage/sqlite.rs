@@ -56,11 +56,13 @@ pub enum OpenMode {
 /// Options of [`SqliteStorage`].
 #[derive(Debug, Clone)]
 pub struct SqliteOptions {
-    /// How long to wait for another process to release the store before [`StoreError::Busy`].
+    /// How long an operation waits for another process's (or connection's) operation to end
+    /// before [`StoreError::Busy`].
     pub busy_timeout: Duration,
 }
 
-/// How long a second opener waits by default before it gets [`StoreError::Busy`].
+/// How long an operation waits by default for another one on the same store before it gets
+/// [`StoreError::Busy`].
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Default for SqliteOptions {
