@@ -24,7 +24,10 @@ mod operation;
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
 /// Every operation that changes state commits before it returns, and a failed operation changes
-/// nothing, in memory or in the store. See the crate docs for the durability contract of
+/// nothing, in memory or in the store. Other clients (other processes) may use the same store:
+/// each `&mut self` call runs under the store's exclusion and first reloads what another one
+/// changed (see [`Storage::begin`]); the `&self` reads (prekeys, session ids) read the store as
+/// it is, and the identity is the one seen at the last call. See the crate docs for the durability contract of
 /// [`decrypt_batch`](Client::decrypt_batch).
 pub struct Client {
     storage: Box<dyn Storage>,

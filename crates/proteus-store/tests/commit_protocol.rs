@@ -544,3 +544,27 @@ fn a_client_sees_what_the_other_committed() {
     world.step(&Action::Redeliver { bob: 0, pick: 0 });
     world.drain();
 }
+
+/// A panic in a batch's `deliver` (the app's code) ends the operation: the store is not left
+/// locked for the other client, and nothing of the batch is committed.
+#[test]
+fn a_panic_in_deliver_leaves_the_store_unlocked_and_unchanged() {
+    let mut world = World::new();
+    let (p, envelope, plaintext) = world.to_bob[0].clone();
+    let id = world.peers[p].id.clone();
+    let queue = [QueuedMessage {
+        session_id: &id,
+        envelope: &envelope,
+    }];
+    let bob = &mut world.bobs[0];
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        bob.decrypt_batch(&queue, |_, _| panic!("the app's callback failed"))
+    }));
+    assert!(panicked.is_err());
+    assert!(world.shared.lock().unwrap().holder.is_none(), "left locked");
+    assert_eq!(world.bobs[1].decrypt(&id, &envelope).unwrap(), plaintext);
+    match world.bobs[0].decrypt(&id, &envelope) {
+        Err(ClientError::Decrypt(e)) if e.is_already_seen() => {}
+        other => panic!("{other:?}"),
+    }
+}

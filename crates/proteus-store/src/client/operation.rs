@@ -2,6 +2,8 @@
 //! the store's exclusion and first drops what it cached if another handle (the app's notification
 //! extension, another process) committed since this client last looked.
 
+use std::panic::AssertUnwindSafe;
+
 use proteus_core::{IdentityKeyPair, OsRng, PreKey};
 use zeroize::Zeroizing;
 
@@ -30,10 +32,20 @@ impl Client {
             return Err(e);
         }
         self.in_operation = true;
-        let result = op(self);
+        // A panic inside (a `deliver` callback's, say) must not leave the store locked: the
+        // other process would wait on it for as long as this client lives.
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| op(&mut *self)));
         self.in_operation = false;
         let ended = self.storage.end();
-        let value = result?;
+        let value = match result {
+            Ok(result) => result?,
+            Err(panic) => {
+                // Cached sessions may hold uncommitted steps.
+                self.sessions = SessionCache::default();
+                self.replay_guard = ReplayGuard::default();
+                std::panic::resume_unwind(panic)
+            }
+        };
         ended?;
         Ok(value)
     }
