@@ -236,9 +236,15 @@ impl SqliteStorage {
             }
         }
         tx.commit().map_err(backend)?;
-        // A WAL left by an older version of this library may hold deleted records. Another
-        // process using the store may hold it up; it is emptied after a later commit then.
-        let _ = self.checkpoint();
+        // A WAL left by an older version of this library (or a crash) may hold deleted records.
+        // Only then: a checkpoint counts as a change for the other connections' data_version,
+        // which would make them reload their caches. Another process using the store may hold
+        // it up; it is emptied after a later commit then.
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            let _ = self.checkpoint();
+        }
         Ok(())
     }
 
@@ -433,7 +439,54 @@ impl Storage for SqliteStorage {
 
 #[cfg(test)]
 mod tests {
-    use super::{connection_pragmas, prefix_end};
+    use super::{
+        Freshness, OpenMode, SqliteOptions, SqliteStorage, Storage, Table, Write,
+        connection_pragmas, prefix_end,
+    };
+
+    fn put(key: &[u8]) -> Write {
+        Write::Put {
+            table: Table::Meta,
+            key: key.to_vec(),
+            value: zeroize::Zeroizing::new(vec![1]),
+        }
+    }
+
+    /// `begin` is stale exactly when another connection committed since this one last began:
+    /// never because of its own commits.
+    #[test]
+    fn begin_reports_commits_of_other_connections_only() -> Result<(), crate::StoreError> {
+        let dir = tempfile::tempdir().map_err(|e| crate::StoreError::Backend(e.to_string()))?;
+        let path = dir.path().join("store.db");
+        let options = SqliteOptions::default();
+        let mut a = SqliteStorage::open(&path, OpenMode::New, &options)?;
+        let mut b = SqliteStorage::open(&path, OpenMode::Existing, &options)?;
+        // Another connection opening the store is no change.
+        assert_eq!(a.begin()?, Freshness::Fresh);
+        a.commit(&[put(b"a1")])?;
+        assert_eq!(a.begin()?, Freshness::Fresh);
+        a.end()?;
+        assert_eq!(b.begin()?, Freshness::Stale);
+        b.end()?;
+        assert_eq!(b.begin()?, Freshness::Fresh);
+        b.commit(&[put(b"b1")])?;
+        // A commit without begin is an operation too.
+        b.commit(&[put(b"b2")])?;
+        let mut c = SqliteStorage::open(
+            &path,
+            OpenMode::Existing,
+            &SqliteOptions {
+                busy_timeout: std::time::Duration::from_millis(20),
+            },
+        )?;
+        assert_eq!(a.begin()?, Freshness::Stale);
+        assert!(a.get(Table::Meta, b"b2")?.is_some());
+        // While `a` is in an operation, `c` cannot begin one (it waits, then Busy).
+        assert_eq!(c.begin(), Err(crate::StoreError::Busy));
+        a.end()?;
+        assert_eq!(c.begin()?, Freshness::Fresh);
+        c.end()
+    }
 
     #[test]
     fn deleted_records_are_overwritten_everywhere() {
