@@ -19,13 +19,29 @@ fn block(readme: &str, heading: &str, language: &str) -> Option<String> {
 fn the_readme_examples_are_the_consumer_programs() {
     let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
     for (heading, language, program) in [
-        ("### JavaScript (browser or Node)", "js", "ffi/web/tests/consumer/use.mjs"),
-        ("### Kotlin", "kotlin", "ffi/uniffi/kotlin/consumer/src/main/kotlin/Main.kt"),
-        ("### Swift", "swift", "ffi/uniffi/swift/consumer/Sources/Consumer/main.swift"),
+        (
+            "### JavaScript (browser or Node)",
+            "js",
+            "ffi/web/tests/consumer/use.mjs",
+        ),
+        (
+            "### Kotlin",
+            "kotlin",
+            "ffi/uniffi/kotlin/consumer/src/main/kotlin/Main.kt",
+        ),
+        (
+            "### Swift",
+            "swift",
+            "ffi/uniffi/swift/consumer/Sources/Consumer/main.swift",
+        ),
     ] {
         let shown = block(&readme, heading, language)
             .unwrap_or_else(|| panic!("README.md has no {language} block under {heading}"));
         let run = std::fs::read_to_string(root().join(program)).expect(program);
-        assert_eq!(shown, run.trim_end(), "README.md {heading} differs from {program}");
+        assert_eq!(
+            shown,
+            run.trim_end(),
+            "README.md {heading} differs from {program}"
+        );
     }
 }

@@ -1,8 +1,6 @@
 //! The client: one identity, its prekeys and its sessions, kept in a store.
 
-use std::collections::{BTreeSet, HashSet};
-use std::convert::Infallible;
-use std::ops::ControlFlow;
+use std::collections::BTreeSet;
 
 use proteus_core::{
     DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle,
@@ -10,29 +8,33 @@ use proteus_core::{
 };
 use zeroize::Zeroizing;
 
-use crate::batch::{
-    BatchError, Chunking, Decrypted, HandOverClock, MessageId, Progress, QueuedMessage,
-};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
 use crate::records::{
-    META_IDENTITY, META_NEXT_PREKEY_ID, META_SEAL_CHECK, check_session_id, prekey_key,
-    staged_prefix,
+    META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix,
 };
 use crate::replay_guard::ReplayGuard;
 use crate::session_cache::{SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
+mod batch;
+mod operation;
+
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
 /// Every operation that changes state commits before it returns, and a failed operation changes
-/// nothing, in memory or in the store. See the crate docs for the durability contract of
+/// nothing, in memory or in the store. Other clients (other processes) may use the same store:
+/// each `&mut self` call runs under the store's exclusion and first reloads what another one
+/// changed (see [`Storage::begin`]); the `&self` reads (prekeys, session ids) read the store as
+/// it is, and the identity is the one seen at the last call. See the crate docs for the durability contract of
 /// [`decrypt_batch`](Client::decrypt_batch).
 pub struct Client {
     storage: Box<dyn Storage>,
     identity: IdentityKeyPair,
     sessions: SessionCache,
     replay_guard: ReplayGuard,
+    /// Whether an operation of the commit protocol is open (see `operation.rs`).
+    in_operation: bool,
 }
 
 impl Client {
@@ -82,52 +84,13 @@ impl Client {
     /// if the storage holds nothing yet. Storage that holds records but no identity is corrupt
     /// and is refused, never reinitialised.
     pub fn with_storage(mut storage: Box<dyn Storage>) -> Result<Self, ClientError> {
-        let identity = match storage.get(Table::Meta, META_IDENTITY)? {
-            Some(bytes) => match IdentityKeyPair::from_bytes(&bytes) {
-                Ok(identity) => identity,
-                // Sealed records read without the key: say so rather than "corrupt".
-                Err(_) if storage.get(Table::Meta, META_SEAL_CHECK)?.is_some() => {
-                    return Err(StoreError::KeyRequired.into());
-                }
-                Err(e) => return Err(StoreError::Corrupt(format!("identity record: {e}")).into()),
-            },
-            None => {
-                for table in [Table::PreKeys, Table::Sessions, Table::StagedKeys] {
-                    if !storage.scan(table, &[])?.is_empty() {
-                        return Err(StoreError::Corrupt(format!(
-                            "the identity is missing but {} are stored",
-                            table.name()
-                        ))
-                        .into());
-                    }
-                }
-                let identity = IdentityKeyPair::generate(&mut OsRng);
-                let last_resort = PreKey::last_resort(&mut OsRng);
-                storage.commit(&[
-                    Write::Put {
-                        table: Table::Meta,
-                        key: META_IDENTITY.to_vec(),
-                        value: identity.to_bytes(),
-                    },
-                    Write::Put {
-                        table: Table::PreKeys,
-                        key: prekey_key(last_resort.id()),
-                        value: last_resort.to_bytes(),
-                    },
-                    Write::Put {
-                        table: Table::Meta,
-                        key: META_NEXT_PREKEY_ID.to_vec(),
-                        value: Zeroizing::new(vec![0, 0]),
-                    },
-                ])?;
-                identity
-            }
-        };
+        let identity = operation::open_identity(&mut *storage)?;
         Ok(Self {
             storage,
             identity,
             sessions: SessionCache::default(),
             replay_guard: ReplayGuard::default(),
+            in_operation: false,
         })
     }
 
@@ -164,6 +127,10 @@ impl Client {
     /// Generates `n` one-time prekeys and returns their bundles for publishing. Ids are never
     /// reused while a prekey with that id is stored.
     pub fn generate_prekeys(&mut self, n: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
+        self.operation(|this| this.generate_prekeys_op(n))
+    }
+
+    fn generate_prekeys_op(&mut self, n: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
         let next = self
             .storage
             .get(Table::Meta, META_NEXT_PREKEY_ID)?
@@ -221,6 +188,10 @@ impl Client {
     /// Starts a session with the owner of `bundle` (the bundle's CBOR, as published) under a
     /// caller-chosen id such as `"user:device"`. Fails if a session with that id exists.
     pub fn create_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), ClientError> {
+        self.operation(|this| this.create_session_op(session_id, bundle))
+    }
+
+    fn create_session_op(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         if self.has_session(session_id)? {
             return Err(ClientError::SessionExists(session_id.to_owned()));
@@ -233,6 +204,10 @@ impl Client {
 
     /// Whether a session with this id exists.
     pub fn has_session(&mut self, session_id: &str) -> Result<bool, ClientError> {
+        self.operation(|this| this.has_session_op(session_id))
+    }
+
+    fn has_session_op(&mut self, session_id: &str) -> Result<bool, ClientError> {
         Ok(self.sessions.contains(session_id)
             || self
                 .storage
@@ -253,6 +228,10 @@ impl Client {
 
     /// The peer's fingerprint in a session.
     pub fn remote_fingerprint(&mut self, session_id: &str) -> Result<String, ClientError> {
+        self.operation(|this| this.remote_fingerprint_op(session_id))
+    }
+
+    fn remote_fingerprint_op(&mut self, session_id: &str) -> Result<String, ClientError> {
         Ok(self.session(session_id)?.remote_identity().fingerprint())
     }
 
@@ -260,6 +239,10 @@ impl Client {
     /// the last-resort prekey does not create it again (`DuplicateMessage`, 209; see
     /// [`MAX_LAST_RESORT_BASE_KEYS`](crate::MAX_LAST_RESORT_BASE_KEYS)); a new handshake does.
     pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
+        self.operation(|this| this.delete_session_op(session_id))
+    }
+
+    fn delete_session_op(&mut self, session_id: &str) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         let mut writes = vec![Write::Delete {
             table: Table::Sessions,
@@ -293,6 +276,10 @@ impl Client {
     /// Encrypts for the session's peer. The advanced sending chain is committed before the
     /// envelope is returned, so a crash can never make two messages share a message key.
     pub fn encrypt(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
+        self.operation(|this| this.encrypt_op(session_id, plaintext))
+    }
+
+    fn encrypt_op(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
         let envelope = self.session(session_id)?.encrypt(plaintext)?;
         self.commit_sessions([session_id], &BTreeSet::new())?;
         Ok(envelope.to_bytes())
@@ -303,6 +290,13 @@ impl Client {
     /// Envelopes come back in the order of `messages`. If anything fails, nothing is committed
     /// and no envelope is returned.
     pub fn encrypt_batch(
+        &mut self,
+        messages: &[(&str, &[u8])],
+    ) -> Result<Vec<Vec<u8>>, ClientError> {
+        self.operation(|this| this.encrypt_batch_op(messages))
+    }
+
+    fn encrypt_batch_op(
         &mut self,
         messages: &[(&str, &[u8])],
     ) -> Result<Vec<Vec<u8>>, ClientError> {
@@ -331,138 +325,16 @@ impl Client {
     /// Decrypts one message and commits the result. A PreKeyMessage from a new peer creates
     /// the session; its one-time prekey is deleted in the same commit.
     pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
+        self.operation(|this| this.decrypt_op(session_id, envelope))
+    }
+
+    fn decrypt_op(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
         let mut removed = BTreeSet::new();
         check_session_id(session_id)?;
         let envelope = Envelope::from_bytes(envelope)?;
         let plaintext = self.decrypt_uncommitted(session_id, &envelope, &mut removed)?;
         self.commit_sessions([session_id], &removed)?;
         Ok(plaintext)
-    }
-
-    /// Decrypts a queue of messages (mixed senders, new sessions, reordering and duplicates
-    /// welcome) and commits every change in one transaction.
-    ///
-    /// `deliver` receives each result, with the progress, **before** the commit: store or show
-    /// the plaintext there, keyed by [`Decrypted::message_id`]. If the process dies before the
-    /// commit, delivering the same envelopes again decrypts them again (same ids); after the
-    /// commit they come back as duplicates. If `deliver` returns `ControlFlow::Break`, nothing is
-    /// committed and [`ClientError::BatchAborted`] is returned.
-    ///
-    /// Per-message rejections are results, not errors (a session whose stored record is damaged
-    /// included: its messages fail with [`StoreError::Corrupt`]); the call fails only if the
-    /// storage itself fails, and then nothing of the batch is committed.
-    pub fn decrypt_batch<F>(
-        &mut self,
-        queue: &[QueuedMessage<'_>],
-        mut deliver: F,
-    ) -> Result<Vec<Decrypted>, ClientError>
-    where
-        F: FnMut(&Decrypted, Progress) -> ControlFlow<()>,
-    {
-        let each = |chunk: &[Decrypted], progress| {
-            let flow = match chunk {
-                [decrypted] => deliver(decrypted, progress),
-                _ => ControlFlow::Continue(()),
-            };
-            Ok::<_, Infallible>(flow)
-        };
-        self.decrypt_batch_chunked(queue, Chunking::every(1), each)
-            .map_err(|e| match e {
-                BatchError::Client(e) => e,
-                BatchError::Delivery(never) => match never {},
-            })
-    }
-
-    /// [`decrypt_batch`](Self::decrypt_batch) with the results handed over in chunks, as
-    /// `chunking` says, each with the progress so far: what a binding needs, where every call
-    /// into the application has a cost. The same contract: every chunk is handed over before
-    /// the single commit. If `deliver` returns `Ok(ControlFlow::Break(()))`, nothing is
-    /// committed and the batch fails with [`ClientError::BatchAborted`]; if it returns an
-    /// error, nothing is committed and the batch fails with [`BatchError::Delivery`] holding it.
-    pub fn decrypt_batch_chunked<F, E>(
-        &mut self,
-        queue: &[QueuedMessage<'_>],
-        chunking: Chunking,
-        mut deliver: F,
-    ) -> Result<Vec<Decrypted>, BatchError<E>>
-    where
-        F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
-    {
-        let mut removed = BTreeSet::new();
-        let mut touched: Vec<&str> = Vec::new();
-        let mut seen: HashSet<&str> = HashSet::new();
-        let mut results = Vec::with_capacity(queue.len());
-        let mut clock = HandOverClock::start(chunking);
-        let mut handed_over = 0;
-        for (i, queued) in queue.iter().enumerate() {
-            // The envelope is decoded once, for its id and for decryption.
-            let (message_id, decoded) = match Envelope::from_bytes(queued.envelope) {
-                Ok(envelope) => (MessageId::of_decoded(&envelope), Ok(envelope)),
-                Err(e) => (MessageId::of_undecodable(queued.envelope), Err(e)),
-            };
-            let outcome = check_session_id(queued.session_id).and_then(|()| {
-                let envelope = decoded
-                    .as_ref()
-                    .map_err(|e| ClientError::Decode(e.clone()))?;
-                self.decrypt_uncommitted(queued.session_id, envelope, &mut removed)
-            });
-            match &outcome {
-                Ok(_) => {
-                    // A backlog comes in runs of one session: the last one needs no hashing.
-                    if touched.last() != Some(&queued.session_id) && seen.insert(queued.session_id)
-                    {
-                        touched.push(queued.session_id);
-                    }
-                }
-                // A damaged record concerns its own session only; a failing store stops the batch.
-                Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
-                    let e = e.clone();
-                    self.forget(&touched);
-                    return Err(ClientError::from(e).into());
-                }
-                Err(_) => {}
-            }
-            let sender = match (decoded.as_ref().map(Envelope::message), &outcome) {
-                (
-                    Ok(Message::PreKey(pkm)),
-                    Ok(_) | Err(ClientError::Decrypt(DecryptError::RemoteIdentityChanged)),
-                ) => Some(pkm.identity_key),
-                _ => None,
-            };
-            results.push(Decrypted {
-                message_id,
-                session_id: queued.session_id.to_owned(),
-                outcome,
-                sender,
-            });
-            let progress = Progress {
-                done: i + 1,
-                total: queue.len(),
-            };
-            let waiting = results.len() - handed_over;
-            if !(waiting >= chunking.max_len
-                || progress.done == progress.total
-                || clock.due(waiting))
-            {
-                continue;
-            }
-            let answer = deliver(results.get(handed_over..).unwrap_or_default(), progress);
-            handed_over = results.len();
-            clock.handed_over();
-            match answer {
-                Ok(ControlFlow::Continue(())) => {}
-                Ok(ControlFlow::Break(())) => {
-                    self.forget(&touched);
-                    return Err(ClientError::BatchAborted.into());
-                }
-                Err(e) => {
-                    self.forget(&touched);
-                    return Err(BatchError::Delivery(e));
-                }
-            }
-        }
-        self.commit_sessions(touched.iter().copied(), &removed)?;
-        Ok(results)
     }
 
     /// Decrypts into the cached session without committing (the session id already checked).
@@ -565,6 +437,10 @@ impl Client {
     /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
     /// allowed while there are no sessions: they belong to the identity they were made with.
     pub fn import_identity(&mut self, identity: &[u8]) -> Result<(), ClientError> {
+        self.operation(|this| this.import_identity_op(identity))
+    }
+
+    fn import_identity_op(&mut self, identity: &[u8]) -> Result<(), ClientError> {
         let sessions = self.session_ids()?.len();
         if sessions > 0 {
             return Err(ClientError::IdentityInUse(sessions));
@@ -582,6 +458,10 @@ impl Client {
     /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
     /// same id.
     pub fn import_prekey(&mut self, prekey: &[u8]) -> Result<PreKeyId, ClientError> {
+        self.operation(|this| this.import_prekey_op(prekey))
+    }
+
+    fn import_prekey_op(&mut self, prekey: &[u8]) -> Result<PreKeyId, ClientError> {
         let prekey = PreKey::from_bytes(prekey)?;
         self.storage.commit(&[Write::Put {
             table: Table::PreKeys,
@@ -594,6 +474,10 @@ impl Client {
     /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`. It must
     /// belong to our identity; an existing session with that id is an error.
     pub fn import_session(&mut self, session_id: &str, session: &[u8]) -> Result<(), ClientError> {
+        self.operation(|this| this.import_session_op(session_id, session))
+    }
+
+    fn import_session_op(&mut self, session_id: &str, session: &[u8]) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         if self.has_session(session_id)? {
             return Err(ClientError::SessionExists(session_id.to_owned()));
@@ -612,6 +496,10 @@ impl Client {
     /// The session serialised as Wire's Proteus does (with its staged keys), for export. It
     /// holds secret keys.
     pub fn export_session(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
+        self.operation(|this| this.export_session_op(session_id))
+    }
+
+    fn export_session_op(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
         Ok(self.session(session_id)?.to_bytes())
     }
 }

@@ -27,6 +27,25 @@
 //!   the store key), the clear id sealed inside the record; stores sealed before are migrated
 //!   when first opened. See [`SealedStorage`] for what stays visible.
 //!
+//! # Sharing a store: an app and its extension
+//!
+//! Several processes may open one SQLite store at once: on iOS the app and its Notification
+//! Service Extension, on Android a push process. Every call of the [`Client`] is one operation
+//! of the [commit protocol](Storage::begin): it takes the store's write lock (waiting up to
+//! the busy timeout, `SqliteOptions::busy_timeout`, then [`StoreError::Busy`]), reloads what it cached if
+//! another process committed since its last call (one `PRAGMA data_version` check per call
+//! tells), runs, and commits. So the contracts above hold across processes: a chain step is
+//! never used twice, and a message is delivered exactly once by id whichever process decrypts
+//! it.
+//!
+//! **iOS: no lock may be held while the app is suspended.** A process suspended while it holds
+//! a file lock in a shared (app group) container is killed by the system (`0xdead10cc`). The
+//! store holds its lock only while a call runs, and releases it when the call returns (or
+//! fails), so an open, idle client holds nothing. Do not let the app be suspended in the middle
+//! of a call: a [`Client::decrypt_batch`] holds the lock through its `deliver` callbacks, so
+//! finish the batch (or return `ControlFlow::Break`) before the app goes to the background, or
+//! run it inside a background task.
+//!
 //! # Backups: never restore an old copy of a store
 //!
 //! A store holds the ratchet: which message keys were used. A copy of it restored later (a
@@ -150,7 +169,7 @@ pub fn rekey_store(
     sealed.inner_mut().compact()?;
     sealed.rekey(new)
 }
-pub use storage::{Journal, MemoryStorage, Record, Storage, Table, Write};
+pub use storage::{Freshness, Journal, MemoryStorage, Record, Storage, Table, Write};
 
 /// The crate README's example, compiled and run as a doctest.
 #[cfg(doctest)]

@@ -165,6 +165,12 @@ impl SessionCache {
         self.sessions.remove(session_id);
     }
 
+    /// Forgets every cached session (another handle committed: they may be stale); the
+    /// configuration stays.
+    pub(crate) fn clear(&mut self) {
+        self.sessions.clear();
+    }
+
     pub(crate) fn config(&self) -> SessionConfig {
         self.config
     }

@@ -14,6 +14,9 @@
 //! PROTEUS_CRASH_ITERATIONS=200 cargo test -p proteus-client --test crash -- --nocapture
 //! ```
 //!
+//! Its two-process counterpart, `tests/two_processes.rs` (an app and its extension killed at
+//! random while both use one store), takes the same variables.
+//!
 //! How it works. The parent plays Bob's senders (in-memory clients) and Bob's server: each round
 //! it encrypts a fresh queue of 1000 messages for Bob (several senders, one of them new, whose
 //! PreKeyMessages create a session; local reordering), writes it to a file and starts the child:

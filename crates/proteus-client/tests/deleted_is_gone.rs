@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use common::{connect, encrypt_n, run_batch};
 use proteus_client::{
-    Client, OpenMode, Record, SealedStorage, SqliteOptions, SqliteStorage, Storage, StoreError,
-    StoreKey, Table, Write, rekey_store, seal_store,
+    Client, Freshness, OpenMode, Record, SealedStorage, SqliteOptions, SqliteStorage, Storage,
+    StoreError, StoreKey, Table, Write, rekey_store, seal_store,
 };
 use zeroize::Zeroizing;
 
@@ -63,6 +63,14 @@ impl<S: Storage> Storage for Recording<S> {
             }
         }
         Ok(())
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.inner.begin()
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.inner.end()
     }
 }
 
@@ -244,6 +252,24 @@ fn deleted_secrets_are_gone_from_a_plain_store() {
     let deleted = deleted_secrets(&log, &live(&sqlite(&path, OpenMode::Existing)));
     assert_meaningful(&deleted, &DELETING, 20);
     assert_gone(&deleted, &files, "plain store");
+}
+
+/// Shared by two processes (an app, open and idle, and its extension at work): the idle one
+/// holds no lock, so the checkpoint after each commit still empties the WAL.
+#[test]
+fn deleted_secrets_are_gone_while_another_client_has_the_store_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bob.db");
+    let (recording, log) = Recording::new(sqlite(&path, OpenMode::New));
+    let mut bob = Client::with_storage(Box::new(recording)).unwrap();
+    let idle = Client::with_storage(Box::new(sqlite(&path, OpenMode::Existing))).unwrap();
+    assert_eq!(idle.fingerprint(), bob.fingerprint());
+    converse(&mut bob);
+    let files = snapshot(&path, "open twice");
+    let deleted = deleted_secrets(&log, &live(&sqlite(&path, OpenMode::Existing)));
+    assert_meaningful(&deleted, &DELETING, 20);
+    assert_gone(&deleted, &files, "shared store");
+    drop(idle);
 }
 
 #[test]

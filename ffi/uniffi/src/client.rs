@@ -37,8 +37,9 @@ impl From<OpenMode> for proteus_client::OpenMode {
 /// Options of `Client.openWith` and `Client.inMemoryWith`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Record)]
 pub struct ClientOptions {
-    /// How long opening waits for another process (or another client of this one) to release
-    /// the store before it fails with `StoreBusy` (502). SQLite stores only.
+    /// How long a call waits while another client on the same store (another process, such as
+    /// an app's notification extension, or another client of this one) is in a call, before it
+    /// fails with `StoreBusy` (502). SQLite stores only.
     #[uniffi(default = 5000)]
     pub busy_timeout_ms: u32,
     /// How long a call waits for another call of the same client, running on another thread,

@@ -280,16 +280,40 @@ fn stores_open_close_and_refuse_as_documented() {
     assert_eq!(missing.code(), 504);
     let client = Client::open(path.clone()).unwrap();
     let fingerprint = client.fingerprint().unwrap();
-    let busy = Client::open_with(
+    // A second opener shares the store (an app and its extension)...
+    let second = Client::open_with(
         path.clone(),
         OpenMode::ExistingOrNew,
-        ClientOptions {
-            busy_timeout_ms: 50,
-            ..ClientOptions::default()
-        },
+        ClientOptions::default(),
     )
-    .unwrap_err();
-    assert_eq!((busy.code(), busy.kind()), (502, "StoreBusy"));
+    .unwrap();
+    assert_eq!(second.fingerprint().unwrap(), fingerprint);
+    // ...but waits for a call of the other to end: from inside a batch's delivery, an opener with
+    // a 50 ms busy timeout gets StoreBusy.
+    let alice = Client::in_memory().unwrap();
+    let bundle = second.generate_prekeys(1).unwrap().remove(0);
+    alice.create_session("bob".into(), bundle.bytes).unwrap();
+    let busy = Arc::new(std::sync::Mutex::new(None));
+    let (busy_in, busy_path) = (busy.clone(), path.clone());
+    client
+        .decrypt_batch(
+            queue(&alice, 1),
+            boxed(move |_, _| {
+                let options = ClientOptions {
+                    busy_timeout_ms: 50,
+                    ..ClientOptions::default()
+                };
+                let e = Client::open_with(busy_path.clone(), OpenMode::ExistingOrNew, options)
+                    .unwrap_err();
+                *busy_in.lock().unwrap() = Some((e.code(), e.kind().to_owned()));
+                Ok(true)
+            }),
+            1,
+            0,
+        )
+        .unwrap();
+    assert_eq!(*busy.lock().unwrap(), Some((502, "StoreBusy".to_owned())));
+    drop(second);
     drop(client);
     let again =
         Client::open_with(path.clone(), OpenMode::Existing, ClientOptions::default()).unwrap();

@@ -4,6 +4,25 @@
 //! reads, prefix scans and one atomic commit per protocol step. That is small enough to put over
 //! SQLite ([`SqliteStorage`](crate::SqliteStorage)), memory ([`MemoryStorage`]) or a browser's
 //! IndexedDB (one IndexedDB transaction per commit, through a [`Journal`]).
+//!
+//! # The commit protocol
+//!
+//! A store may be shared: by an app and its notification extension (two processes on one
+//! SQLite file), by two tabs (one IndexedDB database). The client caches what it read (sessions,
+//! the identity), so every operation runs as:
+//!
+//! 1. [`begin`](Storage::begin): take the backend's exclusion (SQLite: a write transaction,
+//!    waiting up to the busy timeout; IndexedDB: a Web Lock) and learn whether anyone else
+//!    committed since this handle last began ([`Freshness::Stale`]); if so the client drops what
+//!    it cached;
+//! 2. read, decrypt or encrypt;
+//! 3. [`commit`](Storage::commit) the writes, which ends the operation, or
+//!    [`end`](Storage::end) it without writing.
+//!
+//! So two handles never interleave inside an operation and never act on each other's old
+//! state. The exclusion is held only while a call runs: never while the application is idle or
+//! suspended (on iOS, a process suspended while it holds a lock on a file in a shared container
+//! is killed with `0xdead10cc`).
 
 pub(crate) mod journal;
 mod memory;
@@ -76,11 +95,29 @@ pub enum Write {
 /// A record read back: (key, value).
 pub type Record = (Vec<u8>, Zeroizing<Vec<u8>>);
 
+/// What [`Storage::begin`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Freshness {
+    /// Nobody else committed since this handle last began an operation (or was opened): what
+    /// the caller cached from the store is current.
+    Fresh,
+    /// Another handle (another process, tab or connection) committed since: anything cached
+    /// from the store may be out of date and must be read again.
+    Stale,
+}
+
 /// A store of records with atomic commits.
 ///
 /// Implementations must make [`commit`](Storage::commit) atomic and durable: after it returns
 /// `Ok` every write is stored and survives a crash; after it returns `Err` (or a crash during
 /// it) none is.
+///
+/// A store that other handles may write (another process, tab or connection) implements
+/// [`begin`](Storage::begin) and [`end`](Storage::end) (see the [module docs](self)): between
+/// `begin` and the `commit` or `end` that follows, no other handle commits. The defaults suit a
+/// store with a single user (nothing to exclude, never stale). A `commit` without `begin` is a
+/// whole operation of its own (it begins and commits).
 pub trait Storage: Send {
     /// The record under `key`, if any.
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError>;
@@ -88,6 +125,22 @@ pub trait Storage: Send {
     /// Every record whose key starts with `prefix`, in ascending key order.
     fn scan(&self, table: Table, prefix: &[u8]) -> Result<Vec<Record>, StoreError>;
 
-    /// Applies all `writes`, in order, atomically.
+    /// Applies all `writes`, in order, atomically, and ends the operation begun by
+    /// [`begin`](Storage::begin), if any, whether it succeeds or fails.
     fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError>;
+
+    /// Begins an operation: takes the store's exclusion from other handles (waiting for it,
+    /// within the backend's limit, then [`StoreError::Busy`]) and reports whether another handle
+    /// committed since this one last began. Until [`commit`](Storage::commit) or
+    /// [`end`](Storage::end), reads see the latest state and no other handle commits. Call it
+    /// only while no operation is open.
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        Ok(Freshness::Fresh)
+    }
+
+    /// Ends the operation without writing, releasing the exclusion. Does nothing if no
+    /// operation is open (e.g. a `commit` already ended it).
+    fn end(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }

@@ -33,7 +33,7 @@
 
 use zeroize::Zeroizing;
 
-use super::{Record, Storage, Table, Write};
+use super::{Freshness, Record, Storage, Table, Write};
 use crate::error::StoreError;
 use crate::records::META_COMMIT_COUNTER;
 
@@ -60,10 +60,16 @@ pub trait CommitCounter: Send {
 ///
 /// Put it outside a [`SealedStorage`](crate::SealedStorage), so that the count is sealed too
 /// and cannot be raised by whoever holds the file without the key.
+///
+/// A store shared by several handles (an app and its extension) keeps one count: the count is
+/// read again whenever another handle committed (see [`Storage::begin`]), and both handles may
+/// share one [`CommitCounter`] location.
 pub struct RollbackGuard<S: Storage> {
     inner: S,
     counter: Box<dyn CommitCounter>,
     count: u64,
+    /// Whether an operation is open (begun and not yet committed or ended).
+    in_operation: bool,
 }
 
 fn counter_error(e: &CounterError) -> StoreError {
@@ -79,14 +85,8 @@ impl<S: Storage> RollbackGuard<S> {
     /// application's count is 0. Refused with [`StoreError::RolledBack`]; nothing is changed.
     pub fn open(inner: S, mut counter: Box<dyn CommitCounter>) -> Result<Self, StoreError> {
         let expected = counter.load().map_err(|e| counter_error(&e))?;
-        let count = match inner.get(Table::Meta, META_COMMIT_COUNTER)? {
-            Some(bytes) => {
-                let bytes: [u8; 8] = bytes
-                    .as_slice()
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupt("the commit counter is not 8 bytes".into()))?;
-                u64::from_be_bytes(bytes)
-            }
+        let count = match stored_count(&inner)? {
+            Some(count) => count,
             None if is_empty(&inner)? => expected,
             None => 0,
         };
@@ -100,6 +100,7 @@ impl<S: Storage> RollbackGuard<S> {
             inner,
             counter,
             count,
+            in_operation: false,
         })
     }
 
@@ -112,6 +113,18 @@ impl<S: Storage> RollbackGuard<S> {
     pub fn into_inner(self) -> S {
         self.inner
     }
+}
+
+/// The count stored in `storage`, if any.
+fn stored_count(storage: &dyn Storage) -> Result<Option<u64>, StoreError> {
+    let Some(bytes) = storage.get(Table::Meta, META_COMMIT_COUNTER)? else {
+        return Ok(None);
+    };
+    let bytes: [u8; 8] = bytes
+        .as_slice()
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("the commit counter is not 8 bytes".into()))?;
+    Ok(Some(u64::from_be_bytes(bytes)))
 }
 
 fn is_empty(storage: &dyn Storage) -> Result<bool, StoreError> {
@@ -137,10 +150,20 @@ impl<S: Storage> Storage for RollbackGuard<S> {
     }
 
     fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError> {
-        let next = self
-            .count
-            .checked_add(1)
-            .ok_or_else(|| StoreError::Corrupt("the commit counter is exhausted".into()))?;
+        // A commit on its own is an operation of its own: the count must be current.
+        if !self.in_operation {
+            let _ = self.begin()?;
+        }
+        self.in_operation = false;
+        let next = match self.count.checked_add(1) {
+            Some(next) => next,
+            None => {
+                let _ = self.inner.end();
+                return Err(StoreError::Corrupt(
+                    "the commit counter is exhausted".into(),
+                ));
+            }
+        };
         let mut all = Vec::with_capacity(writes.len() + 1);
         all.extend_from_slice(writes);
         all.push(Write::Put {
@@ -153,5 +176,27 @@ impl<S: Storage> Storage for RollbackGuard<S> {
         // The commit is durable: a failure here must not report it as failed (see the trait).
         let _ = self.counter.store(next);
         Ok(())
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        let freshness = self.inner.begin()?;
+        self.in_operation = true;
+        if freshness == Freshness::Stale {
+            // Another handle committed: continue from its count.
+            match stored_count(&self.inner) {
+                Ok(count) => self.count = count.unwrap_or(self.count).max(self.count),
+                Err(e) => {
+                    self.in_operation = false;
+                    let _ = self.inner.end();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(freshness)
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.in_operation = false;
+        self.inner.end()
     }
 }

@@ -21,7 +21,7 @@ use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use zeroize::Zeroizing;
 
-use super::{Record, Storage, Table, Write};
+use super::{Freshness, Record, Storage, Table, Write};
 use crate::error::StoreError;
 use crate::records::META_SEALED_IDS_HASHED;
 
@@ -244,8 +244,22 @@ impl<S: Storage> SealedStorage<S> {
     pub fn open(mut inner: S, key: &StoreKey) -> Result<Self, StoreError> {
         let keys = key.keys()?;
         let rng = SystemRandom::new();
-        match inner.get(Table::Meta, CHECK_KEY)? {
-            Some(check) => match keys.open(Table::Meta, CHECK_KEY, &check) {
+        // Under the store's exclusion: another process opening it at the same time must not
+        // initialise or migrate it again from what it read before this one's commit.
+        let _ = inner.begin()?;
+        let mut sealed = Self { inner, keys, rng };
+        let checked = sealed.check_or_initialise();
+        // Nothing to do if a commit ended the operation.
+        let ended = sealed.inner.end();
+        checked?;
+        ended?;
+        Ok(sealed)
+    }
+
+    /// What [`open`](Self::open) does inside its operation.
+    fn check_or_initialise(&mut self) -> Result<(), StoreError> {
+        match self.inner.get(Table::Meta, CHECK_KEY)? {
+            Some(check) => match self.keys.open(Table::Meta, CHECK_KEY, &check) {
                 Some((_, value)) if value.as_slice() == CHECK_VALUE => {}
                 Some(_) => {
                     return Err(StoreError::Corrupt(
@@ -256,25 +270,26 @@ impl<S: Storage> SealedStorage<S> {
             },
             None => {
                 for table in Table::ALL {
-                    if !inner.scan(table, &[])?.is_empty() {
+                    if !self.inner.scan(table, &[])?.is_empty() {
                         return Err(StoreError::NotSealed);
                     }
                 }
-                inner.commit(&[
-                    keys.put(&rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?,
-                    keys.put(&rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
-                ])?;
+                return self.inner.commit(&[
+                    self.keys
+                        .put(&self.rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?,
+                    self.keys
+                        .put(&self.rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
+                ]);
             }
         }
-        let mut sealed = Self { inner, keys, rng };
-        if sealed
+        if self
             .inner
             .get(Table::Meta, META_SEALED_IDS_HASHED)?
             .is_none()
         {
-            sealed.hash_session_ids()?;
+            self.hash_session_ids()?;
         }
-        Ok(sealed)
+        Ok(())
     }
 
     /// Moves the records of a store sealed in format 1 (session ids in the clear) to hashed
@@ -414,5 +429,13 @@ impl<S: Storage> Storage for SealedStorage<S> {
             });
         }
         self.inner.commit(&sealed)
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.inner.begin()
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.inner.end()
     }
 }

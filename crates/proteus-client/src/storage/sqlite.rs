@@ -1,4 +1,5 @@
-//! The embedded default: one SQLite file (bundled SQLite), WAL journal, exclusive lock.
+//! The embedded default: one SQLite file (bundled SQLite), WAL journal, one write transaction
+//! per operation so that several processes can share it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -6,7 +7,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 use zeroize::Zeroizing;
 
-use super::{Record, Storage, Table, Write};
+use super::{Freshness, Record, Storage, Table, Write};
 use crate::error::StoreError;
 
 /// The schema version this library writes. Older stores are migrated when opened; newer ones are
@@ -55,11 +56,13 @@ pub enum OpenMode {
 /// Options of [`SqliteStorage`].
 #[derive(Debug, Clone)]
 pub struct SqliteOptions {
-    /// How long to wait for another process to release the store before [`StoreError::Busy`].
+    /// How long an operation waits for another process's (or connection's) operation to end
+    /// before [`StoreError::Busy`].
     pub busy_timeout: Duration,
 }
 
-/// How long a second opener waits by default before it gets [`StoreError::Busy`].
+/// How long an operation waits by default for another one on the same store before it gets
+/// [`StoreError::Busy`].
 pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Default for SqliteOptions {
@@ -70,21 +73,40 @@ impl Default for SqliteOptions {
     }
 }
 
-/// A store in one SQLite file.
+/// A store in one SQLite file, which several processes (an app and its notification
+/// extension) or connections may share.
 ///
-/// The file is held with an exclusive lock for as long as it is open, so a second process (or a
-/// second opener in this one) waits up to the busy timeout and then gets [`StoreError::Busy`]; it
-/// can never interleave writes. Commits are transactions in WAL mode with `synchronous=FULL`
-/// (and `fullfsync` on Apple systems): once a commit returns, it survives a crash or a power
-/// loss.
+/// Each operation of the [commit protocol](crate::Storage::begin) is one write transaction
+/// (`BEGIN IMMEDIATE`): a second user waits for it, up to the busy timeout, and then gets
+/// [`StoreError::Busy`]; users never interleave inside an operation. `begin` compares `PRAGMA
+/// data_version` with the value this connection saw last (it changes only when another
+/// connection committed), so a client reloads its caches only when someone else wrote: the
+/// whole cost of sharing, when nobody else wrote, is that one check per call. Commits are
+/// transactions in WAL mode with `synchronous=FULL` (and `fullfsync` on Apple systems): once a
+/// commit returns, it survives a crash or a power loss.
+///
+/// No lock is held between calls. On iOS this is what keeps a process out of `0xdead10cc`
+/// (killed for holding a file lock in a shared app-group container while suspended): the store
+/// is locked only while a call of the client runs (for [`decrypt_batch`] that includes the
+/// `deliver` callback), so do not let the app be suspended inside one (finish the call, or
+/// wrap it in a background task). Between calls the store may stay open.
 ///
 /// What a commit deletes or replaces is gone from disk when it returns: `secure_delete` zeroes
 /// it in the database pages, and a `TRUNCATE` checkpoint after every commit moves the pages
-/// into the main file and empties the WAL, which would otherwise keep the old page images.
+/// into the main file and empties the WAL, which would otherwise keep the old page images. The
+/// checkpoint does not wait: if another connection is reading or writing at that moment it is
+/// skipped, and the next commit's checkpoint (or the last connection's close) empties the WAL.
+///
+/// [`decrypt_batch`]: crate::Client::decrypt_batch
 #[derive(Debug)]
 pub struct SqliteStorage {
     conn: Connection,
     path: PathBuf,
+    busy_timeout: Duration,
+    /// `PRAGMA data_version` when this connection last began an operation (or opened).
+    seen_version: i64,
+    /// Whether an operation (a write transaction) is open.
+    in_operation: bool,
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
@@ -121,23 +143,23 @@ impl SqliteStorage {
         }
         let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
         conn.busy_timeout(options.busy_timeout).map_err(backend)?;
-        // Exclusive locking: the first transaction takes the file's lock and keeps it until the
-        // connection closes. It also lets WAL work without a shared-memory file.
-        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
-            .map_err(backend)?;
         let mut storage = Self {
             conn,
             path: path.to_path_buf(),
+            busy_timeout: options.busy_timeout,
+            seen_version: 0,
+            in_operation: false,
         };
         storage.prepare(!exists)?;
+        storage.seen_version = storage.data_version()?;
         Ok(storage)
     }
 
-    /// Takes the lock, checks the schema and brings it up to date, in one transaction.
+    /// Checks the schema and brings it up to date.
     ///
     /// The file is only read until it is known to be a Proteus store (or a new file): a file that
-    /// is refused is left byte for byte as it was. The exclusive lock taken by the first check is
-    /// kept (exclusive locking mode), so nothing can change the file between check and use.
+    /// is refused is left byte for byte as it was. The migration runs in a write transaction that
+    /// reads the version again, so two processes opening an old store at once migrate it once.
     fn prepare(&mut self, created: bool) -> Result<(), StoreError> {
         let conn = &mut self.conn;
         let tx = conn
@@ -183,7 +205,10 @@ impl SqliteStorage {
             conn.pragma_update(None, pragma, value).map_err(backend)?;
         }
         let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let version: i64 = tx
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(backend)?;
         for (from, sql) in MIGRATIONS
             .iter()
@@ -211,19 +236,94 @@ impl SqliteStorage {
             }
         }
         tx.commit().map_err(backend)?;
-        // A WAL left by an older version of this library may hold deleted records.
-        self.checkpoint()
+        // A WAL left by an older version of this library (or a crash) may hold deleted records.
+        // Only then: a checkpoint counts as a change for the other connections' data_version,
+        // which would make them reload their caches. Another process using the store may hold
+        // it up; it is emptied after a later commit then.
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            let _ = self.checkpoint();
+        }
+        Ok(())
     }
 
     /// Copies the WAL into the main file and truncates it to zero bytes, so that the page
-    /// images of deleted records it held are gone.
+    /// images of deleted records it held are gone. Does not wait for other connections: if one
+    /// is reading or writing, the checkpoint is incomplete and [`StoreError::Busy`] is returned.
     fn checkpoint(&self) -> Result<(), StoreError> {
-        let busy: i64 = self
+        // A TRUNCATE checkpoint waits (busy handler) for other connections: never here.
+        self.conn.busy_timeout(Duration::ZERO).map_err(backend)?;
+        let busy = self
             .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-            .map_err(backend)?;
-        if busy != 0 {
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        self.conn.busy_timeout(self.busy_timeout).map_err(backend)?;
+        if busy.map_err(backend)? != 0 {
             return Err(StoreError::Busy);
+        }
+        Ok(())
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits, not when this one does.
+    fn data_version(&self) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .map_err(backend)
+    }
+
+    /// Runs a statement without parameters or rows (transaction control), prepared once.
+    fn run(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached(sql)
+            .and_then(|mut s| s.execute([]))
+            .map(drop)
+            .map_err(backend)
+    }
+
+    /// Takes the write lock (waiting up to the busy timeout) and opens the operation.
+    fn begin_transaction(&mut self) -> Result<(), StoreError> {
+        if self.in_operation {
+            return Err(StoreError::Backend("an operation is already open".into()));
+        }
+        self.run("BEGIN IMMEDIATE")?;
+        self.in_operation = true;
+        Ok(())
+    }
+
+    /// Rolls back the open transaction, if any, releasing the lock.
+    fn rollback(&mut self) -> Result<(), StoreError> {
+        self.in_operation = false;
+        if self.conn.is_autocommit() {
+            return Ok(());
+        }
+        self.run("ROLLBACK")
+    }
+
+    /// Applies `writes` inside the open transaction.
+    fn apply(&self, writes: &[Write]) -> Result<(), StoreError> {
+        for write in writes {
+            match write {
+                Write::Put { table, key, value } => {
+                    let sql = format!(
+                        "INSERT OR REPLACE INTO {} (key, value) VALUES (?1, ?2)",
+                        table.name()
+                    );
+                    self.conn
+                        .prepare_cached(&sql)
+                        .and_then(|mut s| s.execute(params![key, value.as_slice()]))
+                        .map_err(backend)?;
+                }
+                Write::Delete { table, key } => {
+                    let sql = format!("DELETE FROM {} WHERE key = ?1", table.name());
+                    self.conn
+                        .prepare_cached(&sql)
+                        .and_then(|mut s| s.execute([key]))
+                        .map_err(backend)?;
+                }
+            }
         }
         Ok(())
     }
@@ -298,38 +398,95 @@ impl Storage for SqliteStorage {
     }
 
     fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction().map_err(backend)?;
-        for write in writes {
-            match write {
-                Write::Put { table, key, value } => {
-                    let sql = format!(
-                        "INSERT OR REPLACE INTO {} (key, value) VALUES (?1, ?2)",
-                        table.name()
-                    );
-                    tx.prepare_cached(&sql)
-                        .and_then(|mut s| s.execute(params![key, value.as_slice()]))
-                        .map_err(backend)?;
-                }
-                Write::Delete { table, key } => {
-                    let sql = format!("DELETE FROM {} WHERE key = ?1", table.name());
-                    tx.prepare_cached(&sql)
-                        .and_then(|mut s| s.execute([key]))
-                        .map_err(backend)?;
-                }
-            }
+        if !self.in_operation {
+            self.begin_transaction()?;
         }
-        // Dropping an uncommitted transaction rolls it back, so an error above changes nothing.
-        tx.commit().map_err(backend)?;
+        let committed = self.apply(writes).and_then(|()| self.run("COMMIT"));
+        if let Err(e) = committed {
+            // Nothing of the operation is stored; the lock is released.
+            let _ = self.rollback();
+            return Err(e);
+        }
+        self.in_operation = false;
         // The commit is durable: it must not be reported as failed. A checkpoint that fails
-        // (an I/O error) is tried again after the next commit.
+        // (an I/O error, another connection busy) is tried again after the next commit.
         let _ = self.checkpoint();
         Ok(())
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.begin_transaction()?;
+        let version = match self.data_version() {
+            Ok(version) => version,
+            Err(e) => {
+                let _ = self.rollback();
+                return Err(e);
+            }
+        };
+        let stale = version != self.seen_version;
+        self.seen_version = version;
+        Ok(if stale {
+            Freshness::Stale
+        } else {
+            Freshness::Fresh
+        })
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.rollback()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{connection_pragmas, prefix_end};
+    use super::{
+        Freshness, OpenMode, SqliteOptions, SqliteStorage, Storage, Table, Write,
+        connection_pragmas, prefix_end,
+    };
+
+    fn put(key: &[u8]) -> Write {
+        Write::Put {
+            table: Table::Meta,
+            key: key.to_vec(),
+            value: zeroize::Zeroizing::new(vec![1]),
+        }
+    }
+
+    /// `begin` is stale exactly when another connection committed since this one last began:
+    /// never because of its own commits.
+    #[test]
+    fn begin_reports_commits_of_other_connections_only() -> Result<(), crate::StoreError> {
+        let dir = tempfile::tempdir().map_err(|e| crate::StoreError::Backend(e.to_string()))?;
+        let path = dir.path().join("store.db");
+        let options = SqliteOptions::default();
+        let mut a = SqliteStorage::open(&path, OpenMode::New, &options)?;
+        let mut b = SqliteStorage::open(&path, OpenMode::Existing, &options)?;
+        // Another connection opening the store is no change.
+        assert_eq!(a.begin()?, Freshness::Fresh);
+        a.commit(&[put(b"a1")])?;
+        assert_eq!(a.begin()?, Freshness::Fresh);
+        a.end()?;
+        assert_eq!(b.begin()?, Freshness::Stale);
+        b.end()?;
+        assert_eq!(b.begin()?, Freshness::Fresh);
+        b.commit(&[put(b"b1")])?;
+        // A commit without begin is an operation too.
+        b.commit(&[put(b"b2")])?;
+        let mut c = SqliteStorage::open(
+            &path,
+            OpenMode::Existing,
+            &SqliteOptions {
+                busy_timeout: std::time::Duration::from_millis(20),
+            },
+        )?;
+        assert_eq!(a.begin()?, Freshness::Stale);
+        assert!(a.get(Table::Meta, b"b2")?.is_some());
+        // While `a` is in an operation, `c` cannot begin one (it waits, then Busy).
+        assert_eq!(c.begin(), Err(crate::StoreError::Busy));
+        a.end()?;
+        assert_eq!(c.begin()?, Freshness::Fresh);
+        c.end()
+    }
 
     #[test]
     fn deleted_records_are_overwritten_everywhere() {

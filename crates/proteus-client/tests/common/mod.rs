@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use proteus_client::{
-    Client, ClientError, Decrypted, MemoryStorage, QueuedMessage, Record, Storage, StoreError,
-    Table, Write,
+    Client, ClientError, Decrypted, Freshness, MemoryStorage, QueuedMessage, Record, Storage,
+    StoreError, Table, Write,
 };
 use proteus_core::Envelope;
 use serde_json::Value;
@@ -154,6 +154,14 @@ impl Storage for TestStorage {
         shared.mem.commit(writes)?;
         shared.log.push(writes.to_vec());
         Ok(())
+    }
+
+    fn begin(&mut self) -> Result<Freshness, StoreError> {
+        self.lock().mem.begin()
+    }
+
+    fn end(&mut self) -> Result<(), StoreError> {
+        self.lock().mem.end()
     }
 }
 

@@ -117,6 +117,17 @@ struct Chat {
     outbox_blocked: bool,
 }
 
+/// An SQLite file locked exclusively for as long as the connection lives: a second opener waits
+/// 500 ms and gets `DatabaseBusy`. The lock goes with the process, however it ends.
+fn instance_lock(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.busy_timeout(Duration::from_millis(500))?;
+    conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
+    // A write takes the exclusive lock, which exclusive locking mode keeps until the close.
+    conn.execute_batch("BEGIN EXCLUSIVE; PRAGMA user_version = 1; COMMIT;")?;
+    Ok(conn)
+}
+
 /// Runs the chat until `/quit`, end of input, Ctrl-C or SIGTERM.
 pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
     for name in [&options.me, &options.peer] {
@@ -134,6 +145,19 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
 
     let dir = options.data.join(&options.me);
     std::fs::create_dir_all(&dir).map_err(|e| ChatError(format!("{}: {e}", dir.display())))?;
+    // One chat per user: the Proteus store may be shared by processes (an app and its
+    // extension), but not the chat's terminal, outbox and polling.
+    let _instance =
+        instance_lock(&dir.join("instance.lock")).map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                ChatError(format!(
+                    "another proteus-chat is running as {} (data {})",
+                    options.me,
+                    dir.display()
+                ))
+            }
+            _ => ChatError(format!("{}: {e}", dir.display())),
+        })?;
     let store = dir.join("store.sqlite");
     let client = Client::open_with(
         &store,
@@ -144,8 +168,7 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
     )
     .map_err(|e| match e {
         ClientError::Store(StoreError::Busy) => ChatError(format!(
-            "another proteus-chat is running as {} (its store {} is in use)",
-            options.me,
+            "the store {} is busy: another process is using it",
             store.display()
         )),
         e => ChatError(format!("{}: {e}", store.display())),

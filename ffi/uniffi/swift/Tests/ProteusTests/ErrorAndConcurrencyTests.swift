@@ -103,7 +103,19 @@ final class ErrorTests: XCTestCase {
         expectError(504, "StoreNotFound") { _ = try Client.openWith(path: path, mode: .existing, options: ClientOptions()) }
         do {
             let open = try Client.openWith(path: path, mode: .new, options: ClientOptions())
-            expectError(502, "StoreBusy") { _ = try Client.openWith(path: path, mode: .existingOrNew, options: ClientOptions(busyTimeoutMs: 50)) }
+            // A second opener shares the store (an app and its extension)...
+            let second = try Client.openWith(path: path, mode: .existingOrNew, options: ClientOptions())
+            XCTAssertEqual(try second.fingerprint(), try open.fingerprint())
+            // ...but waits for a call of the other to end: from inside a batch's delivery, an
+            // opener with a 50 ms busy timeout gets StoreBusy.
+            let alice = try Client.inMemory()
+            try alice.createSession(sessionId: "bob", bundle: try open.generatePrekeys(count: 1)[0].bytes)
+            let collector = Collector { _, _ in
+                expectError(502, "StoreBusy") { _ = try Client.openWith(path: path, mode: .existingOrNew, options: ClientOptions(busyTimeoutMs: 50)) }
+                return true
+            }
+            _ = try open.decryptBatch(queue: try queueFrom(alice, 1), delivery: collector, maxChunk: 1, progressIntervalMs: 0)
+            XCTAssertEqual(collector.results.count, 1)
             XCTAssertEqual(try open.fingerprint().count, 64)
         }
         expectError(505, "StoreAlreadyExists") { _ = try Client.openWith(path: path, mode: .new, options: ClientOptions()) }

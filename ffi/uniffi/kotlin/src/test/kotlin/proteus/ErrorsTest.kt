@@ -137,10 +137,23 @@ class ErrorsTest {
     fun `store errors - 502 to 506`() {
         val path = tempStore()
         expectError(504, "StoreNotFound") { Client.openWith(path.toString(), OpenMode.EXISTING, ClientOptions()) }
-        Client.openWith(path.toString(), OpenMode.NEW, ClientOptions()).use {
-            expectError(502, "StoreBusy") {
-                Client.openWith(path.toString(), OpenMode.EXISTING_OR_NEW, ClientOptions(busyTimeoutMs = 50u))
+        Client.openWith(path.toString(), OpenMode.NEW, ClientOptions()).use { bob ->
+            // A second opener shares the store (an app and its extension)...
+            Client.openWith(path.toString(), OpenMode.EXISTING_OR_NEW, ClientOptions()).use {
+                assertEquals(bob.fingerprint(), it.fingerprint())
             }
+            // ...but waits for a call of the other to end: from inside a batch's delivery, an
+            // opener with a 50 ms busy timeout gets StoreBusy.
+            val alice = Client.inMemory()
+            alice.createSession("bob", bob.generatePrekeys(1u).single().bytes)
+            var busy: ProteusException? = null
+            bob.decryptBatch(queueFrom(alice, 1), Collector { _, _ ->
+                busy = expectError(502, "StoreBusy") {
+                    Client.openWith(path.toString(), OpenMode.EXISTING_OR_NEW, ClientOptions(busyTimeoutMs = 50u))
+                }
+                true
+            }, maxChunk = 1u, progressIntervalMs = 0u)
+            assertEquals(502, busy?.code)
         }
         expectError(505, "StoreAlreadyExists") { Client.openWith(path.toString(), OpenMode.NEW, ClientOptions()) }
         // A newer schema version (SQLite's user_version, at offset 60 of the header).
