@@ -14,8 +14,8 @@
 //!   (no kills) on copies of the store, and print messages per second (use `--release`).
 //!
 //! ```text
-//! cargo test -p proteus-store --test two_processes -- --nocapture
-//! PROTEUS_TWO_PROCESS_THROUGHPUT=1 cargo test --release -p proteus-store --test two_processes -- --nocapture
+//! cargo test -p proteus-client --test two_processes -- --nocapture
+//! PROTEUS_TWO_PROCESS_THROUGHPUT=1 cargo test --release -p proteus-client --test two_processes -- --nocapture
 //! ```
 //!
 //! The processes are this test binary run again (`shared_store_child`, which does nothing

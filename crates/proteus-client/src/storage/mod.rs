@@ -114,8 +114,9 @@ pub enum Freshness {
 /// it) none is.
 ///
 /// A store that other handles may write (another process, tab or connection) implements
-/// [`begin`](Storage::begin) and [`end`](Storage::end) (see the [module docs](self)): between
-/// `begin` and the `commit` or `end` that follows, no other handle commits. The defaults suit a
+/// [`begin`](Storage::begin) and [`end`](Storage::end) (see
+/// [Sharing a store](crate#sharing-a-store-an-app-and-its-extension)): between `begin` and the
+/// `commit` or `end` that follows, no other handle commits. The defaults suit a
 /// store with a single user (nothing to exclude, never stale). A `commit` without `begin` is a
 /// whole operation of its own (it begins and commits).
 pub trait Storage: Send {
