@@ -1504,8 +1504,9 @@ public func FfiConverterTypeBatchSummary_lower(_ value: BatchSummary) -> RustBuf
  */
 public struct ClientOptions: Equatable, Hashable {
     /**
-     * How long opening waits for another process (or another client of this one) to release
-     * the store before it fails with `StoreBusy` (502). SQLite stores only.
+     * How long a call waits while another client on the same store (another process, such as
+     * an app's notification extension, or another client of this one) is in a call, before it
+     * fails with `StoreBusy` (502). SQLite stores only.
      */
     public let busyTimeoutMs: UInt32
     /**
@@ -1518,8 +1519,9 @@ public struct ClientOptions: Equatable, Hashable {
     // declare one manually.
     public init(
         /**
-         * How long opening waits for another process (or another client of this one) to release
-         * the store before it fails with `StoreBusy` (502). SQLite stores only.
+         * How long a call waits while another client on the same store (another process, such as
+         * an app's notification extension, or another client of this one) is in a call, before it
+         * fails with `StoreBusy` (502). SQLite stores only.
          */busyTimeoutMs: UInt32 = UInt32(5000), 
         /**
          * How long a call waits for another call of the same client, running on another thread,
