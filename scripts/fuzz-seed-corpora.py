@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes the fuzz seed corpora (fuzz/corpus/<target>/) from the interop vectors.
 
-Usage: scripts/fuzz-seed-corpora.py [VECTOR_DIR...]  (defaults: ../shared/vectors/proteus-js
+Usage: scripts/fuzz-seed-corpora.py [VECTOR_DIR...]  (defaults: tests/vectors/proteus-js
 and tests/vectors/generated). Files are named by their SHA-256, so re-running adds nothing twice.
 """
 import glob, hashlib, json, os, random, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-dirs = sys.argv[1:] or [os.path.join(ROOT, "..", "shared", "vectors", "proteus-js"),
+dirs = sys.argv[1:] or [os.path.join(ROOT, "tests", "vectors", "proteus-js"),
                         os.path.join(ROOT, "tests", "vectors", "generated")]
 PER_TARGET = 80
 seeds = {t: [] for t in ["envelope", "prekey_bundle", "prekey", "identity_key_pair", "session",
