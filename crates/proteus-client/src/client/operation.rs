@@ -2,8 +2,6 @@
 //! the store's exclusion and first drops what it cached if another handle (the app's notification
 //! extension, another process) committed since this client last looked.
 
-use std::panic::AssertUnwindSafe;
-
 use proteus_core::{IdentityKeyPair, OsRng, PreKey};
 use zeroize::Zeroizing;
 
@@ -24,6 +22,18 @@ impl Client {
         if self.in_operation {
             return op(self);
         }
+        self.begin_operation()?;
+        let result = self.run_unwind_safe(op);
+        let ended = self.end_operation();
+        let value = result?;
+        ended?;
+        Ok(value)
+    }
+
+    /// Takes the store's exclusion and reloads what is stale. Not generic (nor is
+    /// `end_operation`): `operation` is instantiated for every call of the client, and only its
+    /// few lines are copied each time.
+    fn begin_operation(&mut self) -> Result<(), ClientError> {
         if self.storage.begin()? == Freshness::Stale
             && let Err(e) = self.reload()
         {
@@ -31,22 +41,39 @@ impl Client {
             return Err(e);
         }
         self.in_operation = true;
-        // A panic inside (a `deliver` callback's, say) must not leave the store locked: the
-        // other process would wait on it for as long as this client lives.
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| op(&mut *self)));
+        Ok(())
+    }
+
+    fn end_operation(&mut self) -> Result<(), ClientError> {
         self.in_operation = false;
-        let ended = self.storage.end();
-        let value = match result {
-            Ok(result) => result?,
-            Err(panic) => {
-                // Cached sessions may hold uncommitted steps.
-                self.sessions.clear();
-                self.replay_guard = ReplayGuard::default();
-                std::panic::resume_unwind(panic)
+        Ok(self.storage.end()?)
+    }
+
+    /// Runs `op`. If it panics (a `deliver` callback's panic, say) the operation is ended and the
+    /// caches dropped before the panic goes on: the store must not stay locked for the other
+    /// process as long as this client lives, and cached sessions may hold uncommitted steps.
+    /// Where panics abort (the web build) there is nothing to clean up, and no unwinding
+    /// machinery is linked in for it (9 KB of wasm).
+    fn run_unwind_safe<T>(
+        &mut self,
+        op: impl FnOnce(&mut Self) -> Result<T, ClientError>,
+    ) -> Result<T, ClientError> {
+        #[cfg(panic = "unwind")]
+        {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&mut *self))) {
+                Ok(result) => result,
+                Err(panic) => {
+                    let _ = self.end_operation();
+                    self.sessions.clear();
+                    self.replay_guard = ReplayGuard::default();
+                    std::panic::resume_unwind(panic)
+                }
             }
-        };
-        ended?;
-        Ok(value)
+        }
+        #[cfg(not(panic = "unwind"))]
+        {
+            op(self)
+        }
     }
 
     /// Drops what was cached from the store: sessions and the replay guard's base keys are
