@@ -68,6 +68,8 @@ struct State {
     conflicts: u32,
     /// This operation handed results to the application before its commit.
     handed_out: bool,
+    /// Reloaded since the client last began an operation: what it cached may be stale.
+    reloaded: bool,
 }
 
 /// One commit for the host to store: `writes` in one transaction, only if its counter is still
@@ -166,6 +168,7 @@ impl Journal {
             state.counter = counter;
             state.in_flight = None;
             state.diverged = false;
+            state.reloaded = true;
         }
         let reopened = reopen(self);
         if reopened.is_err() {
@@ -265,6 +268,16 @@ impl Storage for Journal {
         state.records.apply(writes);
         state.pending.extend_from_slice(writes);
         Ok(())
+    }
+
+    /// The host holds the exclusion (a Web Lock) and has reloaded the journal if it was stale:
+    /// a client that goes on across a reload drops what it cached, as over any shared store.
+    fn begin(&mut self) -> Result<super::Freshness, StoreError> {
+        let mut state = self.client()?;
+        Ok(match std::mem::take(&mut state.reloaded) {
+            true => super::Freshness::Stale,
+            false => super::Freshness::Fresh,
+        })
     }
 }
 

@@ -339,3 +339,38 @@ fn a_batch_that_handed_out_results_fails_on_a_lost_compare_and_swap_and_runs_aga
     assert_eq!(first, again);
     assert_eq!(again[2], b"hi 2");
 }
+
+/// A client kept across a reload (not rebuilt) sees what another tab committed: the journal
+/// reports itself stale to the client's commit protocol once, and the client reloads its
+/// cached session instead of reusing a message key.
+#[test]
+fn a_client_kept_across_a_reload_reloads_its_caches() {
+    let mut host = Host::default();
+    let mut alice = Client::in_memory().unwrap();
+    let bundle = alice.generate_prekeys(1).unwrap().remove(0).to_bytes();
+    let mut a = Tab::open(&mut host);
+    a.begin(&mut host);
+    a.client.create_session("alice", &bundle).unwrap();
+    assert!(a.finish(&mut host).unwrap());
+    a.client.has_session("alice").unwrap(); // cached in A
+
+    let mut b = Tab::open(&mut host);
+    b.begin(&mut host);
+    let from_b = b.client.encrypt("alice", b"from b").unwrap();
+    assert!(b.finish(&mut host).unwrap());
+
+    assert!(a.journal.begin(host.counter), "A is stale");
+    a.journal
+        .reload(&host.load(), host.counter, |_| Ok::<_, ClientError>(()))
+        .unwrap();
+    let from_a = a.client.encrypt("alice", b"from a").unwrap();
+    assert!(a.finish(&mut host).unwrap());
+    assert_eq!(alice.decrypt("bob", &from_b).unwrap(), b"from b");
+    assert_eq!(alice.decrypt("bob", &from_a).unwrap(), b"from a");
+
+    let mut journal = a.journal.clone();
+    assert_eq!(
+        Storage::begin(&mut journal).unwrap(),
+        super::super::Freshness::Fresh
+    );
+}
