@@ -18,6 +18,7 @@ use crate::session_cache::{SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
 mod batch;
+mod fanout;
 mod operation;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
@@ -285,10 +286,10 @@ impl Client {
         Ok(envelope.to_bytes())
     }
 
-    /// Encrypts several messages, possibly for several sessions (e.g. one plaintext for every
-    /// device of a user), with one commit for all: it happens before any envelope is returned.
-    /// Envelopes come back in the order of `messages`. If anything fails, nothing is committed
-    /// and no envelope is returned.
+    /// Encrypts several messages, possibly for several sessions, with one commit for all: it
+    /// happens before any envelope is returned. Envelopes come back in the order of `messages`.
+    /// If anything fails, nothing is committed and no envelope is returned. To send one
+    /// plaintext to many sessions, [`encrypt_for`](Self::encrypt_for) is the call.
     pub fn encrypt_batch(
         &mut self,
         messages: &[(&str, &[u8])],
@@ -302,6 +303,7 @@ impl Client {
     ) -> Result<Vec<Vec<u8>>, ClientError> {
         let mut envelopes = Vec::with_capacity(messages.len());
         let mut touched: Vec<&str> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for (session_id, plaintext) in messages {
             match self
                 .session(session_id)
@@ -314,7 +316,7 @@ impl Client {
                     return Err(e);
                 }
             }
-            if !touched.contains(session_id) {
+            if seen.insert(*session_id) {
                 touched.push(session_id);
             }
         }
