@@ -5,7 +5,8 @@
 //! * the protocol core alone, in memory ([`core_queue`]; the `decrypt_queue` bench);
 //! * the client of `proteus-client` with its stores ([`scenarios`], [`stores`], [`run`]; the
 //!   `client_queue` bench and the `proteus-bench` runner), plus a scale test of up to 100,000
-//!   queued messages over 1000 sessions ([`scale`]).
+//!   queued messages over 1000 sessions ([`scale`]);
+//! * sending one message to a large conversation ([`fanout`]).
 //!
 //! Everything here uses only the public API of `proteus-core` and `proteus-client`.
 
@@ -15,6 +16,7 @@ use std::error::Error;
 
 pub mod chat;
 pub mod core_queue;
+pub mod fanout;
 pub mod fast_forward;
 pub mod memory;
 pub mod run;

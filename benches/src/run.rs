@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use proteus_client::{Client, Decrypted, QueuedMessage};
 
 use crate::BoxError;
+use crate::fanout::{self, FanOut};
 use crate::scenarios::{ALICE, BOB, Queued, Scenario, ScenarioKind, Workload, queued_messages};
 use crate::stores::{ClientSource, StoreKind};
 
@@ -39,6 +40,10 @@ enum Prepared {
         plaintexts: Vec<Vec<u8>>,
         flip_every: usize,
     },
+    FanOut {
+        sender: ClientSource,
+        fan_out: FanOut,
+    },
 }
 
 /// A built scenario with its SQLite templates, ready for any number of runs.
@@ -67,6 +72,10 @@ impl Bench {
                 plaintexts,
                 flip_every,
             },
+            Workload::FanOut { sender, fan_out } => Prepared::FanOut {
+                sender: ClientSource::new(sender, sqlite)?,
+                fan_out,
+            },
         };
         Ok(Self { kind, prepared })
     }
@@ -76,11 +85,12 @@ impl Bench {
         self.kind
     }
 
-    /// How many messages one run decrypts.
+    /// How many messages one run decrypts (encrypts, for fan-out).
     pub fn messages(&self) -> usize {
         match &self.prepared {
             Prepared::Queue { messages, .. } => messages.len(),
             Prepared::Conversation { plaintexts, .. } => plaintexts.len(),
+            Prepared::FanOut { fan_out, .. } => fan_out.recipients.len(),
         }
     }
 
@@ -115,6 +125,23 @@ impl Bench {
                     *flip_every,
                     store,
                 )
+            }
+            Prepared::FanOut { sender, fan_out } => {
+                let mut fresh = sender.fresh(store)?;
+                let recipients: Vec<&str> = fan_out.recipients.iter().map(String::as_str).collect();
+                // A send before the timed one: the sessions are cached, as in an app that has
+                // written to this conversation since it started.
+                fresh.client.encrypt_for(&recipients, b"warm")?;
+                let start = Instant::now();
+                let envelopes =
+                    fanout::send(&mut fresh.client, &recipients, &fan_out.plaintext, store)?;
+                let total = start.elapsed();
+                fanout::check(fan_out, &envelopes)?;
+                Ok(Timing {
+                    total,
+                    encrypt: total,
+                    batch_commit: None,
+                })
             }
         }
     }

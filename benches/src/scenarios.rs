@@ -11,6 +11,7 @@ use proteus_client::{Client, QueuedMessage};
 use proteus_core::{Envelope, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle, PreKeyId};
 use zeroize::Zeroizing;
 
+use crate::fanout::{self, FanOut};
 use crate::{BoxError, chat_plaintext};
 
 /// How many messages every scenario has.
@@ -30,15 +31,19 @@ pub enum ScenarioKind {
     /// `conv10`: an established session and 1000 messages whose direction flips every 10; both
     /// sides encrypt and decrypt.
     Conversation,
+    /// `fanout4000`: one plaintext encrypted for 4000 established sessions (see
+    /// [`crate::fanout`]).
+    FanOut,
 }
 
 impl ScenarioKind {
     /// Every scenario, in reporting order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::Fresh,
         Self::Established,
         Self::Senders,
         Self::Conversation,
+        Self::FanOut,
     ];
 
     /// The scenario's name in reports.
@@ -48,6 +53,7 @@ impl ScenarioKind {
             Self::Established => "1x1000est",
             Self::Senders => "50x20",
             Self::Conversation => "conv10",
+            Self::FanOut => "fanout4000",
         }
     }
 
@@ -223,6 +229,13 @@ pub enum Workload {
         /// How many messages each side sends before the direction flips.
         flip_every: usize,
     },
+    /// The sender, starting from `sender`, encrypts one plaintext for every recipient.
+    FanOut {
+        /// The sender's state, with a session to every recipient.
+        sender: ClientSeed,
+        /// The recipients, the plaintext and the checked sample.
+        fan_out: FanOut,
+    },
 }
 
 /// Bob's id for his session with Alice.
@@ -246,6 +259,10 @@ impl Scenario {
             ScenarioKind::Established => established()?,
             ScenarioKind::Senders => senders(50, QUEUE_LEN / 50)?,
             ScenarioKind::Conversation => conversation(QUEUE_LEN, 10)?,
+            ScenarioKind::FanOut => {
+                let (sender, fan_out) = FanOut::build(fanout::RECIPIENTS)?;
+                Workload::FanOut { sender, fan_out }
+            }
         };
         if let Workload::Queue { messages, .. } = &workload {
             let prekey_messages = messages

@@ -8,7 +8,12 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use proteus_client::{Client, OpenMode, SqliteOptions};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use proteus_client::{
+    Client, MemoryStorage, OpenMode, Record, SqliteOptions, SqliteStorage, Storage, StoreError,
+    StoreKey, Table, Write,
+};
 use tempfile::TempDir;
 
 use crate::BoxError;
@@ -81,12 +86,7 @@ const BENCH_STORE_KEY: [u8; 32] = [0x42; 32];
 fn open_store(path: PathBuf, mode: OpenMode, sealed: bool) -> Result<Client, BoxError> {
     let options = SqliteOptions::default();
     Ok(if sealed {
-        Client::open_sealed(
-            path,
-            mode,
-            &options,
-            &proteus_client::StoreKey::new(BENCH_STORE_KEY),
-        )?
+        Client::open_sealed(path, mode, &options, &StoreKey::new(BENCH_STORE_KEY))?
     } else {
         Client::open_with(path, mode, &options)?
     })
@@ -109,10 +109,19 @@ impl Template {
         let dir = tempfile::Builder::new()
             .prefix("proteus-bench-template-")
             .tempdir()?;
-        let mut client = open_store(dir.path().join(STORE_FILE), OpenMode::New, sealed)?;
-        seed.install(&mut client)?;
+        // The seed goes into memory first and then into the file in one transaction: installing
+        // it straight into SQLite would cost one durable commit per record (seconds for the
+        // thousands of sessions of fan-out).
+        let memory = SharedMemory::default();
+        seed.install(&mut Client::with_storage(Box::new(memory.clone()))?)?;
+        let path = dir.path().join(STORE_FILE);
+        let mut file = SqliteStorage::open(&path, OpenMode::New, &SqliteOptions::default())?;
+        file.commit(&memory.records()?)?;
         // Closing the store checkpoints its write-ahead log into the file.
-        drop(client);
+        drop(file);
+        if sealed {
+            proteus_client::seal_store(&path, &StoreKey::new(BENCH_STORE_KEY))?;
+        }
         Ok(Self { dir, sealed })
     }
 
@@ -210,5 +219,44 @@ impl ClientSource {
             Some(template) => template.fresh(),
             None => Err(format!("no SQLite template was made for {store}").into()),
         }
+    }
+}
+
+/// A memory store that stays readable after the client on it is dropped.
+#[derive(Clone, Default)]
+struct SharedMemory(Arc<Mutex<MemoryStorage>>);
+
+impl SharedMemory {
+    fn with<T>(&self, f: impl FnOnce(&mut MemoryStorage) -> T) -> T {
+        f(&mut self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Every record, as the writes that recreate them.
+    fn records(&self) -> Result<Vec<Write>, StoreError> {
+        let mut writes = Vec::new();
+        for table in Table::ALL {
+            for (key, value) in self.scan(table, b"")? {
+                writes.push(Write::Put { table, key, value });
+            }
+        }
+        Ok(writes)
+    }
+}
+
+impl Storage for SharedMemory {
+    fn get(
+        &self,
+        table: Table,
+        key: &[u8],
+    ) -> Result<Option<zeroize::Zeroizing<Vec<u8>>>, StoreError> {
+        self.with(|m| m.get(table, key))
+    }
+
+    fn scan(&self, table: Table, prefix: &[u8]) -> Result<Vec<Record>, StoreError> {
+        self.with(|m| m.scan(table, prefix))
+    }
+
+    fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError> {
+        self.with(|m| m.commit(writes))
     }
 }
