@@ -66,6 +66,8 @@ cat > pkg/package.json <<JSON
   "types": "./index.d.ts",
   "exports": {
     ".": { "types": "./index.d.ts", "import": "./index.js", "default": "./index.js" },
+    "./worker": { "types": "./worker.d.ts", "import": "./worker.js", "default": "./worker.js" },
+    "./remote": { "types": "./remote.d.ts", "import": "./remote.js", "default": "./remote.js" },
     "./proteus_web_bg.wasm": "./proteus_web_bg.wasm",
     "./package.json": "./package.json"
   },

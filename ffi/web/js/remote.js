@@ -1,0 +1,319 @@
+// The page side: drives clients living in a dedicated Worker (worker.js's serveClient) over the
+// protocol of wire.js. A RemoteClient has the methods of Client with the same arguments, Promises
+// and errors (ProteusError with the same code and kind), so a page can move its client into a
+// Worker by changing how it opens it:
+//
+//   import { connectWorker } from '@proteus-engine/web/remote';
+//   const worker = new Worker(new URL('./proteus-worker.js', import.meta.url), { type: 'module' });
+//   const client = await connectWorker(worker).open('alice');
+//   await client.decryptBatch(queue, (result, done, total) => { bar.value = done; });
+//
+// Arguments are checked on the page, as Client checks them (a TypeError or RangeError is thrown
+// at once); bytes are copied to the worker (a batch's in one buffer, transferred).
+
+import { ProteusError } from './index.js';
+import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
+import { fromWire, own, port, split, toWire } from './wire.js';
+
+const CONSTRUCT = Symbol('construct');
+
+/**
+ * The page's end of a worker serving clients: `open`, `inMemory` and `deleteStore` as Client's
+ * static methods, and the module functions that need the wasm (answered by the worker).
+ */
+class WorkerConnection {
+  #post;
+  #nextId = 1;
+  /** The requests waiting for their answer, by id: { resolve, reject, onChunk }. */
+  #pending = new Map();
+
+  constructor(token, target) {
+    if (token !== CONSTRUCT) throw new TypeError('use connectWorker(worker)');
+    const { listen, post } = port(target);
+    this.#post = post;
+    listen((message) => this.#receive(message));
+    if (typeof target.addEventListener === 'function') {
+      // A worker that fails to load or throws at the top level: every waiting call fails.
+      target.addEventListener('error', (event) => {
+        const e = new Error(`the worker failed: ${event.message ?? 'it did not load'}`);
+        e.name = 'WorkerError';
+        for (const { reject } of this.#pending.values()) reject(e);
+        this.#pending.clear();
+      });
+    }
+  }
+
+  #receive(message) {
+    const waiting = this.#pending.get(message?.id);
+    if (waiting === undefined) return;
+    if (message.chunk !== undefined) {
+      waiting.onChunk?.(message);
+      return;
+    }
+    this.#pending.delete(message.id);
+    if (message.ok) waiting.resolve(message.value);
+    else waiting.reject(fromWire(message.error, (...a) => new ProteusError(...a), waiting.cause?.()));
+  }
+
+  /** Sends a request; resolves to the worker's answer. `extra` may add onChunk and cause. */
+  request(body, transfer = [], extra = {}) {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, ...extra });
+      this.#post({ id, ...body }, transfer);
+    });
+  }
+
+  /** Answers a chunk of a decryptBatch. */
+  ack(id, chunk, answer) {
+    this.#post({ op: 'ack', id, chunk, answer });
+  }
+
+  /** The id the next request will have. */
+  get nextId() {
+    return this.#nextId;
+  }
+
+  /**
+   * Opens (or creates) the client stored in IndexedDB under `name` in the worker: the options of
+   * Client.open that can be posted (create, allowWithoutWebLocks, a store key, a wasm URL). The
+   * page asks for persistent storage (workers cannot) unless `persist` is false.
+   */
+  async open(name, options = {}) {
+    if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
+    const { persist, ...rest } = options;
+    const { handle, created } = await this.request({ op: 'open', name, options: { ...rest, persist: false } });
+    const persisted = persist === false ? Promise.resolve(undefined) : askPersistence();
+    return new RemoteClient(CONSTRUCT, this, handle, created, persisted);
+  }
+
+  /** A client in the worker whose records live in memory only. */
+  async inMemory(options = {}) {
+    const { handle, created } = await this.request({ op: 'inMemory', options });
+    return new RemoteClient(CONSTRUCT, this, handle, created, Promise.resolve(undefined));
+  }
+
+  /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
+  deleteStore(name, options = {}) {
+    return this.request({ op: 'deleteStore', name, options });
+  }
+
+  /** messageId(envelope), computed in the worker. */
+  messageId(envelope) {
+    return this.request({ op: 'function', name: 'messageId', args: [own(bytes(envelope, 'envelope'))] });
+  }
+
+  /** prekeyMessageFingerprint(envelope), computed in the worker. */
+  prekeyMessageFingerprint(envelope) {
+    return this.request({ op: 'function', name: 'prekeyMessageFingerprint', args: [own(bytes(envelope, 'envelope'))] });
+  }
+
+  /** bundleFingerprint(bundle), computed in the worker. */
+  bundleFingerprint(bundle) {
+    return this.request({ op: 'function', name: 'bundleFingerprint', args: [own(bytes(bundle, 'bundle'))] });
+  }
+}
+
+async function askPersistence() {
+  try {
+    const granted = await globalThis.navigator?.storage?.persist?.();
+    return typeof granted === 'boolean' ? granted : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Connects to a Worker (or MessagePort) whose script called serveClient(). One worker can serve
+ * several clients.
+ */
+export function connectWorker(worker) {
+  return new WorkerConnection(CONSTRUCT, worker);
+}
+
+/** A client living in a worker: the methods of Client, each a request to the worker. */
+export class RemoteClient {
+  #connection;
+  #handle;
+  #closed = false;
+
+  constructor(token, connection, handle, created, persisted) {
+    if (token !== CONSTRUCT) throw new TypeError('use connectWorker(worker).open(name)');
+    this.#connection = connection;
+    this.#handle = handle;
+    /** Whether opening found no identity in the store and made a new one. */
+    this.created = created;
+    /** A Promise of whether the browser granted persistent storage (undefined: unknown). */
+    this.persisted = persisted;
+  }
+
+  #call(method, ...args) {
+    if (this.#closed) return Promise.reject(closedError());
+    return this.#connection.request({ op: 'call', handle: this.#handle, method, args });
+  }
+
+  fingerprint() {
+    return this.#call('fingerprint');
+  }
+
+  identityKey() {
+    return this.#call('identityKey');
+  }
+
+  sign(message) {
+    return this.#call('sign', own(textOrBytes(message, 'message')));
+  }
+
+  setMaxCounterGap(gap) {
+    return this.#call('setMaxCounterGap', integer(gap, 'gap', 0xffffffff));
+  }
+
+  generatePrekeys(n) {
+    return this.#call('generatePrekeys', integer(n, 'n', 0xfffe));
+  }
+
+  lastResortBundle() {
+    return this.#call('lastResortBundle');
+  }
+
+  prekeyBundle(id) {
+    return this.#call('prekeyBundle', integer(id, 'id', 0xffff));
+  }
+
+  prekeysRemaining() {
+    return this.#call('prekeysRemaining');
+  }
+
+  createSession(id, bundle) {
+    return this.#call('createSession', sessionId(id), own(bytes(bundle, 'bundle')));
+  }
+
+  hasSession(id) {
+    return this.#call('hasSession', sessionId(id));
+  }
+
+  sessionIds() {
+    return this.#call('sessionIds');
+  }
+
+  remoteFingerprint(id) {
+    return this.#call('remoteFingerprint', sessionId(id));
+  }
+
+  deleteSession(id) {
+    return this.#call('deleteSession', sessionId(id));
+  }
+
+  encrypt(id, plaintext) {
+    return this.#call('encrypt', sessionId(id), own(textOrBytes(plaintext)));
+  }
+
+  encryptBatch(messages) {
+    const [ids, index, all, lengths] = packBatch(messages, 'plaintext', textOrBytes);
+    // Each plaintext in a buffer of its own: a view would take the whole batch's buffer along.
+    const parts = split(all, lengths);
+    return this.#call('encryptBatch', Array.from(index, (k, i) => ({ sessionId: ids[k], plaintext: parts[i].slice() })));
+  }
+
+  decrypt(id, envelope) {
+    return this.#call('decrypt', sessionId(id), own(bytes(envelope, 'envelope')));
+  }
+
+  /**
+   * Client.decryptBatch, run in the worker. The results come to the page in chunks while the
+   * worker decrypts; `onMessage(result, done, total)` gets each one, and the batch commits only
+   * once it took every result (its promises resolved): a throw or rejection fails the batch
+   * with CallbackFailed (121, the page's error as its cause), false with BatchAborted (108),
+   * and nothing is committed. Resolves to every result once the commit is stored.
+   */
+  decryptBatch(messages, onMessage) {
+    if (onMessage !== undefined && typeof onMessage !== 'function') {
+      throw new TypeError('onMessage must be a function');
+    }
+    const batch = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    if (this.#closed) return Promise.reject(closedError());
+    const connection = this.#connection;
+    const id = connection.nextId;
+    const results = new Array(batch[1].length);
+    let stopped = false;
+    let thrown;
+    const take = (chunk) => {
+      const buffer = new Uint8Array(chunk.plaintexts);
+      let at = 0;
+      let i = chunk.done - chunk.results.length;
+      const pending = [];
+      for (const { length, ...result } of chunk.results) {
+        if (length >= 0) {
+          result.plaintext = buffer.subarray(at, at + length);
+          at += length;
+        }
+        results[i++] = result;
+        if (onMessage === undefined || stopped) continue;
+        try {
+          const answer = onMessage(result, i, chunk.total);
+          if (typeof answer?.then === 'function') pending.push(answer);
+          else if (answer === false) stopped = true;
+        } catch (e) {
+          stopped = true;
+          thrown = e;
+        }
+      }
+      if (onMessage === undefined) return;
+      if (thrown !== undefined) {
+        connection.ack(id, chunk.chunk, toWire(thrown));
+        return;
+      }
+      // Answered once the callback's promises for this chunk settled: the worker commits only
+      // after every chunk was answered true.
+      Promise.all(pending).then(
+        (outcomes) => connection.ack(id, chunk.chunk, !stopped && !outcomes.includes(false)),
+        (e) => {
+          thrown ??= e;
+          connection.ack(id, chunk.chunk, toWire(e));
+        },
+      );
+    };
+    const request = { op: 'decryptBatch', handle: this.#handle, batch, ack: onMessage !== undefined };
+    return connection
+      .request(request, [batch[2].buffer], { onChunk: take, cause: () => thrown })
+      .then(() => results);
+  }
+
+  importIdentity(identity) {
+    return this.#call('importIdentity', own(bytes(identity, 'identity')));
+  }
+
+  importPrekey(prekey) {
+    return this.#call('importPrekey', own(bytes(prekey, 'prekey')));
+  }
+
+  importSession(id, session) {
+    return this.#call('importSession', sessionId(id), own(bytes(session, 'session')));
+  }
+
+  exportIdentity() {
+    return this.#call('exportIdentity');
+  }
+
+  exportSession(id) {
+    return this.#call('exportSession', sessionId(id));
+  }
+
+  /** Closes the client in the worker (waiting for its calls); the worker keeps running. */
+  async close() {
+    if (this.#closed) return;
+    await this.#connection.request({ op: 'close', handle: this.#handle });
+    this.#closed = true;
+  }
+
+  /** The same as close(), for `await using`. */
+  [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+    return this.close();
+  }
+}
+
+function closedError() {
+  const e = new Error('the client is closed');
+  e.name = 'ClientClosedError';
+  return e;
+}
