@@ -1,10 +1,12 @@
-// Two clients of the web package in one page: Alice and Bob, each on IndexedDB.
-import { Client } from '../../ffi/web/pkg/index.js';
+// Two clients of the web package in one page: Alice and Bob, each on IndexedDB. They live in a
+// module Worker (proteus-worker.js), so the page keeps drawing while Bob decrypts his backlog in
+// one batch: the results reach the page's callback in chunks, and the bar moves with them.
+import { connectWorker } from '../../ffi/web/pkg/remote.js';
 
 const $ = (id) => document.getElementById(id);
 const text = (bytes) => new TextDecoder().decode(bytes);
-const BACKLOG = 1000;
-const CHUNK = 100; // the backlog is decrypted in batches of 100, so the bar can move between them
+const BACKLOG = 10_000;
+const proteus = connectWorker(new Worker(new URL('./proteus-worker.js', import.meta.url), { type: 'module' }));
 
 let alice;
 let bob;
@@ -24,7 +26,7 @@ function busy(on) {
 }
 
 async function start() {
-  [alice, bob] = await Promise.all([Client.open('demo-alice'), Client.open('demo-bob')]);
+  [alice, bob] = await Promise.all([proteus.open('demo-alice'), proteus.open('demo-bob')]);
   // First visit: Alice starts a session from one of Bob's prekeys, Bob gets it with her first message.
   if (!(await alice.hasSession('bob'))) {
     const [{ bundle }] = await bob.generatePrekeys(1);
@@ -61,30 +63,26 @@ $('queue').addEventListener('click', async () => {
   busy(true);
   try {
     $('progress').value = 0;
-    $('backlog-result').textContent = 'Alice is sending 1000 messages…';
+    $('backlog-result').textContent = `Alice is sending ${BACKLOG} messages…`;
     const messages = Array.from({ length: BACKLOG }, (_, i) => ({ sessionId: 'bob', plaintext: `backlog message ${i + 1} of ${BACKLOG}` }));
     const envelopes = await alice.encryptBatch(messages);
     const queue = envelopes.map((envelope) => ({ sessionId: 'alice', envelope }));
     $('backlog-result').textContent = 'Bob is decrypting…';
-    let inEngine = 0;
     let decrypted = 0;
     let last = '';
     const started = performance.now();
-    for (let at = 0; at < queue.length; at += CHUNK) {
-      const t = performance.now();
-      const results = await bob.decryptBatch(queue.slice(at, at + CHUNK), (r) => {
-        if (r.plaintext) {
-          decrypted += 1;
-          last = text(r.plaintext);
-        }
-      });
-      inEngine += performance.now() - t;
-      $('progress').value = at + results.length;
-      await new Promise(requestAnimationFrame);
-    }
+    // One batch, one commit: the callback sees every result before the commit, in chunks that
+    // arrive while the worker decrypts.
+    await bob.decryptBatch(queue, (r, done) => {
+      if (r.plaintext) {
+        decrypted += 1;
+        last = text(r.plaintext);
+      }
+      $('progress').value = done;
+    });
     const total = performance.now() - started;
     show('bob', `${last} (and ${decrypted - 1} before it)`, false);
-    $('backlog-result').textContent = `${decrypted} messages decrypted in ${inEngine.toFixed(1)} ms (${(inEngine / decrypted * 1000).toFixed(1)} µs each; ${total.toFixed(0)} ms with the progress bar)`;
+    $('backlog-result').textContent = `${decrypted} messages decrypted in ${total.toFixed(1)} ms in one batch (${(total / decrypted * 1000).toFixed(1)} µs each, in a Worker, with one IndexedDB commit)`;
   } catch (e) {
     fail(e);
   } finally {
@@ -95,7 +93,7 @@ $('queue').addEventListener('click', async () => {
 $('reset').addEventListener('click', async () => {
   busy(true);
   await Promise.all([alice.close(), bob.close()]);
-  await Promise.all([Client.deleteStore('demo-alice'), Client.deleteStore('demo-bob')]);
+  await Promise.all([proteus.deleteStore('demo-alice'), proteus.deleteStore('demo-bob')]);
   location.reload();
 });
 

@@ -1,6 +1,7 @@
 // The web client of proteus-chat: the same chat as the terminal client (src/client/), in a page
-// served by the relay. The engine is the web package (served at /pkg/), its state in IndexedDB;
-// the chat's own records (messages by id, pinned fingerprints, held messages, the outbox) are
+// served by the relay. The engine is the web package (served at /pkg/), its state in IndexedDB,
+// its client living in a module Worker (proteus-worker.js) so a backlog decrypts in one batch
+// while the page keeps drawing; the chat's own records (messages by id, pinned fingerprints, held messages, the outbox) are
 // in a second IndexedDB database. The relay's protocol is in README.md beside this file.
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,31}$/;
@@ -8,7 +9,6 @@ const LOW_PREKEYS = 25; // refill the relay's one-time prekeys below this manyâ€
 const PREKEY_BATCH = 100; // â€¦with this many
 const MAX_TEXT = 4000; // bytes in a line
 const PAGE = 1000; // messages per fetch
-const CHUNK = 250; // messages per decryption batch, so the progress bar moves between them
 const PROGRESS_FROM = 100; // show a progress bar for a backlog of at least this many
 const LONG_POLL = 20; // seconds
 const LAST = 'proteus-chat:last'; // localStorage: who this page was, for the next load
@@ -18,7 +18,7 @@ const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-let pkg; // the web package's module
+let pkg; // the web package's module (for messageId and the fingerprint helpers)
 let me;
 let peer;
 let client;
@@ -406,8 +406,9 @@ async function checkIdentity(from, fingerprint) {
  * Decrypts a batch `[{sessionId, envelope}]` and stores its plaintexts in IndexedDB before the
  * engine commits: the callback's last call returns the store's Promise, which the commit waits
  * for. A crash before the commit re-delivers the batch; the ids already stored are dropped.
+ * `progress(done, total)`, if given, follows the results as they reach the page.
  */
-async function decrypt(batch, notes = []) {
+async function decrypt(batch, notes = [], progress = undefined) {
   const { queue, held } = await screen(batch);
   notes.push(...(await hold(held)));
 
@@ -415,6 +416,7 @@ async function decrypt(batch, notes = []) {
   let fresh = [];
   if (queue.length > 0) {
     await client.decryptBatch(queue, (r, done, total) => {
+      progress?.(done, total);
       if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: fromUtf8.decode(r.plaintext) });
       else if (r.alreadySeen) {
         // committed before: shown then
@@ -492,62 +494,66 @@ async function hold(held) {
   return notes;
 }
 
-/** Decrypts a page of the queue (in chunks, moving `bar`), then acknowledges it. */
-async function receive(page, bar) {
-  const last = page.messages.at(-1).seq;
+/**
+ * Decrypts queued messages in one batch (moving the progress bar if `bar`), then acknowledges
+ * them at the relay.
+ */
+async function receive(messages, prekeysRemaining, bar = false) {
+  const last = messages.at(-1).seq;
   const batch = [];
-  for (const m of page.messages) {
+  for (const m of messages) {
     const envelope = unb64(m.envelope);
     if (envelope && NAME.test(m.from)) batch.push({ sessionId: m.from, envelope });
     else warn(`the relay sent a malformed message (#${m.seq}); dropped`);
   }
-  for (let i = 0; i < batch.length; i += CHUNK) {
-    await decrypt(batch.slice(i, i + CHUNK));
-    if (bar) {
-      bar.done += Math.min(CHUNK, batch.length - i);
-      $('progress').value = bar.done;
-      $('backlog-text').textContent = `decrypting the backlog: ${bar.done} of ${bar.total} messages`;
-      await sleep(0); // let the page paint the bar
-    }
-  }
+  const progress = (done, total) => {
+    $('progress').max = total;
+    $('progress').value = done;
+    $('backlog-text').textContent = `decrypting the backlog: ${done} of ${total} messages`;
+  };
+  await decrypt(batch, [], bar ? progress : undefined);
   try {
     await relay.call('DELETE', `/v1/queues/${me}?up_to=${last}`);
   } catch (e) {
     // Only means the same envelopes come again: they are dropped by id.
     warn(`could not acknowledge messages at the relay: ${e.message}`);
   }
-  await topUp(page.prekeys_remaining, false);
+  await topUp(prekeysRemaining, false);
   return last;
 }
 
-/** Everything queued while the page was closed, with a progress bar for a large backlog. */
+/**
+ * Everything queued while the page was closed, fetched page by page and decrypted in one batch
+ * (one commit), with a progress bar for a large backlog.
+ */
 async function backlog() {
   let cursor = 0;
-  let total = 0;
-  let bar;
-  const senders = new Set();
+  let prekeysRemaining = 0;
+  let bar = false;
+  const messages = [];
   const started = performance.now();
   for (;;) {
     const page = await relay.call('GET', `/v1/queues/${me}?after=${cursor}&limit=${PAGE}`);
-    if (page.messages.length === 0) {
-      await topUp(page.prekeys_remaining, false);
-      break;
-    }
-    const queued = page.messages.length + page.remaining;
-    if (!bar && total === 0 && queued >= PROGRESS_FROM) {
-      bar = { done: 0, total: queued };
-      $('progress').max = queued;
+    prekeysRemaining = page.prekeys_remaining;
+    if (page.messages.length === 0) break;
+    if (!bar && messages.length + page.messages.length + page.remaining >= PROGRESS_FROM) {
+      bar = true;
+      $('progress').max = messages.length + page.messages.length + page.remaining;
+      $('backlog-text').textContent = 'fetching the backlog';
       $('backlog').hidden = false;
     }
-    for (const m of page.messages) senders.add(m.from);
-    cursor = await turn(() => receive(page, bar));
-    total += page.messages.length;
+    messages.push(...page.messages);
+    cursor = page.messages.at(-1).seq;
   }
+  if (messages.length === 0) {
+    await turn(() => topUp(prekeysRemaining, false));
+    return 0;
+  }
+  cursor = await turn(() => receive(messages, prekeysRemaining, bar));
   $('backlog').hidden = true;
-  if (total > 0) {
-    const ms = (performance.now() - started).toFixed(1);
-    note(`${plural(total, 'queued message')} from ${plural(senders.size, 'sender')} decrypted in ${ms} ms`);
-  }
+  const ms = (performance.now() - started).toFixed(1);
+  const senders = new Set(messages.map((m) => m.from)).size;
+  note(`${plural(messages.length, 'queued message')} from ${plural(senders, 'sender')} decrypted in ${ms} ms`);
   return cursor;
 }
 
@@ -585,7 +591,7 @@ async function poll(cursor) {
       continue;
     }
     try {
-      cursor = await turn(() => receive(page));
+      cursor = await turn(() => receive(page.messages, page.prekeys_remaining));
     } catch (e) {
       warn(`could not decrypt or store messages: ${e.message}`);
       await sleep(1000);
@@ -692,8 +698,11 @@ async function start(meName, peerName) {
   if (meName === peerName) throw new ChatError('chatting with yourself is not supported');
   [me, peer] = [meName, peerName];
   if (!(await holdTabLock(me))) throw new ChatError(`${me} is already open in another tab of this browser: use that one`);
+  let remote;
   try {
     pkg = await import('/pkg/index.js');
+    remote = await import('/pkg/remote.js');
+    await pkg.init();
   } catch (e) {
     throw new ChatError(
       `The web package did not load from /pkg/ (${e.message}). Build it with ffi/web/build.sh, ` +
@@ -702,7 +711,9 @@ async function start(meName, peerName) {
   }
   if (!globalThis.indexedDB) throw new ChatError('this browser gives the page no IndexedDB (a private window?): the keys need it');
   try {
-    client = await pkg.Client.open(`chat-${me}`);
+    // The engine's client lives in a module Worker: its batches never block this page.
+    const worker = new Worker('/proteus-worker.js', { type: 'module' });
+    client = await remote.connectWorker(worker).open(`chat-${me}`);
     records = await Records.open(me);
   } catch (e) {
     throw new ChatError(`could not open ${me}'s state in IndexedDB: ${e.message}`);
