@@ -11,6 +11,7 @@
 #      Chromium) and tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo
+#      node --test tests/browser/worker.mjs     Chromium: a batch in a module Worker, frames keep ticking
 #      and examples/chat/tests/web/chromium.mjs: the chat's page against a terminal client
 #   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked), and
 #      the fast-forward worst case once (forged refused, genuine decrypted)
@@ -70,6 +71,8 @@ node --test tests/interop/wireapp.mjs
 
 log "headless Chromium ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
 CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs
+log "Chromium: a 20,000-message batch in a module Worker while the page keeps drawing frames"
+CHROMIUM=$CHROMIUM node --test tests/browser/worker.mjs
 
 log "the chat's web client in headless Chromium against a terminal client (examples/chat)"
 cargo build --locked -p proteus-chat --manifest-path ../../Cargo.toml
