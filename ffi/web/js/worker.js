@@ -59,7 +59,6 @@ export function serveClient(scope = globalThis, defaults = {}) {
       if (!callable(c, request.method)) throw new TypeError(`no method ${request.method}`);
       return c[request.method](...request.args);
     }
-    if (op === 'persisted') return client(request.handle).persisted;
     if (op === 'close') {
       const c = clients.get(request.handle);
       if (c === undefined) return undefined;
