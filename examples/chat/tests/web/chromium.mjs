@@ -267,6 +267,7 @@ describe('the web client against a terminal client', () => {
     assert.deepEqual(queued, Array.from({ length: QUEUED }, (_, i) => `bob: queued line ${i + 1} of ${QUEUED}`), 'each once, in order');
     const timing = await page.locator('#log li.note', { hasText: 'queued messages from 1 sender decrypted in' }).textContent();
     assert.equal(await page.locator('#progress').evaluate((p) => [p.value, p.max].join('/')), `${QUEUED}/${QUEUED}`);
+    assert.deepEqual(page.workers().map((w) => new URL(w.url()).pathname), ['/proteus-worker.js'], 'the engine runs in a module Worker');
     console.log(`# bob queued ${QUEUED} lines in ${queuing} ms; the page: ${timing}`);
 
     // The engine committed every batch to IndexedDB: a second client on the same store (in the

@@ -118,6 +118,7 @@ describe('Chromium', () => {
     await page.goto(`${server.url}/examples/web-demo/`);
     await page.locator('#status', { hasText: 'ready' }).waitFor();
     assert.match(await page.locator('#alice-fp').textContent(), /^[0-9a-f]{64}$/);
+    assert.deepEqual(page.workers().map((w) => new URL(w.url()).pathname), ['/examples/web-demo/proteus-worker.js'], 'the clients live in a module Worker');
     await page.fill('#alice-input', 'hello Bob');
     await page.click('#alice-send');
     await page.locator('#bob-log li', { hasText: 'hello Bob' }).waitFor();
