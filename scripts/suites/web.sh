@@ -57,7 +57,7 @@ log "a consumer project: the packed tarball installed outside the repository and
 consumer=$(mktemp -d)
 (cd pkg && npm pack --pack-destination "$consumer" --silent >/dev/null)
 (cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-web-*.tgz \
-  && cp "$OLDPWD/tests/consumer/use.mjs" . && node use.mjs)
+  && cp "$OLDPWD/tests/consumer/use.mjs" "$OLDPWD/tests/consumer/worker.mjs" . && node use.mjs && node worker.mjs)
 rm -rf "$consumer"
 
 log "a bundled application: esbuild bundles the packed package for the browser, run in Chromium"
