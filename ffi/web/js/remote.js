@@ -11,9 +11,9 @@
 // Arguments are checked on the page, as Client checks them (a TypeError or RangeError is thrown
 // at once); bytes are copied to the worker (a batch's in one buffer, transferred).
 
-import { ProteusError } from './index.js';
+import { Client, ProteusError } from './index.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
-import { fromWire, own, port, split, toWire } from './wire.js';
+import { fromWire, own, owned, port, split, toWire } from './wire.js';
 
 const CONSTRUCT = Symbol('construct');
 
@@ -95,7 +95,23 @@ class WorkerConnection {
 
   /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
   deleteStore(name, options = {}) {
-    return this.request({ op: 'deleteStore', name, options });
+    return this.request({ op: 'static', name: 'deleteStore', args: [name, options] });
+  }
+
+  // Client's other static calls on a store by its name (those without their own method here):
+  // forwarded as they are, their bytes copied.
+  static {
+    for (const name of Object.getOwnPropertyNames(Client)) {
+      const method = Object.getOwnPropertyDescriptor(Client, name).value;
+      if (typeof method !== 'function' || ['open', 'inMemory'].includes(name) || name in WorkerConnection.prototype) continue;
+      Object.defineProperty(WorkerConnection.prototype, name, {
+        value(...args) {
+          return this.request({ op: 'static', name, args: args.map(owned) });
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 
   /** messageId(envelope), computed in the worker. */
@@ -309,6 +325,22 @@ export class RemoteClient {
   /** The same as close(), for `await using`. */
   [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
     return this.close();
+  }
+
+  // Client's methods without their own definition here (added to Client after this file):
+  // forwarded as they are, their bytes copied.
+  static {
+    for (const name of Object.getOwnPropertyNames(Client.prototype)) {
+      const method = Object.getOwnPropertyDescriptor(Client.prototype, name).value;
+      if (name === 'constructor' || typeof method !== 'function' || name in RemoteClient.prototype) continue;
+      Object.defineProperty(RemoteClient.prototype, name, {
+        value(...args) {
+          return this.#call(name, ...args.map(owned));
+        },
+        writable: true,
+        configurable: true,
+      });
+    }
   }
 }
 

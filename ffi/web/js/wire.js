@@ -5,7 +5,8 @@
 //
 //   { id, op: 'open', name, options }              → { handle, created }   (Client.open)
 //   { id, op: 'inMemory', options }                → { handle, created }   (Client.inMemory)
-//   { id, op: 'deleteStore', name, options }       → undefined             (Client.deleteStore)
+//   { id, op: 'static', name, args }               → Client[name](...args): deleteStore and the
+//                                                    other static calls on a store by its name
 //   { id, op: 'function', name, args }             → a module function: messageId, bundleFingerprint,
 //                                                    prekeyMessageFingerprint
 //   { id, op: 'call', handle, method, args }       → what client[method](...args) resolves to

@@ -16,8 +16,10 @@ const FUNCTIONS = { messageId, bundleFingerprint, prekeyMessageFingerprint };
 
 // What a page may call on a client: its public methods, except what the protocol does itself.
 const SPECIAL = new Set(['constructor', 'decryptBatch', 'close']);
-const callable = (client, method) =>
-  typeof method === 'string' && !SPECIAL.has(method) && typeof Client.prototype[method] === 'function' && typeof client[method] === 'function';
+const NOT_STATIC = new Set(['open', 'inMemory']);
+const callable = (method) =>
+  typeof method === 'string' && !SPECIAL.has(method) && Object.hasOwn(Client.prototype, method) &&
+  typeof Object.getOwnPropertyDescriptor(Client.prototype, method).value === 'function';
 
 /**
  * Answers the requests of a page (remote.js's `connectWorker`) arriving on `scope`: the worker's
@@ -47,16 +49,25 @@ export function serveClient(scope = globalThis, defaults = {}) {
     const { op } = request;
     if (op === 'open') return adopt(await Client.open(request.name, { ...defaults, ...request.options }));
     if (op === 'inMemory') return adopt(await Client.inMemory({ ...defaults, ...request.options }));
-    if (op === 'deleteStore') return Client.deleteStore(request.name, { ...defaults, ...request.options });
+    if (op === 'static') {
+      // deleteStore and the other calls on a store by its name; a last argument that is a plain
+      // object is their options, which get the defaults.
+      const f = Object.hasOwn(Client, request.name) ? Object.getOwnPropertyDescriptor(Client, request.name).value : undefined;
+      if (typeof f !== 'function' || NOT_STATIC.has(request.name)) throw new TypeError(`no static call ${request.name}`);
+      const args = [...request.args];
+      const last = args.length - 1;
+      if (last >= 1 && isPlain(args[last])) args[last] = { ...defaults, ...args[last] };
+      return f.apply(Client, args);
+    }
     if (op === 'function') {
-      const f = FUNCTIONS[request.name];
+      const f = Object.hasOwn(FUNCTIONS, request.name) ? FUNCTIONS[request.name] : undefined;
       if (f === undefined) throw new TypeError(`no function ${request.name}`);
       await init(defaults.wasm);
       return f(...request.args);
     }
     if (op === 'call') {
       const c = client(request.handle);
-      if (!callable(c, request.method)) throw new TypeError(`no method ${request.method}`);
+      if (!callable(request.method)) throw new TypeError(`no method ${request.method}`);
       return c[request.method](...request.args);
     }
     if (op === 'close') {
@@ -133,6 +144,8 @@ export function serveClient(scope = globalThis, defaults = {}) {
       );
   });
 }
+
+const isPlain = (value) => value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype;
 
 /** The buffers of the Uint8Arrays in `value` (each owns its buffer: see `owned`). */
 function transferables(value, into = []) {

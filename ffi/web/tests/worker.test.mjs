@@ -3,6 +3,7 @@
 // MessageChannel (both ends in this thread) and over a real worker thread.
 // Run: node --test tests/ (after ./build.sh).
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { after, describe, test } from 'node:test';
 import { IDBFactory } from 'fake-indexeddb';
@@ -50,6 +51,52 @@ describe('the wire protocol', () => {
     const closed = fromWire(toWire(Object.assign(new Error('closed'), { name: 'ClientClosedError' })), make);
     assert.equal(closed.name, 'ClientClosedError');
     assert.equal(fromWire(toWire('a string'), make).message, 'a string');
+  });
+});
+
+describe('the API surface', () => {
+  test('a RemoteClient and a connection have every call of ffi/api-surface.json that Client has', async () => {
+    const surface = JSON.parse(await readFile(new URL('../../api-surface.json', import.meta.url), 'utf8'));
+    const connection = channel();
+    const has = (object, name) => typeof object[name] === 'function';
+    for (const name of surface.client.methods) {
+      if (has(Client.prototype, name)) assert.ok(has(RemoteClient.prototype, name), `RemoteClient.${name}`);
+    }
+    for (const name of surface.client.static) {
+      if (has(Client, name)) assert.ok(has(connection, name), `connectWorker(...).${name}`);
+    }
+    for (const name of surface.client.constructors) assert.ok(has(connection, name), `connectWorker(...).${name}`);
+    for (const name of surface.functions) assert.ok(has(connection, name), `connectWorker(...).${name}`);
+  });
+
+  test('the worker refuses what is not a call of the API', async () => {
+    const { port1, port2 } = new MessageChannel();
+    ports.push(port1, port2);
+    serveClient(port1);
+    const answers = new Map();
+    port2.on('message', (m) => answers.get(m.id)?.(m));
+    const ask = (request) => new Promise((resolve) => {
+      answers.set(request.id, resolve);
+      port2.postMessage(request);
+    });
+    const opened = await ask({ id: 1, op: 'inMemory', options: {} });
+    assert.equal(opened.ok, true);
+    const { handle } = opened.value;
+    for (const [id, request] of [
+      [2, { op: 'call', handle, method: 'constructor', args: [] }],
+      [3, { op: 'call', handle, method: '__proto__', args: [] }],
+      [4, { op: 'call', handle, method: 'toString', args: [] }],
+      [5, { op: 'static', name: 'open', args: ['x'] }],
+      [6, { op: 'static', name: 'prototype', args: [] }],
+      [7, { op: 'function', name: 'constructor', args: [] }],
+      [8, { op: 'nothing' }],
+    ]) {
+      const answer = await ask({ id, ...request });
+      assert.equal(answer.ok, false, JSON.stringify(request));
+      assert.equal(answer.error.name, 'TypeError', JSON.stringify(request));
+    }
+    const closed = await ask({ id: 9, op: 'call', handle: 99, method: 'fingerprint', args: [] });
+    assert.equal(closed.error.name, 'ClientClosedError');
   });
 });
 
