@@ -24,6 +24,8 @@ const CONSTRUCT = Symbol('construct');
 class WorkerConnection {
   #post;
   #nextId = 1;
+  /** Why the worker is unusable (it failed to load, or threw at its top level). */
+  #failed;
   /** The requests waiting for their answer, by id: { resolve, reject, onChunk }. */
   #pending = new Map();
 
@@ -32,15 +34,16 @@ class WorkerConnection {
     const { listen, post } = port(target);
     this.#post = post;
     listen((message) => this.#receive(message));
-    if (typeof target.addEventListener === 'function') {
-      // A worker that fails to load or throws at the top level: every waiting call fails.
-      target.addEventListener('error', (event) => {
-        const e = new Error(`the worker failed: ${event.message ?? 'it did not load'}`);
-        e.name = 'WorkerError';
-        for (const { reject } of this.#pending.values()) reject(e);
-        this.#pending.clear();
-      });
-    }
+    // A worker that fails to load or throws at its top level: every call fails, now and later.
+    const failed = (event) => {
+      const e = new Error(`the worker failed: ${event?.message || 'it did not load'}`);
+      e.name = 'WorkerError';
+      this.#failed = e;
+      for (const { reject } of this.#pending.values()) reject(e);
+      this.#pending.clear();
+    };
+    if (typeof target.addEventListener === 'function') target.addEventListener('error', failed);
+    else target.on?.('error', failed);
   }
 
   #receive(message) {
@@ -58,6 +61,7 @@ class WorkerConnection {
   /** Sends a request; resolves to the worker's answer. `extra` may add onChunk and cause. */
   request(body, transfer = [], extra = {}) {
     const id = this.#nextId++;
+    if (this.#failed !== undefined) return Promise.reject(this.#failed);
     return new Promise((resolve, reject) => {
       this.#pending.set(id, { resolve, reject, ...extra });
       this.#post({ id, ...body }, transfer);
@@ -252,17 +256,20 @@ export class RemoteClient {
     const id = connection.nextId;
     const results = new Array(batch[1].length);
     let stopped = false;
+    // What the callback threw, or its promise rejected with (the first one).
+    let failed = false;
     let thrown;
+    const fail = (e) => {
+      if (!failed) [failed, thrown] = [true, e];
+    };
     const take = (chunk) => {
       const buffer = new Uint8Array(chunk.plaintexts);
       let at = 0;
       let i = chunk.done - chunk.results.length;
       const pending = [];
       for (const { length, ...result } of chunk.results) {
-        if (length >= 0) {
-          result.plaintext = buffer.subarray(at, at + length);
-          at += length;
-        }
+        result.plaintext = length >= 0 ? buffer.subarray(at, at + length) : undefined;
+        if (length >= 0) at += length;
         results[i++] = result;
         if (onMessage === undefined || stopped) continue;
         try {
@@ -271,11 +278,11 @@ export class RemoteClient {
           else if (answer === false) stopped = true;
         } catch (e) {
           stopped = true;
-          thrown = e;
+          fail(e);
         }
       }
       if (onMessage === undefined) return;
-      if (thrown !== undefined) {
+      if (failed) {
         connection.ack(id, chunk.chunk, toWire(thrown));
         return;
       }
@@ -284,7 +291,7 @@ export class RemoteClient {
       Promise.all(pending).then(
         (outcomes) => connection.ack(id, chunk.chunk, !stopped && !outcomes.includes(false)),
         (e) => {
-          thrown ??= e;
+          fail(e);
           connection.ack(id, chunk.chunk, toWire(e));
         },
       );

@@ -251,6 +251,14 @@ describe('a client in a worker, over a MessageChannel', () => {
 });
 
 describe('a client in a worker thread', () => {
+  test('a worker that fails fails every call with WorkerError, now and later', async () => {
+    const thread = new Worker('throw new Error("no such module")', { eval: true });
+    const worker = connectWorker(thread);
+    await assert.rejects(worker.inMemory(), { name: 'WorkerError', message: /no such module/ });
+    await assert.rejects(worker.messageId(new Uint8Array(1)), { name: 'WorkerError' });
+    await thread.terminate();
+  });
+
   test('decrypts a batch on its own thread while this one keeps running', async () => {
     const thread = new Worker(new URL('./support/node-worker.mjs', import.meta.url));
     try {

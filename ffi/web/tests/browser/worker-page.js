@@ -50,6 +50,19 @@ async function setUp(where, store, n) {
 }
 
 window.harness = {
+  /** A worker script that does not exist: the calls fail instead of waiting for ever. */
+  async missingWorker() {
+    const worker = new Worker(new URL('./no-such-worker.js', import.meta.url), { type: 'module' });
+    try {
+      await connectWorker(worker).open('never');
+      return 'opened';
+    } catch (e) {
+      return `${e.name}: ${e.message}`;
+    } finally {
+      worker.terminate();
+    }
+  },
+
   /** Decrypts an n-message backlog in one batch ('worker' or 'main'), measuring the frames. */
   async backlog(where, store, n) {
     const { bob, alice, worker, plaintexts, queue } = await setUp(where, store, n);

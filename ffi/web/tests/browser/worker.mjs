@@ -30,7 +30,7 @@ after(async () => {
 async function page() {
   const p = await browser.context.newPage();
   p.on('pageerror', (e) => console.error('page error:', e));
-  p.on('console', (m) => m.type() === 'error' && console.error('page console:', m.text()));
+  p.on('console', (m) => m.type() === 'error' && !m.text().includes('404') && console.error('page console:', m.text()));
   await p.goto(`${server.url}/ffi/web/tests/browser/worker.html`);
   await p.waitForFunction(() => window.harnessReady === true);
   return p;
@@ -51,6 +51,12 @@ describe('Chromium: a client in a module Worker', () => {
     assert.ok(seen.longestGapMs < LONGEST_GAP_MS, `longest gap between frames ${seen.longestGapMs} ms (limit ${LONGEST_GAP_MS})`);
     assert.ok(seen.frames >= 3, `frames kept ticking during the batch: ${seen.frames}`);
     assert.ok(intermediate >= 1, `the progress bar moved during the batch: ${JSON.stringify(seen.progressSeen)}`);
+    await p.close();
+  });
+
+  test('a worker script that does not load fails the calls with WorkerError', async () => {
+    const p = await page();
+    assert.equal(await p.evaluate(() => window.harness.missingWorker()), 'WorkerError: the worker failed: it did not load');
     await p.close();
   });
 
