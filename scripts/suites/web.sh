@@ -82,6 +82,8 @@ log "benchmark, one timed run per scenario (smoke)"
 node bench/bench.mjs --json --runs 1
 log "the worst case of a long absence: one message at a gap of 100,000, forged and genuine (smoke)"
 node bench/fast-forward.mjs --runs 1
+log "what the worker costs a 10,000-message batch: Client in this thread and RemoteClient in a worker thread (smoke)"
+node bench/worker.mjs --runs 1
 
 log "size"
 raw=$(wc -c <pkg/proteus_web_bg.wasm)
