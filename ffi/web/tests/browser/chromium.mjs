@@ -152,6 +152,11 @@ describe('Chromium', () => {
     await page.fill('#alice-input', 'still there?');
     await page.click('#alice-send');
     await page.locator('#bob-log li', { hasText: 'still there?' }).waitFor();
+
+    // Start over: the worker closes both clients and deletes their stores; new identities follow.
+    await Promise.all([page.waitForEvent('load'), page.click('#reset')]);
+    await page.locator('#status', { hasText: 'ready' }).waitFor();
+    assert.notEqual(await page.locator('#bob-fp').textContent(), fingerprint);
     assert.deepEqual(errors, []);
     await page.close();
   });
