@@ -11,8 +11,8 @@
 #      Chromium) and tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo
-#      node --test tests/browser/worker.mjs     Chromium: a batch in a module Worker, frames keep ticking
 #      and examples/chat/tests/web/chromium.mjs: the chat's page against a terminal client
+#      node --test tests/browser/worker.mjs     Chromium: a batch in a module Worker, frames keep ticking
 #   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked), and
 #      the fast-forward worst case once (forged refused, genuine decrypted)
 #   7. the .wasm size, raw and gzipped, against its budget
