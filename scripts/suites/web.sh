@@ -71,12 +71,13 @@ node --test tests/interop/wireapp.mjs
 
 log "headless Chromium ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
 CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs
-log "Chromium: a 20,000-message batch in a module Worker while the page keeps drawing frames"
-CHROMIUM=$CHROMIUM node --test tests/browser/worker.mjs
 
 log "the chat's web client in headless Chromium against a terminal client (examples/chat)"
 cargo build --locked -p proteus-chat --manifest-path ../../Cargo.toml
 CHROMIUM=$CHROMIUM node --test ../../examples/chat/tests/web/chromium.mjs
+
+log "Chromium: a 20,000-message batch in a module Worker while the page keeps drawing frames"
+CHROMIUM=$CHROMIUM node --test tests/browser/worker.mjs
 
 log "benchmark, one timed run per scenario (smoke)"
 node bench/bench.mjs --json --runs 1
