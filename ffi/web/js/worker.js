@@ -50,13 +50,15 @@ export function serveClient(scope = globalThis, defaults = {}) {
     if (op === 'open') return adopt(await Client.open(request.name, { ...defaults, ...request.options }));
     if (op === 'inMemory') return adopt(await Client.inMemory({ ...defaults, ...request.options }));
     if (op === 'static') {
-      // deleteStore and the other calls on a store by its name; a last argument that is a plain
-      // object is their options, which get the defaults.
+      // deleteStore and the other calls on a store by its name. Their options come after their
+      // `f.length` arguments (`options = {}` is not counted): they get the defaults.
       const f = Object.hasOwn(Client, request.name) ? Object.getOwnPropertyDescriptor(Client, request.name).value : undefined;
       if (typeof f !== 'function' || NOT_STATIC.has(request.name)) throw new TypeError(`no static call ${request.name}`);
       const args = [...request.args];
-      const last = args.length - 1;
-      if (last >= 1 && isPlain(args[last])) args[last] = { ...defaults, ...args[last] };
+      if (args.length > f.length + 1) throw new TypeError(`too many arguments for ${request.name}`);
+      const options = args[f.length];
+      if (options !== undefined && !isPlain(options)) throw new TypeError('options must be an object');
+      args[f.length] = { ...defaults, ...options };
       return f.apply(Client, args);
     }
     if (op === 'function') {

@@ -90,6 +90,8 @@ describe('the API surface', () => {
       [6, { op: 'static', name: 'prototype', args: [] }],
       [7, { op: 'function', name: 'constructor', args: [] }],
       [8, { op: 'nothing' }],
+      [10, { op: 'static', name: 'deleteStore', args: ['x', {}, 'more'] }],
+      [11, { op: 'static', name: 'deleteStore', args: ['x', 'not options'] }],
     ]) {
       const answer = await ask({ id, ...request });
       assert.equal(answer.ok, false, JSON.stringify(request));
