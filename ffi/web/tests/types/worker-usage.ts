@@ -25,6 +25,8 @@ export async function onThePage(worker: Worker): Promise<number> {
     shown = done / total;
     return r.plaintext !== undefined;
   });
+  // @ts-expect-error: a RemoteClient has Client's methods, not any others
+  client.noSuchMethod();
   await client.close();
   await proteus.deleteStore('alice');
   try {
