@@ -4,6 +4,10 @@
 // while the page keeps drawing; the chat's own records (messages by id, pinned fingerprints, held messages, the outbox) are
 // in a second IndexedDB database. The relay's protocol is in README.md beside this file.
 
+import { b64, unb64, utf8 } from './encoding.js';
+import { MAX_HELD_PER_PEER, Records } from './records.js';
+import { Relay, RelayError } from './relay.js';
+
 const NAME = /^[a-z0-9][a-z0-9._-]{0,31}$/;
 const LOW_PREKEYS = 25; // refill the relay's one-time prekeys below this many…
 const PREKEY_BATCH = 100; // …with this many
@@ -14,7 +18,6 @@ const LONG_POLL = 20; // seconds
 const LAST = 'proteus-chat:last'; // localStorage: who this page was, for the next load
 
 const $ = (id) => document.getElementById(id);
-const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -27,21 +30,6 @@ let relay;
 let outboxBlocked = false;
 
 // --- small helpers -------------------------------------------------------------------------
-
-function b64(bytes) {
-  let s = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-}
-
-function unb64(text) {
-  try {
-    const s = atob(text);
-    return Uint8Array.from(s, (c) => c.charCodeAt(0));
-  } catch {
-    return undefined;
-  }
-}
 
 const grouped = (fingerprint) => fingerprint.match(/.{1,8}/g).join(' ');
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
@@ -101,258 +89,6 @@ async function showFingerprints() {
       `WARNING: ${peer}'s identity key has CHANGED. Known: ${grouped(p.fingerprint)}; now: ${grouped(p.pending)}. ` +
       `${peer} may have reinstalled, or someone may be impersonating ${peer}. Compare fingerprints with ${peer} ` +
       `over another channel. Nothing is sent to ${peer}, and ${peer}'s new messages are held, until you accept.`;
-  }
-}
-
-// --- the chat's records (IndexedDB) -----------------------------------------------------------
-
-const request = (req) =>
-  new Promise((resolve, reject) => {
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
-
-const finished = (tx) =>
-  new Promise((resolve, reject) => {
-    tx.oncomplete = () => resolve();
-    tx.onerror = tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
-  });
-
-// Increasing numbers that order the records (milliseconds × 1000 + a counter).
-let tick = 0;
-const order = () => Date.now() * 1000 + (tick++ % 1000);
-
-/**
- * `messages`: every message shown or sent, by message id (hex of the envelope's MAC); it is
- * also the log of seen ids that makes delivery exactly-once. `peers`: the pinned fingerprint of
- * each peer and a changed one waiting to be accepted. `heldByPeer`: prekey messages that claim an
- * identity other than the pinned one, unread until it is accepted: keyed by peer and their whole
- * bytes (never by the MAC they claim, which nothing has verified yet, so a forgery with a copied
- * MAC cannot take a genuine message's place), at most MAX_HELD_PER_PEER per peer. (Version 1
- * kept them in `held`, by MAC, for all peers: its rows are moved over.) `outbox`: envelopes not
- * yet accepted by the relay, in order.
- */
-class Records {
-  #db;
-
-  constructor(db) {
-    this.#db = db;
-  }
-
-  static async open(user) {
-    const req = indexedDB.open(`proteus-chat:${user}`, 2);
-    req.onupgradeneeded = (event) => {
-      const db = req.result;
-      if (event.oldVersion < 1) {
-        db.createObjectStore('messages', { keyPath: 'id' }).createIndex('n', 'n');
-        db.createObjectStore('peers', { keyPath: 'name' });
-        db.createObjectStore('outbox', { autoIncrement: true });
-      }
-      const held = db.createObjectStore('heldByPeer', { keyPath: ['from', 'key'] });
-      held.createIndex('n', 'n');
-      held.createIndex('from', 'from');
-      if (db.objectStoreNames.contains('held')) {
-        // Version 1's rows: the identity they claim was not recorded (tried at accept).
-        const old = req.transaction.objectStore('held').index('n').getAll();
-        old.onsuccess = () => {
-          for (const h of old.result) held.put({ from: h.from, key: b64(h.envelope), fingerprint: '', envelope: h.envelope, n: h.n });
-          db.deleteObjectStore('held');
-        };
-      }
-    };
-    return new Records(await request(req));
-  }
-
-  #tx(stores, mode = 'readonly') {
-    return this.#db.transaction(stores, mode);
-  }
-
-  /** The last `limit` messages, oldest first. */
-  async messages(limit) {
-    const all = await request(this.#tx('messages').objectStore('messages').index('n').getAll());
-    return all.slice(-limit);
-  }
-
-  /**
-   * Records received messages in one transaction; returns the ones not recorded before (a page
-   * delivered again is dropped by id).
-   */
-  async recordBatch(received) {
-    const tx = this.#tx(['messages'], 'readwrite');
-    const messages = tx.objectStore('messages');
-    const fresh = [];
-    for (const m of received) {
-      const seen = messages.getKey(m.id);
-      seen.onsuccess = () => {
-        if (seen.result !== undefined) return;
-        messages.put({ ...m, n: order() });
-        fresh.push(m);
-      };
-    }
-    await finished(tx);
-    return fresh;
-  }
-
-  /** A sent line, and its envelope in the outbox: one transaction. */
-  async recordSent(to, text, envelope) {
-    const tx = this.#tx(['messages', 'outbox'], 'readwrite');
-    const m = { id: pkg.messageId(envelope), peer: to, outgoing: true, text, n: order() };
-    tx.objectStore('messages').put(m);
-    tx.objectStore('outbox').add({ peer: to, envelope });
-    await finished(tx);
-    return m;
-  }
-
-  async outbox() {
-    const tx = this.#tx('outbox');
-    const [keys, values] = await Promise.all([
-      request(tx.objectStore('outbox').getAllKeys()),
-      request(tx.objectStore('outbox').getAll()),
-    ]);
-    return values.map((v, i) => ({ key: keys[i], ...v }));
-  }
-
-  async outboxDone(key) {
-    const tx = this.#tx('outbox', 'readwrite');
-    tx.objectStore('outbox').delete(key);
-    await finished(tx);
-  }
-
-  peer(name) {
-    return request(this.#tx('peers').objectStore('peers').get(name));
-  }
-
-  async #putPeer(value) {
-    const tx = this.#tx('peers', 'readwrite');
-    tx.objectStore('peers').put(value);
-    await finished(tx);
-  }
-
-  pin(name, fingerprint) {
-    return this.#putPeer({ name, fingerprint, pending: null });
-  }
-
-  async setPending(name, fingerprint) {
-    const p = await this.peer(name);
-    return this.#putPeer({ ...p, pending: fingerprint });
-  }
-
-  async accept(name) {
-    const p = await this.peer(name);
-    if (p?.pending) await this.#putPeer({ name, fingerprint: p.pending, pending: null });
-  }
-
-  /**
-   * Holds `[{from, fingerprint, envelope}]` (the same bytes are held once); returns how many
-   * were dropped because their peer already has MAX_HELD_PER_PEER.
-   */
-  async hold(held) {
-    const counts = new Map();
-    for (const from of new Set(held.map((h) => h.from))) {
-      counts.set(from, await request(this.#tx('heldByPeer').objectStore('heldByPeer').index('from').count(from)));
-    }
-    const tx = this.#tx('heldByPeer', 'readwrite');
-    const store = tx.objectStore('heldByPeer');
-    let dropped = 0;
-    for (const h of held) {
-      const key = b64(h.envelope);
-      if (counts.get(h.from) >= MAX_HELD_PER_PEER) {
-        dropped++;
-        continue;
-      }
-      counts.set(h.from, counts.get(h.from) + 1);
-      const seen = store.getKey([h.from, key]);
-      seen.onsuccess = () => {
-        if (seen.result === undefined) store.put({ ...h, key, n: order() });
-      };
-    }
-    await finished(tx);
-    return dropped;
-  }
-
-  /** What is held for `from`, oldest first. */
-  async held(from) {
-    const all = await request(this.#tx('heldByPeer').objectStore('heldByPeer').index('from').getAll(from));
-    return all.sort((a, b) => a.n - b.n);
-  }
-
-  async dropHeld(held) {
-    const tx = this.#tx('heldByPeer', 'readwrite');
-    for (const h of held) tx.objectStore('heldByPeer').delete([h.from, h.key]);
-    await finished(tx);
-  }
-}
-
-// --- the relay -----------------------------------------------------------------------------
-
-class RelayError extends Error {
-  constructor(status, code, message) {
-    super(status === 0 ? message : `the relay refused (${status} ${code}): ${message}`);
-    this.status = status;
-    this.code = code;
-  }
-
-  /** Worth trying again later: the relay was away, busy or failing. */
-  get transient() {
-    return this.status === 0 || this.status === 429 || this.status >= 500;
-  }
-}
-
-/** Signed requests to the relay this page came from (see README.md). */
-class Relay {
-  #nonces = [];
-
-  constructor(user, sign) {
-    this.user = user;
-    this.sign = sign;
-  }
-
-  async #fetch(path, init) {
-    let response;
-    let text;
-    try {
-      response = await fetch(path, { cache: 'no-store', ...init });
-      text = await response.text();
-    } catch (e) {
-      throw new RelayError(0, 'unreachable', `the relay is unreachable (${e.message})`);
-    }
-    const nonce = response.headers.get('replay-nonce');
-    if (nonce && this.#nonces.length < 8) this.#nonces.push(nonce);
-    let body;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      throw new RelayError(response.status, 'protocol', `not a JSON answer (HTTP ${response.status})`);
-    }
-    if (!response.ok) throw new RelayError(response.status, body.error ?? 'unknown', body.message ?? '');
-    return body;
-  }
-
-  async #nonce() {
-    return this.#nonces.pop() ?? (await this.#fetch('/v1/nonce')).nonce;
-  }
-
-  /** A signed request; `body` is bytes, an object (sent as JSON) or nothing. */
-  async call(method, path, body) {
-    const bytes = body === undefined ? new Uint8Array() : body instanceof Uint8Array ? body : utf8.encode(JSON.stringify(body));
-    for (let attempt = 0; ; attempt++) {
-      const nonce = await this.#nonce();
-      // The signature covers the parts of the request, then the body itself.
-      const head = utf8.encode(`proteus-chat-relay-v2\n${this.user}\n${nonce}\n${method}\n${path}\n`);
-      const signed = new Uint8Array(head.length + bytes.length);
-      signed.set(head);
-      signed.set(bytes, head.length);
-      const signature = await this.sign(signed);
-      const headers = { 'proteus-user': this.user, 'proteus-nonce': nonce, 'proteus-signature': b64(signature) };
-      if (bytes.length > 0) headers['content-type'] = body instanceof Uint8Array ? 'application/octet-stream' : 'application/json';
-      try {
-        return await this.#fetch(path, { method, headers, body: bytes.length > 0 ? bytes : undefined });
-      } catch (e) {
-        // A stale nonce (the relay restarted): take a fresh one and try again.
-        if (!(e instanceof RelayError && e.code === 'bad_nonce' && attempt < 3)) throw e;
-        this.#nonces = [];
-      }
-    }
   }
 }
 
@@ -443,9 +179,6 @@ async function decrypt(batch, notes = [], progress = undefined) {
   for (const m of fresh) showMessage(m);
   return batch.length;
 }
-
-/** The most envelopes held for one peer: past it, new ones are dropped (the held ones stay). */
-const MAX_HELD_PER_PEER = 100;
 
 /**
  * Splits a batch before anything is decrypted: a prekey message that claims an identity other
@@ -647,7 +380,7 @@ async function send(text) {
     await client.createSession(peer, bundle);
   }
   const envelope = await client.encrypt(peer, text);
-  showMessage(await records.recordSent(peer, text, envelope));
+  showMessage(await records.recordSent(pkg.messageId(envelope), peer, text, envelope));
   await flushOutbox();
 }
 
