@@ -69,7 +69,7 @@ log "live interop with @wireapp/proteus"
 node --test tests/interop/wireapp.mjs
 
 log "headless Chromium ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
-CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs
+CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs tests/browser/sealed.mjs
 
 log "the chat's web client in headless Chromium against a terminal client (examples/chat)"
 cargo build --locked -p proteus-chat --manifest-path ../../Cargo.toml

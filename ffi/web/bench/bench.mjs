@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Decrypting 1000 queued messages with this package and with @wireapp/proteus 9.13.0, in the same
-// Node process, on the scenarios of the native bench (memory store).
+// Decrypting 1000 queued messages, and sending one message to 4000 sessions, with this package and
+// with @wireapp/proteus 9.13.0, in the same Node process, on the scenarios of the native bench
+// (memory store).
 //
 //   npm run bench --prefix ffi/web -- [--json] [--runs N] [--scenario NAME]... [--impl ours|wire]...
 //                                     [--native]
@@ -11,7 +12,10 @@
 //
 // The timed part is what the native bench times: for a queue, one decryptBatch of the 1000
 // envelopes (for @wireapp/proteus: Envelope.deserialise + decrypt of each, sessions kept in
-// memory); for conv10, blocks of 10 encrypted by one side and decrypted by the other, 100 times.
+// memory); for conv10, blocks of 10 encrypted by one side and decrypted by the other, 100 times;
+// for fanout4000, one encryptFor of a 150-byte plaintext to 4000 established sessions (for
+// @wireapp/proteus: Session.encrypt + serialise per session), after an untimed send to all of them
+// (the sessions are then in use, as natively); a sample of the recipients decrypts both.
 // Every run starts from the same serialised state, loaded before the clock starts; every
 // plaintext is checked (after the clock for queues, as it arrives for conv10). Each
 // implementation runs each scenario once untimed first, to let the JIT settle.
@@ -40,7 +44,7 @@ function parse(argv) {
     else if (a === '--scenario') o.scenarios.push(value());
     else if (a === '--impl') o.impls.push(value());
     else if (a === '--help' || a === '-h') {
-      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10]... [--impl ours|wire]... [--native]');
+      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10|fanout4000]... [--impl ours|wire]... [--native]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -61,7 +65,30 @@ function check(expected, got, what) {
 
 // --- one run of each implementation ------------------------------------------------------
 
+/** The sample recipients decrypt their envelopes of each send (`sends`: envelopes per send). */
+async function checkFanout(sc, sends, what) {
+  const receiver = await oursFrom(sc.receiver);
+  for (const { index, sessionId } of sc.samples) {
+    for (const envelopes of sends) {
+      if (!equal(await receiver.decrypt(sessionId, envelopes[index]), sc.plaintext)) {
+        throw new Error(`${what}: recipient ${index} did not decrypt what was sent`);
+      }
+    }
+  }
+  await receiver.close();
+}
+
 async function runOurs(sc) {
+  if (sc.kind === 'fanout') {
+    const client = await oursFrom(sc.sender);
+    const warm = await client.encryptFor(sc.recipients, sc.plaintext);
+    const start = performance.now();
+    const results = await client.encryptFor(sc.recipients, sc.plaintext);
+    const ms = performance.now() - start;
+    await client.close();
+    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), 'ours');
+    return ms;
+  }
   if (sc.kind === 'queue') {
     const client = await oursFrom(sc.receiver);
     const queue = sc.messages.map(({ sessionId, envelope }) => ({ sessionId, envelope }));
@@ -89,6 +116,15 @@ async function runOurs(sc) {
 }
 
 async function runWire(sc) {
+  if (sc.kind === 'fanout') {
+    const client = WireClient.fromRecords(sc.sender);
+    const warm = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
+    const start = performance.now();
+    const envelopes = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
+    const ms = performance.now() - start;
+    await checkFanout(sc, [warm, envelopes], '@wireapp/proteus');
+    return ms;
+  }
   if (sc.kind === 'queue') {
     const client = WireClient.fromRecords(sc.receiver);
     const start = performance.now();
@@ -146,7 +182,7 @@ async function main() {
   const o = parse(process.argv.slice(2));
   const results = {};
   if (!o.json) {
-    console.log(`decrypting 1000 queued messages (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}`);
+    console.log(`decrypting 1000 queued messages, fanout4000: one message to 4000 sessions (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}`);
     console.log('impl               scenario     median ms    min ms    max ms  runs');
   }
   for (const name of o.scenarios) {
