@@ -23,7 +23,7 @@ import { TABLES } from './records.js';
 import { IdbStore } from './idb.js';
 import { Sealer } from './sealing.js';
 import { CommitConflict, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
-import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, isAlreadySeen } from './codes.js';
+import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND, isAlreadySeen } from './codes.js';
 import {
   ProteusError,
   adopt,
@@ -164,7 +164,7 @@ export class Client {
     try {
       await IdbStore.reseal(name, TABLES, { indexedDB: options.indexedDB, locks }, from, to);
     } catch (e) {
-      if (e instanceof StoreMissing) throw notFoundError(name);
+      if (e instanceof StoreMissing) throw failure(STORE_NOT_FOUND, `no store proteus:${name} to seal`);
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
   }
