@@ -5,6 +5,7 @@
 //   * Client.open(name): records in IndexedDB. Opening loads every record; every call that
 //     commits resolves only after its writes are stored in ONE IndexedDB transaction (so an
 //     envelope from encrypt() is returned only once the advanced chain is durable).
+//     With { storeKey }, every record is sealed with WebCrypto AES-GCM first (sealing.js, idb.js).
 //   * Client.inMemory(): records in memory only (Node, tests).
 //   * Calls of one client run one at a time; calls on one store take turns across tabs through
 //     Web Locks (navigator.locks). Under the lock, a client whose store was changed by another
