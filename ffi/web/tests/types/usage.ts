@@ -9,6 +9,20 @@ import {
   init,
   messageId,
   type BatchResult,
+  BATCH_ABORTED,
+  WRONG_STORE_KEY,
+  isDecodeError,
+  isDecryptError,
+  isEngineError,
+  isInputError,
+  isSystemError,
+  type DecryptErrorKind,
+  type EngineErrorKind,
+  type ErrorCode,
+  type ErrorFamily,
+  type ErrorKind,
+  type FanoutResult,
+  type StoreKey,
 } from '../../pkg/index.js';
 
 export async function usage(): Promise<number> {
@@ -46,24 +60,8 @@ export async function usage(): Promise<number> {
   return id + remaining + results.length + fp.length + Number(isNew) + Number(persisted ?? 0);
 }
 
-// Issue 16: `await using`, typed error families, sealed stores and fan-out.
-import {
-  BATCH_ABORTED,
-  WRONG_STORE_KEY,
-  isDecodeError,
-  isDecryptError,
-  isEngineError,
-  isInputError,
-  isSystemError,
-  type DecryptErrorKind,
-  type EngineErrorKind,
-  type ErrorCode,
-  type ErrorFamily,
-  type ErrorKind,
-  type FanoutResult,
-  type StoreKey,
-} from '../../pkg/index.js';
 
+// Issue 16: `await using`, typed error families, sealed stores and fan-out.
 export async function sealedFanout(): Promise<number> {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
   const hkdf: StoreKey = await crypto.subtle.importKey('raw', bytes, 'HKDF', false, ['deriveKey']);
