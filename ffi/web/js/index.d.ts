@@ -169,7 +169,7 @@ export class Client implements AsyncDisposable {
   private constructor();
   /**
    * Opens (or creates, with a new identity, unless `create` is false) the client stored in
-   * IndexedDB under `name`.
+   * IndexedDB under `name`; with `storeKey`, a sealed store (see OpenOptions.storeKey).
    */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */

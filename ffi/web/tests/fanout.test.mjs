@@ -2,8 +2,8 @@
 // before any envelope is returned. Run: node --test tests/ (after ./build.sh).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { IDBFactory } from 'fake-indexeddb';
-import { Client, INVALID_SESSION_ID, SESSION_NOT_FOUND, init } from '../pkg/index.js';
+import { IDBDatabase, IDBFactory } from 'fake-indexeddb';
+import { Client, INVALID_SESSION_ID, ProteusError, SESSION_NOT_FOUND, STORAGE_FAILURE, init } from '../pkg/index.js';
 
 await init();
 
@@ -91,4 +91,32 @@ test('a sealed store: fan-out commits sealed records', async () => {
   assert.equal(text(await carol.decrypt('alice', results[1].envelope)), 'sealed fan-out');
   assert.equal(text(await bob.decrypt('alice', next[0].envelope)), 'after reopening');
   await again.close();
+});
+
+test('a commit that fails returns no envelope, and the next send continues from the stored chains', async () => {
+  const indexedDB = new IDBFactory();
+  const alice = await Client.open('failing', { indexedDB, locks: noLocks });
+  const [bob, carol] = await peers(alice, 2);
+  const transaction = IDBDatabase.prototype.transaction;
+  IDBDatabase.prototype.transaction = function (names, mode, options) {
+    if (mode === 'readwrite') throw new DOMException('the disk is full', 'QuotaExceededError');
+    return transaction.call(this, names, mode, options);
+  };
+  try {
+    await assert.rejects(alice.encryptFor(['peer-0', 'peer-1'], 'lost'), (e) => {
+      assert.ok(e instanceof ProteusError);
+      assert.equal(e.code, STORAGE_FAILURE);
+      return true;
+    });
+  } finally {
+    IDBDatabase.prototype.transaction = transaction;
+  }
+  const [toBob, toCarol] = await alice.encryptFor(['peer-0', 'peer-1'], 'sent');
+  assert.equal(text(await bob.decrypt('alice', toBob.envelope)), 'sent');
+  assert.equal(text(await carol.decrypt('alice', toCarol.envelope)), 'sent');
+  await alice.close();
+  const reopened = await Client.open('failing', { indexedDB, locks: noLocks });
+  const [again] = await reopened.encryptFor(['peer-0'], 'after reopening');
+  assert.equal(text(await bob.decrypt('alice', again.envelope)), 'after reopening');
+  await reopened.close();
 });
