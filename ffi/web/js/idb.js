@@ -114,7 +114,9 @@ export class IdbStore {
 
   async #reseal(to) {
     const { commits, records } = await this.#read();
-    const resealed = await Promise.all(records.map((r) => to.seal(this.#tables[r.table], r.key, r.value).then((s) => ({ table: r.table, ...s }))));
+    const resealed = await Promise.all(
+      records.map(async (r) => ({ table: r.table, ...(await to.seal(this.#tables[r.table], r.key, r.value)) })),
+    );
     const check = await to.check();
     await this.#transaction(commits, (tx) => {
       for (const table of this.#tables) tx.objectStore(table).clear();
