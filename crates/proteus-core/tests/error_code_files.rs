@@ -110,6 +110,10 @@ fn javascript() -> String {
     for c in ErrorCode::ALL {
         writeln!(out, "  {}: '{}',", c.number(), c.kind()).unwrap();
     }
+    out.push_str("});\n\n/** The family of every code: Engine, Decrypt, Decode, Input or System. */\nexport const ERROR_FAMILIES = Object.freeze({\n");
+    for c in ErrorCode::ALL {
+        writeln!(out, "  {}: '{}',", c.number(), c.family().name()).unwrap();
+    }
     out.push_str("});\n\n");
     let rule = already_seen()
         .iter()
@@ -141,15 +145,57 @@ fn typescript() -> String {
         )
         .unwrap();
     }
-    let mut kinds: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.kind()).collect();
-    kinds.dedup();
-    out.push_str("\n/** Every kind name an error can have. */\nexport type ErrorKind =\n");
-    for (i, k) in kinds.iter().enumerate() {
-        let end = if i + 1 < kinds.len() { "" } else { ";" };
-        writeln!(out, "  | '{k}'{end}").unwrap();
+    out.push_str("\n/** Every code a ProteusError can have. */\nexport type ErrorCode =\n");
+    for (i, c) in ErrorCode::ALL.iter().enumerate() {
+        let end = if i + 1 < ErrorCode::ALL.len() {
+            ""
+        } else {
+            ";"
+        };
+        writeln!(out, "  | {}{end}", c.number()).unwrap();
     }
+    // One union of kind names per family (a kind is listed once, in its family).
+    let mut families: Vec<&str> = Vec::new();
+    for c in ErrorCode::ALL {
+        if !families.contains(&c.family().name()) {
+            families.push(c.family().name());
+        }
+    }
+    out.push_str("\n/** The families of codes: the hundreds digit (1xx Engine … 5xx System). */\nexport type ErrorFamily =\n");
+    for (i, f) in families.iter().enumerate() {
+        let end = if i + 1 < families.len() { "" } else { ";" };
+        writeln!(out, "  | '{f}'{end}").unwrap();
+    }
+    for f in &families {
+        let mut kinds: Vec<&str> = Vec::new();
+        for c in ErrorCode::ALL.iter().filter(|c| c.family().name() == *f) {
+            if !kinds.contains(&c.kind()) {
+                kinds.push(c.kind());
+            }
+        }
+        write!(
+            out,
+            "\n/** The kind names of the {f} family. */\nexport type {f}ErrorKind =\n"
+        )
+        .unwrap();
+        for (i, k) in kinds.iter().enumerate() {
+            let end = if i + 1 < kinds.len() { "" } else { ";" };
+            writeln!(out, "  | '{k}'{end}").unwrap();
+        }
+    }
+    let all = families
+        .iter()
+        .map(|f| format!("{f}ErrorKind"))
+        .collect::<Vec<_>>()
+        .join(" | ");
+    writeln!(
+        out,
+        "\n/** Every kind name an error can have. */\nexport type ErrorKind = {all};"
+    )
+    .unwrap();
     out.push_str(
         "\n/** The kind name of every code. */\nexport const ERROR_KINDS: Readonly<Record<number, ErrorKind>>;\n\
+         /** The family of every code. */\nexport const ERROR_FAMILIES: Readonly<Record<number, ErrorFamily>>;\n\
          /** Whether a message rejected with `code` was decrypted before (duplicate or outdated): drop it. */\n\
          export function isAlreadySeen(code: number): boolean;\n",
     );

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Decrypting 1000 queued messages with this package and with @wireapp/proteus 9.13.0, in the same
-// Node process, on the scenarios of the native bench (memory store).
+// Decrypting 1000 queued messages, and sending one message to 4000 sessions, with this package and
+// with @wireapp/proteus 9.13.0, in the same Node process, on the scenarios of the native bench
+// (memory store; fanout4000 also on the IndexedDB store, plain and sealed, with fake-indexeddb).
 //
-//   npm run bench --prefix ffi/web -- [--json] [--runs N] [--scenario NAME]... [--impl ours|wire]...
+//   npm run bench --prefix ffi/web -- [--json] [--runs N] [--scenario NAME]... [--impl ours|wire|ours-idb|ours-sealed]...
 //                                     [--native]
 //
 // With --json: one object per line, {"impl", "scenario", "median_ms", "min_ms", "max_ms", "runs"},
@@ -11,7 +12,10 @@
 //
 // The timed part is what the native bench times: for a queue, one decryptBatch of the 1000
 // envelopes (for @wireapp/proteus: Envelope.deserialise + decrypt of each, sessions kept in
-// memory); for conv10, blocks of 10 encrypted by one side and decrypted by the other, 100 times.
+// memory); for conv10, blocks of 10 encrypted by one side and decrypted by the other, 100 times;
+// for fanout4000, one encryptFor of a 150-byte plaintext to 4000 established sessions (for
+// @wireapp/proteus: Session.encrypt + serialise per session), after an untimed send to all of them
+// (the sessions are then in use, as natively); a sample of the recipients decrypts both.
 // Every run starts from the same serialised state, loaded before the clock starts; every
 // plaintext is checked (after the clock for queues, as it arrives for conv10). Each
 // implementation runs each scenario once untimed first, to let the JIT settle.
@@ -19,9 +23,13 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { WireClient, wireVersion } from '../tests/support/wire.mjs';
+import { IDBFactory } from 'fake-indexeddb';
+import { Client } from '../pkg/index.js';
 import { ALICE, BOB, SCENARIOS, build, equal, oursFrom } from './scenarios.mjs';
 
-const IMPLS = { ours: 'ours', wire: '@wireapp/proteus' };
+const IMPLS = { ours: 'ours', wire: '@wireapp/proteus', 'ours-idb': 'ours (IndexedDB)', 'ours-sealed': 'ours (sealed IDB)' };
+/** The IndexedDB implementations run fanout4000 only (the queues are timed in memory, as natively). */
+const FANOUT_ONLY = ['ours-idb', 'ours-sealed'];
 const MAX_RUNS = 31;
 const MIN_RUNS = 3;
 const BUDGET_MS = 3000;
@@ -40,12 +48,12 @@ function parse(argv) {
     else if (a === '--scenario') o.scenarios.push(value());
     else if (a === '--impl') o.impls.push(value());
     else if (a === '--help' || a === '-h') {
-      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10]... [--impl ours|wire]... [--native]');
+      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10|fanout4000]... [--impl ours|wire|ours-idb|ours-sealed]... [--native]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
   for (const s of o.scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}`);
-  for (const i of o.impls) if (!(i in IMPLS)) throw new Error(`unknown impl ${i} (ours, wire)`);
+  for (const i of o.impls) if (!(i in IMPLS)) throw new Error(`unknown impl ${i} (${Object.keys(IMPLS).join(', ')})`);
   if (o.runs !== undefined && !(o.runs >= 1)) throw new Error('--runs must be at least 1');
   if (!o.scenarios.length) o.scenarios = SCENARIOS;
   if (!o.impls.length) o.impls = Object.keys(IMPLS);
@@ -61,7 +69,30 @@ function check(expected, got, what) {
 
 // --- one run of each implementation ------------------------------------------------------
 
+/** The sample recipients decrypt their envelopes of each send (`sends`: envelopes per send). */
+async function checkFanout(sc, sends, what) {
+  const receiver = await oursFrom(sc.receiver);
+  for (const { index, sessionId } of sc.samples) {
+    for (const envelopes of sends) {
+      if (!equal(await receiver.decrypt(sessionId, envelopes[index]), sc.plaintext)) {
+        throw new Error(`${what}: recipient ${index} did not decrypt what was sent`);
+      }
+    }
+  }
+  await receiver.close();
+}
+
 async function runOurs(sc) {
+  if (sc.kind === 'fanout') {
+    const client = await oursFrom(sc.sender);
+    const warm = await client.encryptFor(sc.recipients, sc.plaintext);
+    const start = performance.now();
+    const results = await client.encryptFor(sc.recipients, sc.plaintext);
+    const ms = performance.now() - start;
+    await client.close();
+    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), 'ours');
+    return ms;
+  }
   if (sc.kind === 'queue') {
     const client = await oursFrom(sc.receiver);
     const queue = sc.messages.map(({ sessionId, envelope }) => ({ sessionId, envelope }));
@@ -88,7 +119,47 @@ async function runOurs(sc) {
   return ms;
 }
 
+/**
+ * fanout4000 on the package's IndexedDB store (fake-indexeddb in Node: the package's whole
+ * IndexedDB path, sealing included, but not a browser's disk), plain or sealed. One client per
+ * scenario, made on the first (untimed) run: importing 4000 sessions is 4000 commits. Each run is
+ * one encryptFor; a receiver holding the sample sessions decrypts every send in order.
+ */
+function runOursIdb(sealed) {
+  const clients = new Map();
+  const noLocks = { request: (_name, fn) => fn() };
+  return async (sc) => {
+    let s = clients.get(sc);
+    if (s === undefined) {
+      const storeKey = sealed ? crypto.getRandomValues(new Uint8Array(32)) : undefined;
+      const client = await Client.open('fanout', { indexedDB: new IDBFactory(), locks: noLocks, persist: false, storeKey });
+      await client.importIdentity(sc.sender.identity);
+      for (const [id, bytes] of sc.sender.sessions) await client.importSession(id, bytes);
+      s = { client, receiver: await oursFrom(sc.receiver) };
+      clients.set(sc, s);
+    }
+    const start = performance.now();
+    const results = await s.client.encryptFor(sc.recipients, sc.plaintext);
+    const ms = performance.now() - start;
+    for (const { index, sessionId } of sc.samples) {
+      if (!equal(await s.receiver.decrypt(sessionId, results[index].envelope), sc.plaintext)) {
+        throw new Error(`ours (IndexedDB): recipient ${index} did not decrypt what was sent`);
+      }
+    }
+    return ms;
+  };
+}
+
 async function runWire(sc) {
+  if (sc.kind === 'fanout') {
+    const client = WireClient.fromRecords(sc.sender);
+    const warm = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
+    const start = performance.now();
+    const envelopes = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
+    const ms = performance.now() - start;
+    await checkFanout(sc, [warm, envelopes], '@wireapp/proteus');
+    return ms;
+  }
   if (sc.kind === 'queue') {
     const client = WireClient.fromRecords(sc.receiver);
     const start = performance.now();
@@ -146,13 +217,15 @@ async function main() {
   const o = parse(process.argv.slice(2));
   const results = {};
   if (!o.json) {
-    console.log(`decrypting 1000 queued messages (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}`);
+    console.log(`decrypting 1000 queued messages, fanout4000: one message to 4000 sessions (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}`);
     console.log('impl               scenario     median ms    min ms    max ms  runs');
   }
+  const runners = { ours: runOurs, wire: runWire, 'ours-idb': runOursIdb(false), 'ours-sealed': runOursIdb(true) };
   for (const name of o.scenarios) {
     const sc = await build(name);
     for (const impl of o.impls) {
-      const s = await measure(impl === 'ours' ? runOurs : runWire, sc, o.runs);
+      if (FANOUT_ONLY.includes(impl) && sc.kind !== 'fanout') continue;
+      const s = await measure(runners[impl], sc, o.runs);
       (results[name] ??= {})[impl] = s;
       const line = { impl: IMPLS[impl], scenario: name, ...s };
       if (o.json) console.log(JSON.stringify(line));

@@ -1,5 +1,6 @@
 // The scenarios of the native bench (benches/src/scenarios.rs), built with the web package:
-// "decrypt 1000 queued messages" as 1x1000, 1x1000est, 50x20 and conv10. Building is setup and
+// "decrypt 1000 queued messages" as 1x1000, 1x1000est, 50x20 and conv10, and fanout4000 (one
+// 150-byte plaintext to 4000 established sessions, benches/src/fanout.rs). Building is setup and
 // never timed. Both implementations start every run from the same serialised state (a seed) and
 // decrypt the very same envelopes: the receiver's identity and prekeys are made by
 // @wireapp/proteus, its sessions by this package, and each side loads the other's records.
@@ -10,7 +11,10 @@ import { WireClient } from '../tests/support/wire.mjs';
 export const QUEUE_LEN = 1000;
 export const ALICE = 'alice:phone';
 export const BOB = 'bob:laptop';
-export const SCENARIOS = ['1x1000', '1x1000est', '50x20', 'conv10'];
+export const SCENARIOS = ['1x1000', '1x1000est', '50x20', 'conv10', 'fanout4000'];
+export const RECIPIENTS = 4000;
+/** Every this many recipients, one checks its envelopes after each run (as natively). */
+const SAMPLE_EVERY = 499;
 
 const WORDS = [
   'hey', 'are', 'we', 'still', 'on', 'for', 'lunch', 'tomorrow', 'I', 'think', 'the', 'train',
@@ -116,9 +120,43 @@ export async function build(name) {
       const plaintexts = Array.from({ length: QUEUE_LEN }, (_, i) => chatPlaintext(i));
       return { name, kind: 'conversation', alice: await seed(alice), bob: await seed(bob), plaintexts, flipEvery: 10 };
     }
+    case 'fanout4000':
+      return fanout(name);
     default:
       throw new Error(`unknown scenario ${name}`);
   }
+}
+
+/** The sender's session id of recipient `i`'s device, as natively. */
+const recipientId = (i) => `member-${String(Math.floor(i / 8)).padStart(3, '0')}:device-${i % 8}`;
+
+/**
+ * A sender with RECIPIENTS established sessions (its peers replied, so every envelope is a
+ * CipherMessage), and a receiver holding the peer side of every SAMPLE_EVERY-th of them. One
+ * receiver identity serves all recipients (a session per prekey): setup takes seconds, not minutes.
+ */
+async function fanout(name) {
+  const alice = await party();
+  const bob = await party(Array.from({ length: RECIPIENTS }, (_, i) => i + 1));
+  const ids = Array.from({ length: RECIPIENTS }, (_, i) => recipientId(i));
+  for (let i = 0; i < RECIPIENTS; i++) await alice.ours.createSession(ids[i], bob.bundles[i]);
+  const hello = await alice.ours.encryptFor(ids, 'hello');
+  const back = ids.map((_, i) => `alice-${i}`);
+  await bob.ours.decryptBatch(hello.map((r, i) => ({ sessionId: back[i], envelope: r.envelope })));
+  const replies = await bob.ours.encryptBatch(back.map((sessionId) => ({ sessionId, plaintext: 'hi' })));
+  await alice.ours.decryptBatch(replies.map((envelope, i) => ({ sessionId: ids[i], envelope })));
+  const samples = [];
+  for (let i = 0; i < RECIPIENTS; i += SAMPLE_EVERY) samples.push({ index: i, sessionId: back[i], session: await bob.ours.exportSession(back[i]) });
+  const sender = await seed(alice);
+  return {
+    name,
+    kind: 'fanout',
+    sender,
+    recipients: ids,
+    plaintext: new Uint8Array(150).fill(0x78),
+    receiver: { identity: bob.identity, prekeys: [], sessions: samples.map((s) => [s.sessionId, s.session]) },
+    samples,
+  };
 }
 
 /** A fresh in-memory client of this package holding a seed. */

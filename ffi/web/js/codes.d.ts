@@ -102,8 +102,69 @@ export const STORE_CONFLICT: 512;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL: 599;
 
-/** Every kind name an error can have. */
-export type ErrorKind =
+/** Every code a ProteusError can have. */
+export type ErrorCode =
+  | 100
+  | 101
+  | 102
+  | 103
+  | 104
+  | 105
+  | 106
+  | 107
+  | 108
+  | 110
+  | 120
+  | 121
+  | 201
+  | 204
+  | 205
+  | 206
+  | 207
+  | 208
+  | 209
+  | 210
+  | 211
+  | 212
+  | 214
+  | 300
+  | 301
+  | 302
+  | 303
+  | 304
+  | 305
+  | 306
+  | 307
+  | 308
+  | 309
+  | 310
+  | 311
+  | 409
+  | 410
+  | 501
+  | 502
+  | 503
+  | 504
+  | 505
+  | 506
+  | 507
+  | 508
+  | 509
+  | 510
+  | 511
+  | 512
+  | 599;
+
+/** The families of codes: the hundreds digit (1xx Engine … 5xx System). */
+export type ErrorFamily =
+  | 'Engine'
+  | 'Decrypt'
+  | 'Decode'
+  | 'Input'
+  | 'System';
+
+/** The kind names of the Engine family. */
+export type EngineErrorKind =
   | 'DegeneratedKey'
   | 'PreKeyNotFound'
   | 'NoSessionForTag'
@@ -115,16 +176,21 @@ export type ErrorKind =
   | 'BatchAborted'
   | 'PreKeyIdsExhausted'
   | 'ClientBusy'
-  | 'CallbackFailed'
+  | 'CallbackFailed';
+
+/** The kind names of the Decrypt family. */
+export type DecryptErrorKind =
   | 'NotAPreKeyMessage'
   | 'RemoteIdentityChanged'
   | 'UnknownSessionTag'
   | 'InvalidSignature'
   | 'OutdatedMessage'
   | 'DuplicateMessage'
-  | 'InvalidSignature'
   | 'TooDistantFuture'
-  | 'MessageKeyEvicted'
+  | 'MessageKeyEvicted';
+
+/** The kind names of the Decode family. */
+export type DecodeErrorKind =
   | 'LocalIdentityChanged'
   | 'UnexpectedType'
   | 'UnknownMessageType'
@@ -136,9 +202,15 @@ export type ErrorKind =
   | 'UnsupportedCbor'
   | 'IntegerOutOfRange'
   | 'MissingField'
-  | 'TooDeep'
+  | 'TooDeep';
+
+/** The kind names of the Input family. */
+export type InputErrorKind =
   | 'InvalidKey'
-  | 'PlaintextTooLong'
+  | 'PlaintextTooLong';
+
+/** The kind names of the System family. */
+export type SystemErrorKind =
   | 'PreKeyStore'
   | 'StoreBusy'
   | 'StoreCorrupt'
@@ -153,7 +225,12 @@ export type ErrorKind =
   | 'StoreConflict'
   | 'Internal';
 
+/** Every kind name an error can have. */
+export type ErrorKind = EngineErrorKind | DecryptErrorKind | DecodeErrorKind | InputErrorKind | SystemErrorKind;
+
 /** The kind name of every code. */
 export const ERROR_KINDS: Readonly<Record<number, ErrorKind>>;
+/** The family of every code. */
+export const ERROR_FAMILIES: Readonly<Record<number, ErrorFamily>>;
 /** Whether a message rejected with `code` was decrypted before (duplicate or outdated): drop it. */
 export function isAlreadySeen(code: number): boolean;

@@ -1,4 +1,6 @@
 // Types of the package's ES module (index.js). The wasm layer's own types are in proteus_web.d.ts.
+// Symbol.asyncDispose and AsyncDisposable, for `await using` (TypeScript 5.2 or later):
+/// <reference lib="esnext.disposable" />
 
 /** What wasm-bindgen's init takes: a URL, a Response, bytes or a compiled module. */
 export type WasmSource =
@@ -24,7 +26,16 @@ export function init(input?: WasmSource): Promise<void>;
  * reopen).
  */
 export * from './codes.js';
-import type { ErrorKind } from './codes.js';
+import type {
+  DecodeErrorKind,
+  DecryptErrorKind,
+  EngineErrorKind,
+  ErrorCode,
+  ErrorFamily,
+  ErrorKind,
+  InputErrorKind,
+  SystemErrorKind,
+} from './codes.js';
 
 /**
  * Every failure of the client. `code` and `kind` are stable and the same as natively
@@ -35,10 +46,28 @@ import type { ErrorKind } from './codes.js';
 export class ProteusError extends Error {
   readonly name: 'ProteusError';
   /** The stable numeric code, e.g. 209 for DuplicateMessage. */
-  readonly code: number;
+  readonly code: ErrorCode;
   /** The stable name of the condition, e.g. "DuplicateMessage", "SessionNotFound". */
   readonly kind: ErrorKind;
+  /** The family of the code: Engine (1xx), Decrypt (2xx), Decode (3xx), Input (4xx), System (5xx). */
+  readonly family: ErrorFamily;
 }
+
+/** A ProteusError of one family: its `kind` is one of the family's. */
+export type FamilyError<F extends ErrorFamily, K extends ErrorKind> = ProteusError & {
+  readonly family: F;
+  readonly kind: K;
+};
+/** Whether `e` is a ProteusError of the Engine family (1xx: a call the engine refuses). */
+export function isEngineError(e: unknown): e is FamilyError<'Engine', EngineErrorKind>;
+/** Whether `e` is a ProteusError of the Decrypt family (2xx: a message was rejected). */
+export function isDecryptError(e: unknown): e is FamilyError<'Decrypt', DecryptErrorKind>;
+/** Whether `e` is a ProteusError of the Decode family (3xx: bytes did not decode). */
+export function isDecodeError(e: unknown): e is FamilyError<'Decode', DecodeErrorKind>;
+/** Whether `e` is a ProteusError of the Input family (4xx: an input is not acceptable). */
+export function isInputError(e: unknown): e is FamilyError<'Input', InputErrorKind>;
+/** Whether `e` is a ProteusError of the System family (5xx: the store, the system or a bug). */
+export function isSystemError(e: unknown): e is FamilyError<'System', SystemErrorKind>;
 
 /** A one-time prekey's bundle, to publish. */
 export interface PrekeyBundle {
@@ -67,7 +96,7 @@ export interface BatchResult {
   messageId: string;
   sessionId: string;
   plaintext?: Uint8Array;
-  errorCode?: number;
+  errorCode?: ErrorCode;
   errorKind?: ErrorKind;
   /**
    * The message was decrypted before (DuplicateMessage 209 or OutdatedMessage 208): drop it.
@@ -82,6 +111,22 @@ export interface BatchResult {
    */
   sender?: string;
 }
+
+/** The result of one recipient of `encryptFor`: its envelope, or why not. */
+export type FanoutResult =
+  | { sessionId: string; envelope: Uint8Array; errorCode?: undefined; errorKind?: undefined }
+  | { sessionId: string; envelope?: undefined; errorCode: ErrorCode; errorKind: ErrorKind };
+
+/**
+ * The key a sealed store's records are sealed with: 32 bytes (e.g. from a key server, or
+ * crypto.getRandomValues), or a WebCrypto HKDF key with usage 'deriveKey', which can be
+ * non-extractable and kept in IndexedDB itself:
+ * `crypto.subtle.importKey('raw', bytes, 'HKDF', false, ['deriveKey'])`.
+ */
+export type StoreKey = Uint8Array | CryptoKey;
+
+/** Where a store is and how to take turns on it: for deleteStore, sealStore and rekeyStore. */
+export type StoreOptions = Pick<OpenOptions, 'indexedDB' | 'locks' | 'allowWithoutWebLocks'>;
 
 export interface OpenOptions {
   /** The IDBFactory to use (default: the global indexedDB). */
@@ -106,6 +151,13 @@ export interface OpenOptions {
   persist?: boolean;
   /** Where to load the wasm from (default: next to this module). */
   wasm?: WasmSource;
+  /**
+   * Seal every record in IndexedDB with this key (WebCrypto AES-GCM; a new store is created
+   * sealed). A sealed store opened without its key fails with StoreKeyRequired (510), with
+   * another key WrongStoreKey (508), a plain store with a key StoreNotSealed (509): nothing is
+   * changed. Seal a plain store with Client.sealStore, change the key with Client.rekeyStore.
+   */
+  storeKey?: StoreKey;
 }
 
 /**
@@ -113,17 +165,29 @@ export interface OpenOptions {
  * returns a Promise; calls run one at a time, and a call that changes state resolves only once
  * the change is stored. A failed call changes nothing.
  */
-export class Client {
+export class Client implements AsyncDisposable {
   private constructor();
   /**
    * Opens (or creates, with a new identity, unless `create` is false) the client stored in
-   * IndexedDB under `name`.
+   * IndexedDB under `name`; with `storeKey`, a sealed store (see OpenOptions.storeKey).
    */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
   static inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<Client>;
   /** Deletes the IndexedDB database of store `name`. */
   static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
+  /**
+   * Seals every record of the existing plain store `name` with `storeKey`, in one transaction.
+   * StoreCorrupt (503) if it is sealed already, StoreNotFound (504) if it does not exist. Close
+   * the clients on it first: they fail with StoreKeyRequired (510) from their next call.
+   */
+  static sealStore(name: string, storeKey: StoreKey, options?: StoreOptions): Promise<void>;
+  /**
+   * Seals every record of store `name` with `newKey` instead of `oldKey`, in one transaction.
+   * WrongStoreKey (508) for a wrong `oldKey`, StoreNotSealed (509) for a plain store; nothing
+   * is changed then.
+   */
+  static rekeyStore(name: string, oldKey: StoreKey, newKey: StoreKey, options?: StoreOptions): Promise<void>;
 
   /**
    * Whether opening found no identity and made a new one (always true in memory). An app that
@@ -166,6 +230,12 @@ export class Client {
   encrypt(sessionId: string, plaintext: Uint8Array | string): Promise<Uint8Array>;
   /** One commit for all; envelopes in the order of `messages`. */
   encryptBatch(messages: OutgoingMessage[]): Promise<Uint8Array[]>;
+  /**
+   * Encrypts one plaintext for each session (every device of a conversation) with one commit,
+   * stored before any envelope is returned: a result per recipient, in order. A missing or
+   * broken session is a result with its error, not a failure of the call.
+   */
+  encryptFor(sessionIds: string[], plaintext: Uint8Array | string): Promise<FanoutResult[]>;
   decrypt(sessionId: string, envelope: Uint8Array): Promise<Uint8Array>;
   /**
    * Decrypts a queue with one commit. `onMessage` gets each result before the commit (store
@@ -197,6 +267,8 @@ export class Client {
 
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */
   close(): Promise<void>;
+  /** close(), for `await using client = await Client.open(…)`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /**

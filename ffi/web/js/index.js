@@ -5,6 +5,7 @@
 //   * Client.open(name): records in IndexedDB. Opening loads every record; every call that
 //     commits resolves only after its writes are stored in ONE IndexedDB transaction (so an
 //     envelope from encrypt() is returned only once the advanced chain is durable).
+//     With { storeKey }, every record is sealed with WebCrypto AES-GCM first (sealing.js, idb.js).
 //   * Client.inMemory(): records in memory only (Node, tests).
 //   * Calls of one client run one at a time; calls on one store take turns across tabs through
 //     Web Locks (navigator.locks). Under the lock, a client whose store was changed by another
@@ -16,111 +17,51 @@
 //     IndexedDB I/O and holds the locks.
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
-import {
-  RawClient,
-  RawJournal,
-  bundleFingerprint as rawBundleFingerprint,
-  messageId as rawMessageId,
-  prekeyMessageFingerprint as rawPrekeyMessageFingerprint,
-} from './proteus_web.js';
+import { RawClient, RawJournal } from './proteus_web.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
-import { init, requireInit } from './init.js';
+import { init } from './init.js';
 import { TABLES } from './records.js';
-import { CommitConflict, IdbStore, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
+import { IdbStore } from './idb.js';
+import { Sealer } from './sealing.js';
+import { CommitConflict, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
+import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND, isAlreadySeen } from './codes.js';
 import {
-  BATCH_ABORTED,
-  CALLBACK_FAILED,
-  CLIENT_BUSY,
-  ERROR_KINDS,
-  INTERNAL,
-  STORAGE_FAILURE,
-  STORE_CONFLICT,
-  STORE_NOT_FOUND,
-  isAlreadySeen,
-} from './codes.js';
+  ProteusError,
+  adopt,
+  busyError,
+  closedError,
+  conflictError,
+  failure,
+  internalError,
+  isConflict,
+  notFoundError,
+  storageFailure,
+  wasm,
+} from './errors.js';
 
 export { init };
 // Every error code, generated from the native registry (codes.js), and isAlreadySeen(code).
 export * from './codes.js';
+export { ProteusError };
+export { bundleFingerprint, messageId, prekeyMessageFingerprint } from './functions.js';
+export { isDecodeError, isDecryptError, isEngineError, isInputError, isSystemError } from './errors.js';
 
-/** Every failure of the client: a stable numeric `code` and `kind`, as natively. */
-export class ProteusError extends Error {
-  constructor(message, code, kind, options) {
-    super(message, options);
-    this.name = 'ProteusError';
-    this.code = code;
-    this.kind = kind;
-  }
-}
-
-// Errors made in wasm are Errors named ProteusError with code and kind: make them instances.
-function adopt(e) {
-  if (e instanceof Error && !(e instanceof ProteusError) && e.name === 'ProteusError' && typeof e.code === 'number') {
-    Object.setPrototypeOf(e, ProteusError.prototype);
-  }
-  return e;
-}
-
-/** A ProteusError of the package itself: its kind is the registry's for `code`. */
-function failure(code, message, options) {
-  return new ProteusError(message, code, ERROR_KINDS[code], options);
-}
-
-function storageFailure(cause) {
-  const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
-  return failure(STORAGE_FAILURE, `storage failure: ${detail}`, { cause });
-}
-
-function internalError(cause) {
-  return failure(
-    INTERNAL,
-    'internal error in the wasm client; close it and open the store again (nothing committed is lost)',
-    { cause },
-  );
-}
-
-function busyError() {
-  return failure(
-    CLIENT_BUSY,
-    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
-  );
-}
-
-function conflictError(cause) {
-  return failure(
-    STORE_CONFLICT,
-    'another client of this store (another tab) committed first: nothing of this call was stored, and the client reloaded the store; call again',
-    { cause },
-  );
-}
-
-function notFoundError(name) {
-  return failure(STORE_NOT_FOUND, `no store proteus:${name} with an identity (opened with create: false)`);
-}
-
-const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
-
-function closedError() {
-  const e = new Error('the client is closed');
-  e.name = 'ClientClosedError';
-  return e;
-}
-
-/** `f()`, a call into the wasm client; its errors are ProteusErrors. */
-function wasm(f) {
-  try {
-    return f();
-  } catch (e) {
-    throw adopt(e);
-  }
-}
+/** A failure of a store's I/O as a ProteusError (those of sealing are ProteusErrors already). */
+const storeFailure = (e) => (e instanceof ProteusError ? e : storageFailure(e));
 
 async function load(store) {
   try {
     return await store.load();
   } catch (e) {
-    throw storageFailure(e);
+    throw storeFailure(e);
   }
+}
+
+/** The sealer of an `options.storeKey`, if given (a TypeError for a key of another shape). */
+const sealerOf = (storeKey) => (storeKey === undefined ? undefined : Sealer.of(storeKey));
+
+function storeName(name) {
+  if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
 }
 
 // --- the client ----------------------------------------------------------------------------
@@ -160,18 +101,22 @@ export class Client {
    * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without Web
    * Locks, refuses unless `allowWithoutWebLocks` is true. Other options: `indexedDB` (an
    * IDBFactory, default the global one), `locks` (a LockManager, default navigator.locks),
-   * `wasm` (what init() takes).
+   * `wasm` (what init() takes). With `storeKey` (32 bytes, or an HKDF CryptoKey), every record
+   * is sealed in IndexedDB (a new store is created sealed); a sealed store opened without its
+   * key fails with StoreKeyRequired (510), with another key WrongStoreKey (508), and a plain
+   * store with a key StoreNotSealed (509): nothing is changed.
    */
   static async open(name, options = {}) {
-    if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
+    storeName(name);
     const locks = storeLocks(options);
     const create = options.create !== false;
+    const sealer = await sealerOf(options.storeKey);
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, TABLES, { indexedDB: options.indexedDB, locks, create });
+      store = await IdbStore.open(name, TABLES, { indexedDB: options.indexedDB, locks, create, sealer });
     } catch (e) {
-      throw e instanceof StoreMissing ? notFoundError(name) : storageFailure(e);
+      throw e instanceof StoreMissing ? notFoundError(name) : storeFailure(e);
     }
     const persisted = options.persist === false ? Promise.resolve(undefined) : askPersistence();
     return Client.#start(store, create ? undefined : name, persisted);
@@ -189,6 +134,39 @@ export class Client {
       await IdbStore.delete(name, options);
     } catch (e) {
       throw storageFailure(e);
+    }
+  }
+
+  /**
+   * Seals every record of the existing plain store `name` with `storeKey` (see open), in one
+   * transaction: no plain record remains. A store sealed already fails with StoreCorrupt (503),
+   * a missing one with StoreNotFound (504). Clients still open on it fail with StoreKeyRequired
+   * (510) from their next call on: close them first.
+   */
+  static async sealStore(name, storeKey, options = {}) {
+    return Client.#reseal(name, options, undefined, storeKey);
+  }
+
+  /**
+   * Seals every record of store `name`, sealed with `oldKey`, with `newKey` instead, in one
+   * transaction: no record sealed with the old key remains. A wrong `oldKey` fails with
+   * WrongStoreKey (508), a plain store with StoreNotSealed (509), and nothing is changed.
+   */
+  static async rekeyStore(name, oldKey, newKey, options = {}) {
+    if (oldKey === undefined) throw new TypeError('rekeyStore needs the old key');
+    return Client.#reseal(name, options, oldKey, newKey);
+  }
+
+  static async #reseal(name, options, fromKey, toKey) {
+    storeName(name);
+    if (toKey === undefined) throw new TypeError('a store key is needed');
+    const locks = storeLocks(options);
+    const [from, to] = await Promise.all([sealerOf(fromKey), sealerOf(toKey)]);
+    try {
+      await IdbStore.reseal(name, TABLES, { indexedDB: options.indexedDB, locks }, from, to);
+    } catch (e) {
+      if (e instanceof StoreMissing) throw failure(STORE_NOT_FOUND, `no store proteus:${name} to seal`);
+      throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
   }
 
@@ -279,7 +257,7 @@ export class Client {
     try {
       counter = await this.#store.version();
     } catch (e) {
-      throw storageFailure(e);
+      throw storeFailure(e);
     }
     if (this.#journal.begin(counter)) await this.#reload();
     let result;
@@ -317,7 +295,7 @@ export class Client {
     try {
       await this.#store.persist(writes, expected, next);
     } catch (e) {
-      throw e instanceof CommitConflict ? conflictError(e) : storageFailure(e);
+      throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
     this.#journal.committed();
   }
@@ -413,6 +391,36 @@ export class Client {
   encryptBatch(messages) {
     const packed = packBatch(messages, 'plaintext', textOrBytes);
     return this.#run((raw) => raw.encryptBatch(...packed));
+  }
+
+  /**
+   * Encrypts one plaintext for each of `sessionIds` (every device of a conversation) with ONE
+   * commit, stored before any envelope is returned. Resolves to a result per recipient, in the
+   * order given: `{sessionId, envelope}`, or `{sessionId, errorCode, errorKind}` for a session
+   * that is missing or cannot encrypt (a result, not a failure of the call). An id listed twice
+   * gets two envelopes. The envelopes are views into one buffer.
+   */
+  encryptFor(sessionIds, plaintext) {
+    if (!Array.isArray(sessionIds)) throw new TypeError('sessionIds must be an array of strings');
+    for (const id of sessionIds) sessionId(id);
+    const p = textOrBytes(plaintext);
+    return this.#run((raw) => {
+      // Per recipient an i32 (its envelope's length, or minus its error code), then the envelopes.
+      const out = raw.encryptFor(sessionIds, p);
+      const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+      const results = new Array(sessionIds.length);
+      let at = 4 * sessionIds.length;
+      for (let i = 0; i < sessionIds.length; i++) {
+        const outcome = view.getInt32(4 * i, true);
+        if (outcome >= 0) {
+          results[i] = { sessionId: sessionIds[i], envelope: out.subarray(at, at + outcome) };
+          at += outcome;
+        } else {
+          results[i] = { sessionId: sessionIds[i], errorCode: -outcome, errorKind: ERROR_KINDS[-outcome] };
+        }
+      }
+      return results;
+    });
   }
 
   /** Decrypts one message and stores the result (a PreKeyMessage may create the session). */
@@ -584,38 +592,5 @@ export class Client {
   /** The same as close(), for `await using`. */
   [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
     return this.close();
-  }
-}
-
-/**
- * The stable id of a received message, as batch results carry it: lowercase hex of the
- * envelope's MAC (of SHA-256 of the bytes if they are not an envelope). Needs init().
- */
-export function messageId(envelope) {
-  requireInit();
-  return rawMessageId(bytes(envelope, 'envelope'));
-}
-
-/**
- * The sender's identity fingerprint if `envelope` is a PreKeyMessage (it carries the identity),
- * else undefined: what to show when a peer's identity changed (RemoteIdentityChanged, 204).
- * Needs init().
- */
-export function prekeyMessageFingerprint(envelope) {
-  return decodeWith(rawPrekeyMessageFingerprint, envelope, 'envelope');
-}
-
-/** The identity fingerprint in a prekey bundle, to compare with remoteFingerprint(). Needs init(). */
-export function bundleFingerprint(bundle) {
-  return decodeWith(rawBundleFingerprint, bundle, 'bundle');
-}
-
-/** `raw(bytes)` for a module-level call that decodes its argument; its errors are ProteusErrors. */
-function decodeWith(raw, value, what) {
-  requireInit();
-  try {
-    return raw(bytes(value, what));
-  } catch (e) {
-    throw adopt(e);
   }
 }

@@ -37,10 +37,3 @@ export function requireInit() {
   if (!initialised) throw new Error('call `await init()` first');
 }
 
-function newRaw(records) {
-  try {
-    return new RawClient(records);
-  } catch (e) {
-    throw adopt(e);
-  }
-}

@@ -332,6 +332,36 @@ impl RawClient {
             .collect())
     }
 
+    /// Encrypts `plaintext` for each of `session_ids` with one commit (see
+    /// `Client::encrypt_for`). One buffer: per recipient, in order, an `i32` (little-endian):
+    /// the length of its envelope, or minus the error code of its failure; then the envelopes
+    /// back to back.
+    #[wasm_bindgen(js_name = encryptFor)]
+    pub fn encrypt_for(
+        &mut self,
+        session_ids: Vec<String>,
+        plaintext: &[u8],
+    ) -> Result<Vec<u8>, JsValue> {
+        let ids: Vec<&str> = session_ids.iter().map(String::as_str).collect();
+        let results = self
+            .client
+            .encrypt_for(&ids, plaintext)
+            .map_err(|e| js_error(&e))?;
+        let size = results.iter().flatten().map(Vec::len).sum::<usize>();
+        let mut out = Vec::with_capacity(4 * results.len() + size);
+        for result in &results {
+            let outcome = match result {
+                Ok(envelope) => i32::try_from(envelope.len()).unwrap_or(i32::MAX),
+                Err(e) => -i32::from(e.code()),
+            };
+            out.extend_from_slice(&outcome.to_le_bytes());
+        }
+        for envelope in results.iter().flatten() {
+            out.extend_from_slice(envelope);
+        }
+        Ok(out)
+    }
+
     /// Decrypts one message.
     pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, JsValue> {
         self.client

@@ -64,3 +64,42 @@ test('error messages do not contain session ids', async () => {
   });
   await c.close();
 });
+
+test('every error has the family of its code, and one type guard per family recognises it', async () => {
+  const families = Object.fromEntries(codes.map((c) => [c.code, c.family]));
+  const guards = {
+    Engine: proteus.isEngineError,
+    Decrypt: proteus.isDecryptError,
+    Decode: proteus.isDecodeError,
+    Input: proteus.isInputError,
+    System: proteus.isSystemError,
+  };
+  for (const { code, family } of codes) assert.equal(proteus.ERROR_FAMILIES[code], family, `family of ${code}`);
+  const c = await Client.inMemory();
+  const peer = await Client.inMemory();
+  const [{ bundle }] = await peer.generatePrekeys(1);
+  await c.createSession('peer', bundle);
+  const envelope = await c.encrypt('peer', 'x');
+  await peer.decrypt('c', envelope);
+  const errors = [];
+  const collect = (promise) => promise.then(() => assert.fail('resolved'), (e) => errors.push(e));
+  await collect(c.encrypt('nobody', 'x')); // Engine: SessionNotFound (from wasm)
+  await collect(peer.decrypt('c', envelope)); // Decrypt: DuplicateMessage
+  await collect(c.createSession('other', new Uint8Array([0xff]))); // Decode
+  await collect(c.decryptBatch([{ sessionId: 'x', envelope: new Uint8Array([1]) }], () => false)); // Engine: BatchAborted (from JS)
+  const seen = new Set();
+  for (const e of errors) {
+    assert.ok(e instanceof ProteusError);
+    assert.equal(e.family, families[e.code], `${e.code}`);
+    const matching = Object.entries(guards).filter(([, guard]) => guard(e)).map(([f]) => f);
+    assert.deepEqual(matching, [e.family], `only the ${e.family} guard matches ${e.kind}`);
+    seen.add(e.family);
+  }
+  assert.deepEqual([...seen].sort(), ['Decode', 'Decrypt', 'Engine']);
+  for (const guard of Object.values(guards)) {
+    assert.equal(guard(new Error('plain')), false);
+    assert.equal(guard({ family: 'Engine', code: 104 }), false, 'only ProteusErrors');
+  }
+  await c.close();
+  await peer.close();
+});

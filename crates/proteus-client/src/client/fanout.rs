@@ -1,7 +1,7 @@
 //! Fan-out: one plaintext encrypted for many sessions (every device in a conversation), with
 //! one commit for all of them.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use super::Client;
 use crate::error::ClientError;
@@ -42,7 +42,7 @@ impl Client {
             }
             results.push(result);
         }
-        self.commit_sessions(advanced, &Default::default())?;
+        self.commit_sessions(advanced.iter().copied(), &BTreeSet::new())?;
         Ok(results)
     }
 }

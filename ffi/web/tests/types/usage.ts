@@ -9,6 +9,20 @@ import {
   init,
   messageId,
   type BatchResult,
+  BATCH_ABORTED,
+  WRONG_STORE_KEY,
+  isDecodeError,
+  isDecryptError,
+  isEngineError,
+  isInputError,
+  isSystemError,
+  type DecryptErrorKind,
+  type EngineErrorKind,
+  type ErrorCode,
+  type ErrorFamily,
+  type ErrorKind,
+  type FanoutResult,
+  type StoreKey,
 } from '../../pkg/index.js';
 
 export async function usage(): Promise<number> {
@@ -44,4 +58,47 @@ export async function usage(): Promise<number> {
   const remaining: number = await bob.prekeysRemaining();
   await bob.close();
   return id + remaining + results.length + fp.length + Number(isNew) + Number(persisted ?? 0);
+}
+
+
+// Issue 16: `await using`, typed error families, sealed stores and fan-out.
+export async function sealedFanout(): Promise<number> {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const hkdf: StoreKey = await crypto.subtle.importKey('raw', bytes, 'HKDF', false, ['deriveKey']);
+  await using alice = await Client.open('alice', { storeKey: hkdf });
+  await Client.sealStore('plain', bytes, { allowWithoutWebLocks: true });
+  await Client.rekeyStore('plain', bytes, hkdf);
+  const results: FanoutResult[] = await alice.encryptFor(['bob:phone', 'bob:laptop'], 'to the group');
+  let sent = 0;
+  for (const r of results) {
+    if (r.envelope !== undefined) {
+      const envelope: Uint8Array = r.envelope;
+      sent += envelope.length;
+    } else {
+      const code: ErrorCode = r.errorCode;
+      const kind: ErrorKind = r.errorKind;
+      sent += code + kind.length;
+    }
+  }
+  try {
+    await alice.decrypt('bob:phone', new Uint8Array([1]));
+  } catch (e) {
+    if (isDecryptError(e)) {
+      const kind: DecryptErrorKind = e.kind;
+      // @ts-expect-error: a Decrypt error's kind is not an Engine kind
+      const wrong: EngineErrorKind = e.kind;
+      const family: 'Decrypt' = e.family;
+      return kind.length + String(wrong).length + family.length;
+    }
+    if (isEngineError(e) && e.code === BATCH_ABORTED) return e.code;
+    if (isSystemError(e) && e.code === WRONG_STORE_KEY) return e.code;
+    if (isDecodeError(e) || isInputError(e)) return e.code;
+    if (e instanceof ProteusError) {
+      const family: ErrorFamily = e.family;
+      return family.length;
+    }
+  }
+  // @ts-expect-error: not a kind of the registry
+  const unknown: ErrorKind = 'NoSuchKind';
+  return sent + unknown.length;
 }

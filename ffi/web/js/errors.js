@@ -1,0 +1,99 @@
+// The package's errors: ProteusError (a stable numeric `code`, its `kind` and `family`, as
+// natively), the type guard of each family, and the errors the package raises itself.
+
+import {
+  CLIENT_BUSY,
+  ERROR_FAMILIES,
+  ERROR_KINDS,
+  INTERNAL,
+  STORAGE_FAILURE,
+  STORE_CONFLICT,
+  STORE_NOT_FOUND,
+} from './codes.js';
+
+/** Every failure of the client: a stable numeric `code`, its `kind` and `family`, as natively. */
+export class ProteusError extends Error {
+  constructor(message, code, kind, options) {
+    super(message, options);
+    this.name = 'ProteusError';
+    this.code = code;
+    this.kind = kind;
+    this.family = ERROR_FAMILIES[code];
+  }
+}
+
+const isFamily = (family) => (e) => e instanceof ProteusError && e.family === family;
+
+/** Whether `e` is a ProteusError of the Engine family (1xx: a call the engine refuses). */
+export const isEngineError = isFamily('Engine');
+/** Whether `e` is a ProteusError of the Decrypt family (2xx: a message was rejected). */
+export const isDecryptError = isFamily('Decrypt');
+/** Whether `e` is a ProteusError of the Decode family (3xx: bytes did not decode). */
+export const isDecodeError = isFamily('Decode');
+/** Whether `e` is a ProteusError of the Input family (4xx: an input is not acceptable). */
+export const isInputError = isFamily('Input');
+/** Whether `e` is a ProteusError of the System family (5xx: the store, the system or a bug). */
+export const isSystemError = isFamily('System');
+
+/** Errors made in wasm are Errors named ProteusError with code and kind: make them instances. */
+export function adopt(e) {
+  if (e instanceof Error && !(e instanceof ProteusError) && e.name === 'ProteusError' && typeof e.code === 'number') {
+    Object.setPrototypeOf(e, ProteusError.prototype);
+    e.family = ERROR_FAMILIES[e.code];
+  }
+  return e;
+}
+
+/** A ProteusError of the package itself: its kind is the registry's for `code`. */
+export function failure(code, message, options) {
+  return new ProteusError(message, code, ERROR_KINDS[code], options);
+}
+
+export function storageFailure(cause) {
+  const detail = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+  return failure(STORAGE_FAILURE, `storage failure: ${detail}`, { cause });
+}
+
+export function internalError(cause) {
+  return failure(
+    INTERNAL,
+    'internal error in the wasm client; close it and open the store again (nothing committed is lost)',
+    { cause },
+  );
+}
+
+export function busyError() {
+  return failure(
+    CLIENT_BUSY,
+    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
+  );
+}
+
+export function conflictError(cause) {
+  return failure(
+    STORE_CONFLICT,
+    'another client of this store (another tab) committed first: nothing of this call was stored, and the client reloaded the store; call again',
+    { cause },
+  );
+}
+
+export function notFoundError(name) {
+  return failure(STORE_NOT_FOUND, `no store proteus:${name} with an identity (opened with create: false)`);
+}
+
+export const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
+
+export function closedError() {
+  const e = new Error('the client is closed');
+  e.name = 'ClientClosedError';
+  return e;
+}
+
+/** `f()`, a call into the wasm client; its errors are ProteusErrors. */
+export function wasm(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw adopt(e);
+  }
+}

@@ -1,0 +1,304 @@
+// A client's store in IndexedDB, plain or sealed (sealing.js): the store interface of stores.js
+// (load, version, persist as a compare-and-swap on the commit counter, lock, close), and the
+// conversions of a whole store from plain to sealed and from one key to another.
+
+import { STORE_CORRUPT } from './codes.js';
+import { failure } from './errors.js';
+import { DELETE, PUT, packRecords, unpackWrites } from './records.js';
+import { admit, damaged, equalBytes, sealChanged } from './sealing.js';
+import { CommitConflict, StoreMissing } from './stores.js';
+
+const DB_VERSION = 1;
+/** The object store of the commit counter (web only; the record tables are proteus-client's). */
+const SYNC = 'sync';
+const COMMITS = 'commits';
+/** In `sync`, a sealed store's check value (sealing.js); absent in a plain store. */
+const SEAL = 'seal';
+
+function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+function done(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+  });
+}
+
+const bytesOf = (value) => (value === undefined ? undefined : new Uint8Array(value));
+
+/** The IndexedDB database that holds store `name`. */
+export function databaseName(name) {
+  return `proteus:${name}`;
+}
+
+/**
+ * A store in IndexedDB: one object store per table of proteus-client (binary keys, the records
+ * as proteus-client writes them, or sealed) and `sync` with the commit counter and, in a sealed
+ * store, the check value of its key. Every commit is one readwrite transaction with strict
+ * durability, which also checks that the store is still sealed as it was when opened.
+ */
+export class IdbStore {
+  #db;
+  #tables;
+  #lockName;
+  #locks;
+  #sealer;
+  /** The check value this store was opened with (undefined: plain). */
+  #check;
+
+  constructor(db, name, tables, locks, sealer, check) {
+    this.#db = db;
+    this.#tables = tables;
+    this.#lockName = databaseName(name);
+    this.#locks = locks;
+    this.#sealer = sealer;
+    this.#check = check;
+  }
+
+  /**
+   * Opens (or, unless `create` is false, creates) the database of store `name`. With `create`
+   * false a missing database is not created: StoreMissing. With a `sealer`, the store must be
+   * sealed with its key (an empty store is sealed now); without, it must be plain. A refusal
+   * (StoreKeyRequired 510, WrongStoreKey 508, StoreNotSealed 509) changes nothing.
+   */
+  static async open(name, tables, { indexedDB = globalThis.indexedDB, locks, create = true, sealer }) {
+    const db = await openDatabase(name, tables, indexedDB, create);
+    try {
+      let { check, commits } = await readSync(db);
+      if (check === undefined && sealer !== undefined && commits === 0) {
+        await sealEmpty(db, await sealer.check());
+        ({ check, commits } = await readSync(db));
+      }
+      await admit(check, sealer, commits > 0);
+      // Let another tab upgrade or delete the database rather than block it.
+      db.onversionchange = () => db.close();
+      return new IdbStore(db, name, tables, locks, sealer, check);
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+  }
+
+  static async delete(name, { indexedDB = globalThis.indexedDB } = {}) {
+    if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
+    await request(indexedDB.deleteDatabase(databaseName(name)));
+  }
+
+  /**
+   * Re-seals every record of existing store `name` with `to`: a plain store (`from`
+   * undefined; a sealed one is refused with StoreCorrupt 503, as natively) or one sealed with
+   * `from`. One transaction under the store's lock: no record sealed with the old key (or plain)
+   * remains, and the commit counter moves so that clients still open on it reload (and fail
+   * with 510/508 until opened with the new key).
+   */
+  static async reseal(name, tables, { indexedDB = globalThis.indexedDB, locks }, from, to) {
+    const db = await openDatabase(name, tables, indexedDB, false);
+    try {
+      const { check } = await readSync(db);
+      if (from === undefined && check !== undefined) {
+        throw failure(STORE_CORRUPT, 'the store is sealed already: change its key with Client.rekeyStore');
+      }
+      await admit(check, from, true);
+      const store = new IdbStore(db, name, tables, locks, from, check);
+      await store.lock(() => store.#reseal(to));
+    } finally {
+      db.close();
+    }
+  }
+
+  async #reseal(to) {
+    const { commits, records } = await this.#read();
+    const resealed = await Promise.all(
+      records.map(async (r) => ({ table: r.table, ...(await to.seal(this.#tables[r.table], r.key, r.value)) })),
+    );
+    const check = await to.check();
+    await this.#transaction(commits, (tx) => {
+      for (const table of this.#tables) tx.objectStore(table).clear();
+      for (const r of resealed) tx.objectStore(this.#tables[r.table]).put(r.value, r.stored);
+      tx.objectStore(SYNC).put(check, SEAL);
+      tx.objectStore(SYNC).put(commits + 1, COMMITS);
+    });
+  }
+
+  /** Every record, opened: `{commits, records: [{table, key, value}]}`. */
+  async #read() {
+    const tx = this.#db.transaction([...this.#tables, SYNC], 'readonly');
+    const finished = done(tx);
+    const reads = this.#tables.map((table) => {
+      const store = tx.objectStore(table);
+      return Promise.all([request(store.getAllKeys()), request(store.getAll())]);
+    });
+    const sync = tx.objectStore(SYNC);
+    const state = Promise.all([request(sync.get(COMMITS)), request(sync.get(SEAL))]);
+    const tables = await Promise.all(reads);
+    const [commits, check] = await state;
+    await finished;
+    if (!equalBytes(bytesOf(check), this.#check)) throw sealChanged(check !== undefined, this.#sealer);
+    const stored = [];
+    tables.forEach(([keys, values], table) => {
+      keys.forEach((key, i) => stored.push({ table, key: new Uint8Array(key), value: new Uint8Array(values[i]) }));
+    });
+    const sealer = this.#sealer;
+    if (sealer === undefined) return { commits: commits ?? 0, records: stored };
+    const records = await Promise.all(
+      stored.map(async ({ table, key, value }) => {
+        const opened = await sealer.open(this.#tables[table], key, value);
+        if (opened === undefined) throw damaged(this.#tables[table]);
+        return { table, ...opened };
+      }),
+    );
+    return { commits: commits ?? 0, records };
+  }
+
+  async load() {
+    const { commits, records } = await this.#read();
+    return { version: commits, records: packRecords(records) };
+  }
+
+  async version() {
+    const tx = this.#db.transaction(SYNC, 'readonly');
+    return (await request(tx.objectStore(SYNC).get(COMMITS))) ?? 0;
+  }
+
+  /**
+   * One readwrite transaction: reads the commit counter and, only if it is still `expected`,
+   * applies `writes` (sealed first, if the store is) and sets the counter to `next`. Otherwise
+   * it aborts: CommitConflict.
+   */
+  async persist(writes, expected, next) {
+    const entries = await this.#prepare(writes);
+    await this.#transaction(expected, (tx) => {
+      for (const w of entries) {
+        const store = tx.objectStore(this.#tables[w.table]);
+        if (w.op === DELETE) store.delete(w.key);
+        else store.put(w.value, w.key);
+      }
+      tx.objectStore(SYNC).put(next, COMMITS);
+    });
+  }
+
+  /** The writes as they are stored: values copied out of the buffer (or sealed), keys hashed if sealed. */
+  async #prepare(writes) {
+    const entries = [...unpackWrites(writes)];
+    const sealer = this.#sealer;
+    if (sealer === undefined) {
+      // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
+      return entries.map((w) => (w.op === DELETE ? w : { ...w, value: w.value.slice() }));
+    }
+    return Promise.all(
+      entries.map(async (w) => {
+        const table = this.#tables[w.table];
+        if (w.op === DELETE) return { ...w, key: await sealer.storedKey(table, w.key) };
+        const { stored, value } = await sealer.seal(table, w.key, w.value);
+        return { table: w.table, op: PUT, key: stored, value };
+      }),
+    );
+  }
+
+  /**
+   * Runs `write(tx)` in one readwrite transaction over every table, only if the commit counter
+   * is still `expected` (else CommitConflict) and the store is sealed as when it was opened.
+   */
+  async #transaction(expected, write) {
+    const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability: 'strict' });
+    const finished = done(tx);
+    let refused;
+    let failed;
+    const sync = tx.objectStore(SYNC);
+    const commits = sync.get(COMMITS);
+    const seal = sync.get(SEAL);
+    // The writes are made in the last read's success event, while the transaction is active.
+    seal.onsuccess = () => {
+      const stored = commits.result ?? 0;
+      const check = bytesOf(seal.result);
+      try {
+        if (!equalBytes(check, this.#check)) refused = sealChanged(check !== undefined, this.#sealer);
+        else if (stored !== expected) refused = new CommitConflict(expected, stored);
+        if (refused !== undefined) {
+          tx.abort();
+          return;
+        }
+        write(tx);
+      } catch (e) {
+        failed ??= e;
+        try {
+          tx.abort();
+        } catch {
+          // already finished
+        }
+      }
+    };
+    try {
+      await finished;
+    } catch (e) {
+      throw refused ?? failed ?? e;
+    }
+  }
+
+  lock(fn) {
+    return this.#locks.request(this.#lockName, fn);
+  }
+
+  close() {
+    this.#db.close();
+  }
+}
+
+/** Opens the database of store `name`, creating it (unless `create` is false: StoreMissing). */
+async function openDatabase(name, tables, indexedDB, create) {
+  if (!indexedDB) throw new Error('IndexedDB is not available in this runtime');
+  const req = indexedDB.open(databaseName(name), DB_VERSION);
+  let missing = false;
+  req.onupgradeneeded = (event) => {
+    if (event.oldVersion === 0 && !create) {
+      // Aborting the upgrade of a new database leaves no database behind.
+      missing = true;
+      req.transaction.abort();
+      return;
+    }
+    const db = req.result;
+    for (const table of [...tables, SYNC]) {
+      if (!db.objectStoreNames.contains(table)) db.createObjectStore(table);
+    }
+  };
+  let db;
+  try {
+    db = await request(req);
+  } catch (e) {
+    if (missing) throw new StoreMissing(databaseName(name));
+    throw e;
+  }
+  const lacking = [...tables, SYNC].filter((t) => !db.objectStoreNames.contains(t));
+  if (lacking.length) {
+    db.close();
+    throw new Error(`IndexedDB database ${databaseName(name)} lacks ${lacking.join(', ')}`);
+  }
+  return db;
+}
+
+/** The store's check value (undefined: plain) and commit counter. */
+async function readSync(db) {
+  const tx = db.transaction(SYNC, 'readonly');
+  const sync = tx.objectStore(SYNC);
+  const [check, commits] = await Promise.all([request(sync.get(SEAL)), request(sync.get(COMMITS))]);
+  return { check: bytesOf(check), commits: commits ?? 0 };
+}
+
+/** Marks a store that never committed as sealed with `check`, unless another tab did first. */
+async function sealEmpty(db, check) {
+  const tx = db.transaction(SYNC, 'readwrite', { durability: 'strict' });
+  const finished = done(tx);
+  const sync = tx.objectStore(SYNC);
+  const seal = sync.get(SEAL);
+  const commits = sync.get(COMMITS);
+  commits.onsuccess = () => {
+    if (seal.result === undefined && (commits.result ?? 0) === 0) sync.put(check, SEAL);
+  };
+  await finished;
+}
