@@ -76,18 +76,23 @@ impl Session {
         identity: &IdentityKeyPair,
         bundle: &PreKeyBundle,
     ) -> Result<Self, SessionCreationError> {
-        bundle
-            .public_key()
-            .validate()
-            .map_err(|_| SessionCreationError::DegeneratedKey)?;
-        bundle
+        // Each peer key is decompressed and validated once, before anything is drawn.
+        let degenerate = |_| SessionCreationError::DegeneratedKey;
+        let their_identity = bundle
             .identity_key()
             .public_key()
-            .validate()
-            .map_err(|_| SessionCreationError::DegeneratedKey)?;
+            .dh_point()
+            .map_err(degenerate)?;
+        let their_prekey = bundle.public_key().dh_point().map_err(degenerate)?;
         let base_key = KeyPair::generate(rng);
-        let state = SessionState::init_as_alice(rng, identity, &base_key, bundle)
-            .ok_or(SessionCreationError::DegeneratedKey)?;
+        let state = SessionState::init_as_alice(
+            rng,
+            identity,
+            &base_key,
+            (&their_identity, &their_prekey),
+            *bundle.public_key(),
+        )
+        .ok_or(SessionCreationError::DegeneratedKey)?;
         let tag = SessionTag::generate(rng);
         let mut session = Self::empty(*identity.public_key(), *bundle.identity_key(), tag);
         session.pending_prekey = Some(PendingPreKey {
