@@ -142,6 +142,7 @@ pub(crate) fn chacha20(key: &[u8; 32], counter: u32, input: &[u8]) -> Vec<u8> {
 }
 
 /// A peer's public key, decompressed and validated, ready for Diffie-Hellman.
+#[derive(Clone)]
 pub(crate) struct DhPoint(EdwardsPoint);
 
 impl DhPoint {

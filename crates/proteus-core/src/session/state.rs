@@ -72,17 +72,17 @@ impl SessionState {
         })
     }
 
-    /// Bob's state, built from the prekey a PreKeyMessage names (docs/protocol.md §6.1, §6.4).
+    /// Bob's state, built from the prekey a PreKeyMessage names and the sender's checked identity
+    /// (docs/protocol.md §6.1, §6.4).
     pub(crate) fn init_as_bob(
         identity: &IdentityKeyPair,
         prekey: &KeyPair,
-        alice_identity: &IdentityKey,
+        alice_identity: &DhPoint,
         alice_base_key: &PublicKey,
     ) -> Result<Self, DecryptError> {
-        let alice_identity = alice_identity.public_key().dh_point()?;
         let alice_base_key = alice_base_key.dh_point()?;
         let dh = |ours: Option<crate::crypto::Secret32>| ours.ok_or(DecryptError::DegeneratedKey);
-        let a = dh(prekey.dh(&alice_identity))?;
+        let a = dh(prekey.dh(alice_identity))?;
         let b = dh(identity.dh(&alice_base_key))?;
         let c = dh(prekey.dh(&alice_base_key))?;
         let master = concat::<96>(&[&a, &b, &c]);
