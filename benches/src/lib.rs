@@ -1,12 +1,13 @@
 //! Benches of the headline workload: a client comes back online and decrypts its queued messages.
 //!
-//! Two levels:
+//! Levels:
 //!
 //! * the protocol core alone, in memory ([`core_queue`]; the `decrypt_queue` bench);
 //! * the client of `proteus-client` with its stores ([`scenarios`], [`stores`], [`run`]; the
 //!   `client_queue` bench and the `proteus-bench` runner), plus a scale test of up to 100,000
 //!   queued messages over 1000 sessions ([`scale`]);
-//! * sending one message to a large conversation ([`fanout`]).
+//! * sending one message to a large conversation ([`fanout`]);
+//! * the same scenarios on another engine, vodozemac's Olm, beside ours ([`peers`]).
 //!
 //! Everything here uses only the public API of `proteus-core` and `proteus-client`.
 
@@ -19,6 +20,7 @@ pub mod core_queue;
 pub mod fanout;
 pub mod fast_forward;
 pub mod memory;
+pub mod peers;
 pub mod run;
 pub mod scale;
 pub mod scenarios;

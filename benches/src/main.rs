@@ -5,12 +5,15 @@
 //! cargo run --release -p proteus-bench -- [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 //! cargo run --release -p proteus-bench -- --scale [--json] [--runs N]
 //! cargo run --release -p proteus-bench -- --fast-forward [--runs N]
+//! cargo run --release -p proteus-bench -- --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
 //! ```
 //!
 //! Without `--json` it prints a table; with it, one JSON object per line:
 //! `{"scenario":…,"store":…,"median_ms":…,"min_ms":…,"max_ms":…,"runs":…}`.
 //! `--scale` measures 10k, 50k and 100k queued messages over 1000 sessions instead, each count
-//! in a child process of its own (this binary, run with `--scale-child`).
+//! in a child process of its own (this binary, run with `--scale-child`). `--peers` runs
+//! vodozemac (Olm) on the same scenarios beside ours, runs alternating, and ends with the ratios
+//! (see [`proteus_bench::peers`]).
 
 #![forbid(unsafe_code)]
 
@@ -31,6 +34,7 @@ const USAGE: &str = "\
 usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --scale [--json] [--runs N]
        proteus-bench --fast-forward [--runs N]
+       proteus-bench --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
 
   --json         one JSON object per line instead of a table
   --runs N       runs per scenario and store (default: up to 15, fewer for slow ones; each
@@ -42,7 +46,10 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
   --scale        10k, 50k and 100k queued messages over 1000 sessions (sqlite-batch, batches
                  of 1000), each count in a fresh child process: time and peak memory
   --fast-forward one message at the largest counter gap (MAX_FAST_FORWARD), forged and
-                 genuine, on a fresh copy of the session each run (default 15 runs)";
+                 genuine, on a fresh copy of the session each run (default 15 runs)
+  --peers        ours (memory store, or the one --store names) and vodozemac (Olm) on the
+                 same scenarios, runs alternating (--runs: pairs); JSON: one line per
+                 implementation and scenario, then one line of ratios (vodozemac / ours)";
 
 /// Default runs: up to this many...
 const MAX_RUNS: usize = 15;
@@ -58,6 +65,7 @@ struct Options {
     stores: Vec<StoreKind>,
     scale: bool,
     fast_forward: bool,
+    peers: bool,
 }
 
 enum Mode {
@@ -80,6 +88,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         stores: Vec::new(),
         scale: false,
         fast_forward: false,
+        peers: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -88,6 +97,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
             "--json" => options.json = true,
             "--scale" => options.scale = true,
             "--fast-forward" => options.fast_forward = true,
+            "--peers" => options.peers = true,
             "--runs" => {
                 let runs: usize = value()?.parse()?;
                 if runs == 0 {
@@ -149,6 +159,7 @@ fn main() -> Result<(), BoxError> {
         }
         Mode::Bench(options) if options.scale => scale(&options)?,
         Mode::Bench(options) if options.fast_forward => fast_forward(options.runs)?,
+        Mode::Bench(options) if options.peers => peers(&options)?,
         Mode::Bench(options) => scenarios(&options)?,
     }
     Ok(())
@@ -303,6 +314,16 @@ fn scale(options: &Options) -> Result<(), BoxError> {
         fit.fixed_ms, fit.us_per_msg, fit.max_residual_pct
     );
     Ok(())
+}
+
+/// Ours and vodozemac side by side, on one store of ours (memory unless `--store` names one).
+fn peers(options: &Options) -> Result<(), BoxError> {
+    let store = match options.stores.as_slice() {
+        [one] => *one,
+        _ if options.stores == StoreKind::ALL => StoreKind::Memory,
+        _ => return Err("--peers takes at most one --store".into()),
+    };
+    proteus_bench::peers::run(&options.scenarios, store, options.runs, options.json)
 }
 
 /// The worst case of a fast-forward: the median of each case.

@@ -8,6 +8,7 @@ use proteus_core::{
 };
 use zeroize::Zeroizing;
 
+use crate::checked_identities::CheckedIdentities;
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
 use crate::records::{
@@ -34,6 +35,8 @@ pub struct Client {
     identity: IdentityKeyPair,
     sessions: SessionCache,
     replay_guard: ReplayGuard,
+    /// Senders' identity keys already checked, for their next session.
+    identities: CheckedIdentities,
     /// Whether an operation of the commit protocol is open (see `operation.rs`).
     in_operation: bool,
 }
@@ -91,6 +94,7 @@ impl Client {
             identity,
             sessions: SessionCache::default(),
             replay_guard: ReplayGuard::default(),
+            identities: CheckedIdentities::default(),
             in_operation: false,
         })
     }
@@ -350,20 +354,32 @@ impl Client {
         let storage = &*self.storage;
         let identity = &self.identity;
         let mut prekeys = PendingPreKeys { storage, removed };
+        let identities = &mut self.identities;
         let result = match self
             .sessions
             .get_or_load(storage, identity.public_key(), session_id)?
         {
-            Some(cached) => cached
-                .session
-                .decrypt(&mut OsRng, identity, &mut prekeys, envelope),
+            Some(cached) => cached.session.decrypt_with_cache(
+                &mut OsRng,
+                identity,
+                &mut prekeys,
+                identities,
+                envelope,
+            ),
             None => {
                 let Message::PreKey(pkm) = envelope.message() else {
                     return Err(ClientError::SessionNotFound(session_id.to_owned()));
                 };
                 // A handshake on the last-resort prekey whose session was deleted: a replay.
                 let last_resort = pkm.prekey_id.is_last_resort();
-                match Session::init_from_message(&mut OsRng, identity, &mut prekeys, envelope) {
+                let inbound = Session::init_from_message_with_cache(
+                    &mut OsRng,
+                    identity,
+                    &mut prekeys,
+                    identities,
+                    envelope,
+                );
+                match inbound {
                     Ok(_)
                         if last_resort && self.replay_guard.contains(storage, &pkm.base_key)? =>
                     {

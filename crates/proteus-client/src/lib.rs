@@ -119,6 +119,7 @@
 #![forbid(unsafe_code)]
 
 mod batch;
+mod checked_identities;
 mod client;
 mod error;
 mod prekeys;

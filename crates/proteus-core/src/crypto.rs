@@ -5,6 +5,8 @@ use std::sync::OnceLock;
 use chacha20::ChaCha20Legacy;
 use chacha20::cipher::{KeyIvInit, StreamCipher};
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+use curve25519_dalek::{scalar::Scalar, traits::IsIdentity};
 use hkdf::Hkdf;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256, Sha512};
@@ -140,6 +142,7 @@ pub(crate) fn chacha20(key: &[u8; 32], counter: u32, input: &[u8]) -> Vec<u8> {
 }
 
 /// A peer's public key, decompressed and validated, ready for Diffie-Hellman.
+#[derive(Clone)]
 pub(crate) struct DhPoint(EdwardsPoint);
 
 impl DhPoint {
@@ -148,10 +151,30 @@ impl DhPoint {
     /// (docs/protocol.md §2.3).
     pub(crate) fn from_ed25519(public: &[u8; 32]) -> Option<Self> {
         let point = CompressedEdwardsY(*public).decompress()?;
-        if point.is_small_order() || !point.is_torsion_free() {
+        if point.is_small_order() || !in_prime_order_subgroup(&point) {
             return None;
         }
         Some(Self(point))
+    }
+}
+
+/// Whether ℓ·P is the identity: `EdwardsPoint::is_torsion_free`, the same predicate.
+///
+/// Natively it runs in variable time, which is fine for a public key and saves about an eighth
+/// of the check (the multiplication is mostly doublings, which no window saves): ℓ is not a
+/// canonical scalar, so it computes (ℓ − 1)·P, ℓ − 1 being the scalar −1, and compares with −P.
+/// The web build keeps the constant-time check, which adds no code there.
+fn in_prime_order_subgroup(point: &EdwardsPoint) -> bool {
+    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
+    {
+        let minus_one = -Scalar::ONE;
+        let product =
+            EdwardsPoint::vartime_double_scalar_mul_basepoint(&minus_one, point, &Scalar::ZERO);
+        (product + point).is_identity()
+    }
+    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+    {
+        point.is_torsion_free()
     }
 }
 
@@ -187,7 +210,46 @@ impl DhScalar {
 
 #[cfg(test)]
 mod tests {
+    use curve25519_dalek::constants::{ED25519_BASEPOINT_POINT, EIGHT_TORSION};
+    use curve25519_dalek::scalar::Scalar;
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The rule before the variable-time check (libsodium's: decompresses, not of small order,
+    /// in the prime-order subgroup), computed with dalek's constant-time `is_torsion_free`.
+    fn accepted_by_reference(bytes: &[u8; 32]) -> bool {
+        CompressedEdwardsY(*bytes)
+            .decompress()
+            .is_some_and(|p| !p.is_small_order() && p.is_torsion_free())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Every point of the curve is a prime-order point plus one of the eight torsion
+        /// points: each combination is accepted exactly when the reference accepts it (only
+        /// with the zero torsion point, and never the identity).
+        #[test]
+        fn the_key_check_accepts_exactly_what_the_reference_does(
+            scalar in any::<[u8; 32]>(),
+            torsion in 0usize..8,
+            zero_scalar in proptest::bool::weighted(0.05),
+        ) {
+            let k = if zero_scalar { Scalar::ZERO } else { Scalar::from_bytes_mod_order(scalar) };
+            let point = ED25519_BASEPOINT_POINT * k + EIGHT_TORSION[torsion];
+            let bytes = point.compress().to_bytes();
+            let accepted = DhPoint::from_ed25519(&bytes).is_some();
+            prop_assert_eq!(accepted, accepted_by_reference(&bytes));
+            prop_assert_eq!(accepted, torsion == 0 && k != Scalar::ZERO);
+        }
+
+        /// Arbitrary bytes, mostly no point at all or a point with a torsion component.
+        #[test]
+        fn the_key_check_agrees_on_arbitrary_bytes(bytes in any::<[u8; 32]>()) {
+            prop_assert_eq!(DhPoint::from_ed25519(&bytes).is_some(), accepted_by_reference(&bytes));
+        }
+    }
 
     /// The crates' own states hold key-equivalent material (an HMAC's ipad/opad hash states, the
     /// ChaCha20 key schedule and keystream, a hash of a seed): built with their `zeroize`

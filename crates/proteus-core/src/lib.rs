@@ -90,8 +90,8 @@ mod session;
 pub use codes::ErrorCode;
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};
 pub use keys::{
-    BundleSignature, BundleVerification, IdentityKey, IdentityKeyPair, PreKey, PreKeyBundle,
-    PreKeyId, PublicKey,
+    BundleSignature, BundleVerification, CheckedIdentity, IdentityCache, IdentityKey,
+    IdentityKeyPair, PreKey, PreKeyBundle, PreKeyId, PublicKey,
 };
 pub use message::{CipherMessage, Envelope, Message, PreKeyMessage, SessionTag};
 pub use prekey_store::PreKeyStore;

@@ -16,7 +16,10 @@ use rand_core::CryptoRng;
 use self::state::{PendingPreKey, SessionState};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::error::{DecodeError, DecryptError, EncryptError, SessionCreationError};
-use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId, PublicKey};
+use crate::keys::{
+    CheckedIdentity, IdentityCache, IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId,
+    PublicKey,
+};
 use crate::limits::{
     MAX_CONFIGURABLE_COUNTER_GAP, MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN, MAX_SESSION_BASE_KEYS,
     MAX_SESSION_STATES,
@@ -76,18 +79,23 @@ impl Session {
         identity: &IdentityKeyPair,
         bundle: &PreKeyBundle,
     ) -> Result<Self, SessionCreationError> {
-        bundle
-            .public_key()
-            .validate()
-            .map_err(|_| SessionCreationError::DegeneratedKey)?;
-        bundle
+        // Each peer key is decompressed and validated once, before anything is drawn.
+        let degenerate = |_| SessionCreationError::DegeneratedKey;
+        let their_identity = bundle
             .identity_key()
             .public_key()
-            .validate()
-            .map_err(|_| SessionCreationError::DegeneratedKey)?;
+            .dh_point()
+            .map_err(degenerate)?;
+        let their_prekey = bundle.public_key().dh_point().map_err(degenerate)?;
         let base_key = KeyPair::generate(rng);
-        let state = SessionState::init_as_alice(rng, identity, &base_key, bundle)
-            .ok_or(SessionCreationError::DegeneratedKey)?;
+        let state = SessionState::init_as_alice(
+            rng,
+            identity,
+            &base_key,
+            (&their_identity, &their_prekey),
+            *bundle.public_key(),
+        )
+        .ok_or(SessionCreationError::DegeneratedKey)?;
         let tag = SessionTag::generate(rng);
         let mut session = Self::empty(*identity.public_key(), *bundle.identity_key(), tag);
         session.pending_prekey = Some(PendingPreKey {
@@ -108,12 +116,30 @@ impl Session {
         prekeys: &mut S,
         envelope: &Envelope,
     ) -> Result<InboundSession, DecryptError> {
+        Self::init_from_message_with_cache(rng, identity, prekeys, &mut (), envelope)
+    }
+
+    /// [`init_from_message`](Self::init_from_message) taking the sender's checked identity
+    /// from `identities` if it is there, and keeping it there once the message has decrypted.
+    pub fn init_from_message_with_cache<R, S, C>(
+        rng: &mut R,
+        identity: &IdentityKeyPair,
+        prekeys: &mut S,
+        identities: &mut C,
+        envelope: &Envelope,
+    ) -> Result<InboundSession, DecryptError>
+    where
+        R: CryptoRng + ?Sized,
+        S: PreKeyStore + ?Sized,
+        C: IdentityCache + ?Sized,
+    {
         let Message::PreKey(pkm) = envelope.message() else {
             return Err(DecryptError::NotAPreKeyMessage);
         };
         let tag = pkm.message.session_tag;
         let mut session = Self::empty(*identity.public_key(), pkm.identity_key, tag);
-        let plaintext = session.decrypt_with_new_state(rng, identity, prekeys, envelope)?;
+        let plaintext =
+            session.decrypt_with_new_state(rng, identity, prekeys, identities, envelope)?;
         Ok(InboundSession { session, plaintext })
     }
 
@@ -218,6 +244,24 @@ impl Session {
         prekeys: &mut S,
         envelope: &Envelope,
     ) -> Result<Vec<u8>, DecryptError> {
+        self.decrypt_with_cache(rng, identity, prekeys, &mut (), envelope)
+    }
+
+    /// [`decrypt`](Self::decrypt) taking the sender's checked identity from `identities` when
+    /// the message starts a new state, and keeping it there once the message has decrypted.
+    pub fn decrypt_with_cache<R, S, C>(
+        &mut self,
+        rng: &mut R,
+        identity: &IdentityKeyPair,
+        prekeys: &mut S,
+        identities: &mut C,
+        envelope: &Envelope,
+    ) -> Result<Vec<u8>, DecryptError>
+    where
+        R: CryptoRng + ?Sized,
+        S: PreKeyStore + ?Sized,
+        C: IdentityCache + ?Sized,
+    {
         if identity.public_key() != &self.local_identity {
             return Err(DecryptError::LocalIdentityMismatch);
         }
@@ -229,7 +273,7 @@ impl Session {
                 }
                 match self.decrypt_with_existing_state(rng, envelope) {
                     Err(DecryptError::InvalidSignature(_) | DecryptError::UnknownSessionTag) => {
-                        self.decrypt_with_new_state(rng, identity, prekeys, envelope)
+                        self.decrypt_with_new_state(rng, identity, prekeys, identities, envelope)
                     }
                     other => other,
                 }
@@ -262,13 +306,19 @@ impl Session {
         Ok(plaintext)
     }
 
-    fn decrypt_with_new_state<R: CryptoRng + ?Sized, S: PreKeyStore + ?Sized>(
+    fn decrypt_with_new_state<R, S, C>(
         &mut self,
         rng: &mut R,
         identity: &IdentityKeyPair,
         prekeys: &mut S,
+        identities: &mut C,
         envelope: &Envelope,
-    ) -> Result<Vec<u8>, DecryptError> {
+    ) -> Result<Vec<u8>, DecryptError>
+    where
+        R: CryptoRng + ?Sized,
+        S: PreKeyStore + ?Sized,
+        C: IdentityCache + ?Sized,
+    {
         let Message::PreKey(pkm) = envelope.message() else {
             return Err(DecryptError::NotAPreKeyMessage);
         };
@@ -277,12 +327,13 @@ impl Session {
             .prekey(id)
             .map_err(|e| DecryptError::PreKeyStore(Box::new(e)))?
             .ok_or(DecryptError::PreKeyNotFound(id))?;
-        let mut state = SessionState::init_as_bob(
-            identity,
-            prekey.key_pair(),
-            &pkm.identity_key,
-            &pkm.base_key,
-        )?;
+        // The sender's identity is checked first, as before the cache: from it if kept there.
+        let (alice, newly_checked) = match identities.get(&pkm.identity_key).cloned() {
+            Some(kept) => (kept, false),
+            None => (CheckedIdentity::new(&pkm.identity_key)?, true),
+        };
+        let mut state =
+            SessionState::init_as_bob(identity, prekey.key_pair(), alice.point(), &pkm.base_key)?;
         let max_staged = self.max_counter_gap;
         let (plaintext, update) = state.decrypt(
             rng,
@@ -320,6 +371,9 @@ impl Session {
         self.insert_state(tag, state);
         self.remember_base_key(pkm.base_key, pkm.message.counter);
         self.pending_prekey = None;
+        if newly_checked {
+            identities.keep(alice);
+        }
         Ok(plaintext)
     }
 

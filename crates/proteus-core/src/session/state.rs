@@ -6,9 +6,9 @@ use zeroize::Zeroizing;
 use super::chain::{ChainUpdate, RecvChain, SendChain};
 use super::derived::{ChainKey, RootKey};
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::concat;
+use crate::crypto::{DhPoint, concat};
 use crate::error::{DecodeError, DecryptError, EncryptError};
-use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyBundle, PreKeyId, PublicKey};
+use crate::keys::{IdentityKey, IdentityKeyPair, KeyPair, PreKeyId, PublicKey};
 use crate::limits::MAX_RECV_CHAINS;
 use crate::message::{CipherMessage, Message, PreKeyMessage, SessionTag};
 use crate::secret_vec::SecretVec;
@@ -43,27 +43,26 @@ pub(crate) struct PendingPreKey {
 }
 
 impl SessionState {
-    /// Alice's state (docs/protocol.md §6.1, §6.3). Draws the first sending ratchet key from `rng`.
+    /// Alice's state (docs/protocol.md §6.1, §6.3), from the bundle's identity key and prekey
+    /// (validated) and the prekey as sent. Draws the first sending ratchet key from `rng`.
     pub(crate) fn init_as_alice<R: CryptoRng + ?Sized>(
         rng: &mut R,
         identity: &IdentityKeyPair,
         base_key: &KeyPair,
-        bundle: &PreKeyBundle,
+        (their_identity, their_prekey): (&DhPoint, &DhPoint),
+        their_prekey_key: PublicKey,
     ) -> Option<Self> {
-        // Each peer key is decompressed and validated once, however many DHs use it.
-        let their_identity = bundle.identity_key().public_key().dh_point().ok()?;
-        let their_prekey = bundle.public_key().dh_point().ok()?;
         let (a, b, c) = (
-            identity.dh(&their_prekey)?,
-            base_key.dh(&their_identity)?,
-            base_key.dh(&their_prekey)?,
+            identity.dh(their_prekey)?,
+            base_key.dh(their_identity)?,
+            base_key.dh(their_prekey)?,
         );
         let master = concat::<96>(&[&a, &b, &c]);
         let (root_key, chain_key) = handshake(&master);
         let ratchet_key = KeyPair::generate(rng);
-        let (root_key, send_chain_key) = root_key.dh_ratchet(&*ratchet_key.dh(&their_prekey)?);
+        let (root_key, send_chain_key) = root_key.dh_ratchet(&*ratchet_key.dh(their_prekey)?);
         Some(Self {
-            recv_chains: first_chain(RecvChain::new(chain_key, *bundle.public_key())),
+            recv_chains: first_chain(RecvChain::new(chain_key, their_prekey_key)),
             send_chain: SendChain {
                 chain_key: send_chain_key,
                 ratchet_key,
@@ -73,17 +72,17 @@ impl SessionState {
         })
     }
 
-    /// Bob's state, built from the prekey a PreKeyMessage names (docs/protocol.md §6.1, §6.4).
+    /// Bob's state, built from the prekey a PreKeyMessage names and the sender's checked identity
+    /// (docs/protocol.md §6.1, §6.4).
     pub(crate) fn init_as_bob(
         identity: &IdentityKeyPair,
         prekey: &KeyPair,
-        alice_identity: &IdentityKey,
+        alice_identity: &DhPoint,
         alice_base_key: &PublicKey,
     ) -> Result<Self, DecryptError> {
-        let alice_identity = alice_identity.public_key().dh_point()?;
         let alice_base_key = alice_base_key.dh_point()?;
         let dh = |ours: Option<crate::crypto::Secret32>| ours.ok_or(DecryptError::DegeneratedKey);
-        let a = dh(prekey.dh(&alice_identity))?;
+        let a = dh(prekey.dh(alice_identity))?;
         let b = dh(identity.dh(&alice_base_key))?;
         let c = dh(prekey.dh(&alice_base_key))?;
         let master = concat::<96>(&[&a, &b, &c]);

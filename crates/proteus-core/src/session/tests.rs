@@ -529,3 +529,22 @@ fn a_replay_is_refused_after_its_state_was_evicted() {
     assert_eq!(err.code(), 209);
     assert_eq!(b.to_bytes(), before);
 }
+
+/// A bundle whose identity key has a small-order or mixed-order point is refused before anything
+/// is drawn (each bundle key is validated once, in `init_from_prekey`).
+#[test]
+fn a_degenerate_bundle_identity_is_refused_before_drawing() {
+    use curve25519_dalek::constants::{ED25519_BASEPOINT_POINT, EIGHT_TORSION};
+
+    let alice = IdentityKeyPair::generate(&mut OsRng);
+    let prekey = PreKey::generate(PreKeyId::new(1), &mut OsRng);
+    let mixed = ED25519_BASEPOINT_POINT + EIGHT_TORSION[4];
+    for point in [EIGHT_TORSION[1], mixed] {
+        let identity = IdentityKey::new(PublicKey::from_bytes(point.compress().to_bytes()));
+        let bundle = PreKeyBundle::new(&identity, &prekey);
+        let mut rng = crate::recorded_rng::RecordedRng::new([vec![1; 32], vec![2; 32]]);
+        let result = Session::init_from_prekey(&mut rng, &alice, &bundle);
+        assert!(matches!(result, Err(SessionCreationError::DegeneratedKey)));
+        assert_eq!(rng.remaining(), 2, "nothing was drawn");
+    }
+}
