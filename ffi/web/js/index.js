@@ -67,6 +67,8 @@ function storeName(name) {
 // --- the client ----------------------------------------------------------------------------
 
 const CONSTRUCT = Symbol('construct');
+/** #attemptInOne ran nothing: the client must reload first. */
+const STALE = Symbol('stale');
 
 /**
  * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
@@ -217,12 +219,14 @@ export class Client {
 
   /**
    * Runs `fn(raw)` on fresh state, one call at a time and under the store's lock, and persists
-   * what it committed. `beforePersist(result)`, if given, is awaited in between; if it throws,
-   * nothing is persisted and the next call starts from the stored state. If the commit loses
-   * its compare-and-swap, the client reloads and runs `fn` again if the journal allows it (not
-   * when `fn` delivered results, `delivers`): else the call fails with StoreConflict.
+   * what it committed. `beforePersist(result)`, if given, is called in between; if it returns a
+   * Promise, that is awaited, and if it throws or rejects, nothing is persisted and the next call
+   * starts from the stored state. If the commit loses its compare-and-swap, the client reloads
+   * and runs `fn` again if the journal allows it (not when `fn` delivered results, `delivers`):
+   * else the call fails with StoreConflict. `durability`: of the commit's IndexedDB transaction
+   * ('relaxed' only for decrypt-only commits: idb.js, update).
    */
-  #run(fn, beforePersist, delivers = false) {
+  #run(fn, { beforePersist, delivers = false, durability = 'strict' } = {}) {
     if (this.#closed) return Promise.reject(closedError());
     if (this.#delivering) return Promise.reject(busyError());
     const run = delivers
@@ -236,7 +240,7 @@ export class Client {
         try {
           for (;;) {
             try {
-              return await this.#attempt(run, beforePersist);
+              return await this.#attempt(run, beforePersist, durability);
             } catch (e) {
               if (!isConflict(e) || !this.#journal.retry()) throw e;
             } finally {
@@ -250,9 +254,13 @@ export class Client {
     );
   }
 
-  async #attempt(fn, beforePersist) {
+  async #attempt(fn, beforePersist, durability) {
     if (this.#closed) throw closedError();
     if (this.#failed) throw internalError(this.#failed);
+    if (this.#store.updatesInOne) {
+      const outcome = await this.#attemptInOne(fn, beforePersist, durability);
+      if (outcome !== STALE) return outcome;
+    }
     let counter;
     try {
       counter = await this.#store.version();
@@ -269,12 +277,63 @@ export class Client {
         throw internalError(e);
       }
       // A failed call changes nothing; persist anyway should a commit be pending.
-      await this.#persist();
+      await this.#persist(durability);
       throw adopt(e);
     }
     // If it throws, the commit is not stored, and the journal is stale until the next reload.
     if (beforePersist !== undefined) await beforePersist(result);
-    await this.#persist();
+    await this.#persist(durability);
+    return result;
+  }
+
+  /**
+   * The call in ONE IndexedDB transaction (a plain IndexedDB store): its read of the commit
+   * counter decides whether the client is stale, and `fn` runs and its commit is written while
+   * the transaction is active, instead of a transaction to read the counter and another to write.
+   * Resolves to STALE (nothing ran) when the client must reload first, or the call's commit must
+   * wait for a Promise of `beforePersist` (the batch callback's): then it is persisted after it
+   * in a transaction of its own, the compare-and-swap keeping it exact.
+   */
+  async #attemptInOne(fn, beforePersist, durability) {
+    let ran = false;
+    let result;
+    let error;
+    let waitFor;
+    let stored;
+    try {
+      stored = await this.#store.update((counter) => {
+        if (this.#journal.begin(counter)) return undefined;
+        ran = true;
+        try {
+          result = fn(this.#raw);
+        } catch (e) {
+          if (e instanceof WebAssembly.RuntimeError) {
+            this.#failed = e;
+            throw internalError(e);
+          }
+          // A failed call changes nothing; persist anyway should a commit be pending.
+          error = e;
+        }
+        if (error === undefined && beforePersist !== undefined) {
+          waitFor = beforePersist(result);
+          if (waitFor !== undefined) {
+            // Awaited once the transaction is over; until then its rejection is not unhandled.
+            waitFor.catch(() => {});
+            return undefined;
+          }
+        }
+        return wasm(() => this.#journal.takeCommit());
+      }, durability);
+    } catch (e) {
+      throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
+    }
+    if (!ran) return STALE;
+    if (stored) this.#journal.committed();
+    if (error !== undefined) throw adopt(error);
+    if (waitFor !== undefined) {
+      await waitFor;
+      await this.#persist(durability);
+    }
     return result;
   }
 
@@ -288,12 +347,12 @@ export class Client {
    * commit counter. On failure (StorageFailure, or StoreConflict) the journal is stale and the
    * next call reloads.
    */
-  async #persist() {
+  async #persist(durability = 'strict') {
     const commit = wasm(() => this.#journal.takeCommit());
     if (commit === undefined) return;
     const [writes, expected, next] = commit;
     try {
-      await this.#store.persist(writes, expected, next);
+      await this.#store.persist(writes, expected, next, durability);
     } catch (e) {
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
@@ -427,7 +486,7 @@ export class Client {
   decrypt(id, envelope) {
     sessionId(id);
     const e = bytes(envelope, 'envelope');
-    return this.#run((raw) => raw.decrypt(id, e));
+    return this.#run((raw) => raw.decrypt(id, e), { durability: 'relaxed' });
   }
 
   /**
@@ -451,8 +510,10 @@ export class Client {
     const [sessionIds, index, envelopes] = packed;
     // What onMessage promised to finish before the commit.
     const pending = [];
-    const settle = async () => {
-      if (pending.length === 0) return;
+    // Called before the commit: undefined when nothing is pending (the commit follows at once),
+    // else a Promise that settles the callback's promises.
+    const settle = () => (pending.length === 0 ? undefined : settlePending());
+    const settlePending = async () => {
       let outcomes;
       try {
         outcomes = await Promise.all(pending);
@@ -541,7 +602,7 @@ export class Client {
       }
       if (pending.length === 0) this.#delivering = false;
       return results;
-    }, settle, onMessage !== undefined);
+    }, { beforePersist: settle, delivers: onMessage !== undefined, durability: 'relaxed' });
   }
 
   /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
