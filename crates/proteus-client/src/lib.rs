@@ -120,6 +120,7 @@
 
 mod batch;
 mod client;
+mod collections;
 mod error;
 mod prekeys;
 mod records;

@@ -197,6 +197,7 @@ async function main() {
       await profiled.page.evaluate(() => (window.bench.profiling = false));
       const profiles = profiled.profiles.slice(1); // not the warm-up's
       await writeFile(o.profile, JSON.stringify(profiles.at(-1)));
+      await writeFile(`${o.profile}.all.json`, JSON.stringify(profiles));
       // Where the time of all the profiled warm batches went (self time per function).
       const merged = { nodes: [], samples: [], timeDeltas: [] };
       profiles.forEach((p, k) => {
