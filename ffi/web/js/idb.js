@@ -40,8 +40,9 @@ export function databaseName(name) {
 /**
  * A store in IndexedDB: one object store per table of proteus-client (binary keys, the records
  * as proteus-client writes them, or sealed) and `sync` with the commit counter and, in a sealed
- * store, the check value of its key. Every commit is one readwrite transaction with strict
- * durability, which also checks that the store is still sealed as it was when opened.
+ * store, the check value of its key. Every commit is one readwrite transaction (strict
+ * durability unless it only decrypts: `update`), which also checks that the store is still
+ * sealed as it was when opened.
  */
 export class IdbStore {
   #db;

@@ -21,10 +21,11 @@ import { RawClient, RawJournal } from './proteus_web.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { init } from './init.js';
 import { TABLES } from './records.js';
+import { deliverySink } from './delivery.js';
 import { IdbStore } from './idb.js';
 import { Sealer } from './sealing.js';
 import { CommitConflict, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
-import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND, isAlreadySeen } from './codes.js';
+import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND } from './codes.js';
 import {
   ProteusError,
   adopt,
@@ -527,68 +528,7 @@ export class Client {
       }
     };
     return this.#run((raw) => {
-      const total = index.length;
-      const results = new Array(total);
-      // The plaintexts are copied out of wasm memory into one buffer (a plaintext is never longer
-      // than its envelope), each result's a view of its part: one allocation per batch.
-      const buffer = new Uint8Array(envelopes.length);
-      let used = 0;
-      const sink = {
-        // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
-        // length, names a sender) per message; ids the message ids in hex, 64 digits each; the
-        // plaintexts back to back (a view into wasm memory); the error kinds of the failed ones,
-        // each ending in a newline; the sender fingerprints of those that name one, 64 digits each.
-        // An exception of the callback leaves through here, as a CallbackFailed the batch returns.
-        deliver(first, meta, ids, plaintexts, kinds, senders) {
-          buffer.set(plaintexts, used);
-          let at = used;
-          used += plaintexts.length;
-          let kindAt = 0;
-          let senderAt = 0;
-          for (let j = 0; 3 * j < meta.length; j++) {
-            const i = first + j;
-            const code = meta[3 * j];
-            const length = meta[3 * j + 1];
-            let kind;
-            if (code !== 0) {
-              const end = kinds.indexOf('\n', kindAt);
-              kind = kinds.slice(kindAt, end);
-              kindAt = end + 1;
-            }
-            let sender;
-            if (meta[3 * j + 2] === 1) {
-              sender = senders.slice(senderAt, senderAt + 64);
-              senderAt += 64;
-            }
-            const result = {
-              messageId: ids.slice(64 * j, 64 * j + 64),
-              sessionId: sessionIds[index[i]],
-              plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
-              errorCode: code === 0 ? undefined : code,
-              errorKind: kind,
-              // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
-              alreadySeen: isAlreadySeen(code),
-              sender,
-            };
-            at += length;
-            results[i] = result;
-            if (onMessage !== undefined) {
-              let answer;
-              try {
-                answer = onMessage(result, i + 1, total);
-              } catch (e) {
-                throw failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
-              }
-              if (typeof answer?.then === 'function') {
-                pending.push(answer);
-              } else if (answer === false) {
-                return false;
-              }
-            }
-          }
-          return true;
-        },
-      };
+      const { results, sink } = deliverySink(sessionIds, index, envelopes.length, onMessage, pending);
       // Until the callback's promises settle, a call on this client from the callback would wait
       // for the batch, which waits for it: such calls fail with ClientBusy instead.
       if (onMessage !== undefined) this.#delivering = true;
