@@ -110,25 +110,27 @@ function kindOf(f) {
   return f.functionName || '(anonymous)';
 }
 
-/** Self time per function of a CPU profile, the largest first, and per kind. */
-function selfTimes(profile, top = 25) {
+/** Self time per function over CPU profiles, the largest first, and per kind; ms per profile. */
+function selfTimes(profiles, top = 25) {
   const kinds = new Map();
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map();
-  const deltas = profile.timeDeltas;
-  profile.samples.forEach((id, i) => {
-    const f = byId.get(id).callFrame;
-    const key = `${f.functionName || '(anonymous)'} ${f.url ? path.basename(f.url) : ''}`.trim();
-    self.set(key, (self.get(key) ?? 0) + (deltas[i + 1] ?? 0) / 1000);
-    const kind = kindOf(f);
-    kinds.set(kind, (kinds.get(kind) ?? 0) + (deltas[i + 1] ?? 0) / 1000);
-  });
-  const total = [...self.values()].reduce((a, b) => a + b, 0);
+  const add = (m, key, ms) => m.set(key, (m.get(key) ?? 0) + ms / profiles.length);
+  for (const profile of profiles) {
+    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+    // timeDeltas[i] is the time from sample i-1 to sample i: sample i ran for timeDeltas[i+1].
+    profile.samples.forEach((id, i) => {
+      const f = byId.get(id).callFrame;
+      const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+      add(self, `${f.functionName || '(anonymous)'} ${f.url ? path.basename(f.url) : ''}`.trim(), ms);
+      add(kinds, kindOf(f), ms);
+    });
+  }
+  const total = [...kinds.values()].reduce((a, b) => a + b, 0);
   const rows = (m, n) =>
     [...m.entries()]
       .sort((a, b) => b[1] - a[1])
       .slice(0, n)
-      .map(([name, ms]) => ({ name, ms: Math.round(ms * 10) / 10, share: Math.round((ms / total) * 1000) / 10 }));
+      .map(([name, ms]) => ({ name, ms: Math.round(ms * 100) / 100, share: Math.round((ms / total) * 1000) / 10 }));
   return { functions: rows(self, top), kinds: rows(kinds, 12) };
 }
 
@@ -198,16 +200,8 @@ async function main() {
       const profiles = profiled.profiles.slice(1); // not the warm-up's
       await writeFile(o.profile, JSON.stringify(profiles.at(-1)));
       await writeFile(`${o.profile}.all.json`, JSON.stringify(profiles));
-      // Where the time of all the profiled warm batches went (self time per function).
-      const merged = { nodes: [], samples: [], timeDeltas: [] };
-      profiles.forEach((p, k) => {
-        const offset = k * 1e6;
-        merged.nodes.push(...p.nodes.map((n) => ({ ...n, id: n.id + offset })));
-        merged.samples.push(...p.samples.map((id) => id + offset));
-        merged.timeDeltas.push(...p.timeDeltas, 0);
-      });
-      console.log(`profile of the last warm batch: ${o.profile}; self time over all ${profiles.length} profiled batches:`);
-      const { functions, kinds } = selfTimes(merged);
+      console.log(`profile of the last warm batch: ${o.profile}; self time per batch, the mean of ${profiles.length} profiled batches (sampled every 50 µs, which slows them):`);
+      const { functions, kinds } = selfTimes(profiles);
       const show = (f) => console.log(`  ${String(f.ms).padStart(8)} ms ${String(f.share).padStart(5)} %  ${f.name}`);
       console.log(' by kind:');
       kinds.forEach(show);
