@@ -5,7 +5,7 @@
 // same messages again. Either the commit is there (every message is a duplicate, under the same
 // message id) or it is not (every message decrypts again to the same plaintext under the same
 // id): nothing is lost and nothing decrypts twice to something else, and a commit is all or
-// nothing. encrypt and encryptFor stay strict.
+// nothing. encrypt and encryptFor stay strict. Each of these calls is one IndexedDB transaction.
 // Run: node --test tests/browser/relaxed.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -32,7 +32,10 @@ after(async () => {
   if (profile) await rm(profile, { recursive: true, force: true });
 });
 
-/** A browser on the test's profile and a page of the harness, which records every transaction's durability. */
+/**
+ * A browser on the test's profile and a page of the harness, which records every IndexedDB
+ * transaction: a readwrite one by its durability, another by its mode.
+ */
 async function start() {
   const browser = await launch(undefined, { profile });
   const page = await browser.context.newPage();
@@ -43,7 +46,7 @@ async function start() {
     window.durabilities = [];
     const transaction = IDBDatabase.prototype.transaction;
     IDBDatabase.prototype.transaction = function (names, mode, options) {
-      if (mode === 'readwrite') window.durabilities.push(options?.durability ?? 'default');
+      window.durabilities.push(mode === 'readwrite' ? options?.durability ?? 'default' : mode ?? 'readonly');
       return transaction.call(this, names, mode, options);
     };
     const { Client } = await import('/ffi/web/pkg/index.js');
@@ -97,7 +100,7 @@ test('a relaxed decrypt commit survives a browser crash, or its messages decrypt
       const first = await decryptIn(page, queue, { hold });
       assert.equal(first.results.length, queue.length);
       assert.ok(first.results.every((r) => r.errorCode === 0), 'the first decryption of every message succeeds');
-      if (!hold) assert.deepEqual(first.durabilities, ['relaxed'], 'a decrypt-only batch commits in one relaxed transaction');
+      if (!hold) assert.deepEqual(first.durabilities, ['relaxed'], 'a decrypt-only batch is one transaction, relaxed');
       await browser.kill();
       ({ browser, page } = await start());
       const again = await decryptIn(page, queue);
@@ -119,7 +122,7 @@ test('a relaxed decrypt commit survives a browser crash, or its messages decrypt
       const fanout = await window.bob.encryptFor(['alice'], 'to all');
       return { envelope: btoa(String.fromCharCode(...envelope)), fanout: btoa(String.fromCharCode(...fanout[0].envelope)), durabilities: window.durabilities };
     });
-    assert.deepEqual(reply.durabilities, ['strict', 'strict'], 'encrypt and encryptFor commit with strict durability');
+    assert.deepEqual(reply.durabilities, ['strict', 'strict'], 'encrypt and encryptFor are one strict transaction each');
     assert.equal(new TextDecoder().decode(await alice.decrypt('bob', unb64(reply.envelope))), 'still here');
     assert.equal(new TextDecoder().decode(await alice.decrypt('bob', unb64(reply.fanout))), 'to all');
   } finally {
