@@ -307,7 +307,7 @@ impl Client {
     ) -> Result<Vec<Vec<u8>>, ClientError> {
         let mut envelopes = Vec::with_capacity(messages.len());
         let mut touched: Vec<&str> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = crate::collections::HashSet::default();
         for (session_id, plaintext) in messages {
             match self
                 .session(session_id)

@@ -121,6 +121,7 @@
 mod batch;
 mod checked_identities;
 mod client;
+mod collections;
 mod error;
 mod prekeys;
 mod records;

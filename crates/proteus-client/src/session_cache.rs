@@ -5,7 +5,7 @@
 //! through it (loaded, created or imported), and that is where the client's [`SessionConfig`]
 //! is applied: the one place it is.
 
-use std::collections::{HashMap, HashSet};
+use crate::collections::{set_with_capacity, HashMap, HashSet};
 
 use proteus_core::{IdentityKey, Session, limits::MAX_COUNTER_GAP, staged::StagedKeyId};
 
@@ -110,7 +110,7 @@ impl SessionCache {
         self.config.apply(&mut session);
         let cached = CachedSession {
             session,
-            stored_staged: HashSet::new(),
+            stored_staged: HashSet::default(),
         };
         self.sessions.insert(session_id.to_owned(), cached);
     }
@@ -129,7 +129,7 @@ impl SessionCache {
             value: cached.session.to_bytes_without_staged_keys(),
         });
         let prefix = staged_prefix(session_id);
-        let mut now = HashSet::with_capacity(cached.stored_staged.len());
+        let mut now = set_with_capacity(cached.stored_staged.len());
         for (id, key) in cached.session.staged_keys() {
             if !cached.stored_staged.contains(&id) {
                 writes.push(Write::Put {

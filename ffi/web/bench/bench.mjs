@@ -1,14 +1,15 @@
 #!/usr/bin/env node
-// Decrypting 1000 queued messages, and sending one message to 4000 sessions, with this package and
-// with @wireapp/proteus 9.13.0, in the same Node process, on the scenarios of the native bench
+// Decrypting 1000 queued messages, and sending one message to 4000 sessions, with this package,
+// with @wireapp/proteus 9.13.0 and with libolm 3.2 (@matrix-org/olm, Olm on the equivalent
+// scenarios: bench/olm.mjs), in the same Node process, on the scenarios of the native bench
 // (memory store; fanout4000 also on the IndexedDB store, plain and sealed, with fake-indexeddb).
 //
-//   npm run bench --prefix ffi/web -- [--json] [--runs N] [--scenario NAME]... [--impl ours|wire|ours-idb|ours-sealed]...
-//                                     [--native]
+//   npm run bench --prefix ffi/web -- [--json] [--runs N] [--scenario NAME]...
+//                                     [--impl ours|wire|olm|ours-idb|ours-sealed]... [--native]
 //
 // With --json: one object per line, {"impl", "scenario", "median_ms", "min_ms", "max_ms", "runs"},
-// then one line with the ratios (@wireapp/proteus median / ours). --native also runs the native
-// bench (cargo run --release -p proteus-bench, memory store) and adds ours / native.
+// then one line with the ratios (@wireapp/proteus median / ours, libolm median / ours). --native
+// also runs the native bench (cargo run --release -p proteus-bench, memory store) and adds ours / native.
 //
 // The timed part is what the native bench times: for a queue, one decryptBatch of the 1000
 // envelopes (for @wireapp/proteus: Envelope.deserialise + decrypt of each, sessions kept in
@@ -26,8 +27,9 @@ import { WireClient, wireVersion } from '../tests/support/wire.mjs';
 import { IDBFactory } from 'fake-indexeddb';
 import { Client } from '../pkg/index.js';
 import { ALICE, BOB, SCENARIOS, build, equal, oursFrom } from './scenarios.mjs';
+import { buildOlm, olmVersion, runOlm } from './olm.mjs';
 
-const IMPLS = { ours: 'ours', wire: '@wireapp/proteus', 'ours-idb': 'ours (IndexedDB)', 'ours-sealed': 'ours (sealed IDB)' };
+const IMPLS = { ours: 'ours', wire: '@wireapp/proteus', olm: 'libolm', 'ours-idb': 'ours (IndexedDB)', 'ours-sealed': 'ours (sealed IDB)' };
 /** The IndexedDB implementations run fanout4000 only (the queues are timed in memory, as natively). */
 const FANOUT_ONLY = ['ours-idb', 'ours-sealed'];
 const MAX_RUNS = 31;
@@ -48,7 +50,7 @@ function parse(argv) {
     else if (a === '--scenario') o.scenarios.push(value());
     else if (a === '--impl') o.impls.push(value());
     else if (a === '--help' || a === '-h') {
-      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10|fanout4000]... [--impl ours|wire|ours-idb|ours-sealed]... [--native]');
+      console.log('usage: bench.mjs [--json] [--runs N] [--scenario 1x1000|1x1000est|50x20|conv10|fanout4000]... [--impl ours|wire|olm|ours-idb|ours-sealed]... [--native]');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -217,15 +219,19 @@ async function main() {
   const o = parse(process.argv.slice(2));
   const results = {};
   if (!o.json) {
-    console.log(`decrypting 1000 queued messages, fanout4000: one message to 4000 sessions (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}`);
+    console.log(
+      `decrypting 1000 queued messages, fanout4000: one message to 4000 sessions (memory store), Node ${process.version}, @wireapp/proteus ${wireVersion}, libolm ${await olmVersion()}`,
+    );
     console.log('impl               scenario     median ms    min ms    max ms  runs');
   }
-  const runners = { ours: runOurs, wire: runWire, 'ours-idb': runOursIdb(false), 'ours-sealed': runOursIdb(true) };
+  const runners = { ours: runOurs, wire: runWire, olm: runOlm, 'ours-idb': runOursIdb(false), 'ours-sealed': runOursIdb(true) };
   for (const name of o.scenarios) {
     const sc = await build(name);
+    // libolm's own state and messages for this scenario (bench/olm.mjs).
+    const olm = o.impls.includes('olm') ? await buildOlm(name) : undefined;
     for (const impl of o.impls) {
       if (FANOUT_ONLY.includes(impl) && sc.kind !== 'fanout') continue;
-      const s = await measure(runners[impl], sc, o.runs);
+      const s = await measure(runners[impl], impl === 'olm' ? olm : sc, o.runs);
       (results[name] ??= {})[impl] = s;
       const line = { impl: IMPLS[impl], scenario: name, ...s };
       if (o.json) console.log(JSON.stringify(line));
@@ -237,10 +243,18 @@ async function main() {
     }
   }
   const ratios = {};
+  const olmRatios = {};
+  const ratio = (peer, ours) => Math.round((peer.median_ms / ours.median_ms) * 100) / 100;
   for (const [name, r] of Object.entries(results)) {
     if (r.ours && r.wire) ratios[name] = Math.round((r.wire.median_ms / r.ours.median_ms) * 10) / 10;
+    if (r.ours && r.olm) olmRatios[name] = ratio(r.olm, r.ours);
   }
-  const summaryLine = { ratios, ratio: '@wireapp/proteus median / ours median' };
+  const summaryLine = {
+    ratios,
+    ratio: '@wireapp/proteus median / ours median',
+    olm_ratios: olmRatios,
+    olm_ratio: 'libolm median / ours median (above 1: ours is ahead)',
+  };
   if (o.native) {
     const n = native(o.scenarios);
     summaryLine.native_median_ms = {};
@@ -254,6 +268,9 @@ async function main() {
   if (o.json) console.log(JSON.stringify(summaryLine));
   else {
     for (const [name, x] of Object.entries(ratios)) console.log(`${name}: ours is ${x}x faster than @wireapp/proteus`);
+    for (const [name, x] of Object.entries(olmRatios)) {
+      console.log(`${name}: ${x >= 1 ? `ours is ${x}x faster than libolm` : `libolm is ${Math.round(100 / x) / 100}x faster than ours`}`);
+    }
     for (const [name, x] of Object.entries(summaryLine.ours_over_native ?? {})) {
       console.log(`${name}: ours takes ${x}x the time of the native engine (${summaryLine.native_median_ms[name]} ms)`);
     }

@@ -40,8 +40,9 @@ export function databaseName(name) {
 /**
  * A store in IndexedDB: one object store per table of proteus-client (binary keys, the records
  * as proteus-client writes them, or sealed) and `sync` with the commit counter and, in a sealed
- * store, the check value of its key. Every commit is one readwrite transaction with strict
- * durability, which also checks that the store is still sealed as it was when opened.
+ * store, the check value of its key. Every commit is one readwrite transaction (strict
+ * durability unless it only decrypts: `update`), which also checks that the store is still
+ * sealed as it was when opened.
  */
 export class IdbStore {
   #db;
@@ -169,30 +170,57 @@ export class IdbStore {
   /**
    * One readwrite transaction: reads the commit counter and, only if it is still `expected`,
    * applies `writes` (sealed first, if the store is) and sets the counter to `next`. Otherwise
-   * it aborts: CommitConflict.
+   * it aborts: CommitConflict. `durability` is the transaction's: 'strict' unless the commit may
+   * be lost in a crash (a decrypt-only commit, see `update`).
    */
-  async persist(writes, expected, next) {
+  async persist(writes, expected, next, durability = 'strict') {
     const entries = await this.#prepare(writes);
-    await this.#transaction(expected, (tx) => {
-      for (const w of entries) {
-        const store = tx.objectStore(this.#tables[w.table]);
-        if (w.op === DELETE) store.delete(w.key);
-        else store.put(w.value, w.key);
-      }
-      tx.objectStore(SYNC).put(next, COMMITS);
-    });
+    await this.#transaction(expected, (tx) => this.#write(tx, entries, next), durability);
+  }
+
+  /** Whether `update` can run a whole call in one transaction (a sealed store seals asynchronously). */
+  get updatesInOne() {
+    return this.#sealer === undefined;
+  }
+
+  /**
+   * A whole call in ONE readwrite transaction (plain stores only): reads the commit counter and
+   * calls `step(counter)` in the read's success event, synchronously, while the transaction is
+   * active. `step` returns the commit to store, `[writes, expected, next]` (stored only if the
+   * counter is `expected`, else CommitConflict and nothing is stored), or undefined to store
+   * nothing. If it throws, nothing is stored and its exception is rethrown. `durability`
+   * 'relaxed' may be used for a commit that only decrypts: a crash may lose it (the browser
+   * returns once the write reached the OS, without flushing it to disk), and then the same
+   * messages decrypt again under the same ids, which the batch contract allows; never for a
+   * commit whose loss could reuse a message key (encrypt).
+   */
+  async update(step, durability = 'strict') {
+    let commit;
+    await this.#transaction(undefined, (tx, stored) => {
+      commit = step(stored);
+      if (commit === undefined) return;
+      const [writes, expected, next] = commit;
+      if (stored !== expected) throw new CommitConflict(expected, stored);
+      this.#write(tx, plainEntries(writes), next);
+    }, durability);
+    return commit !== undefined;
+  }
+
+  #write(tx, entries, next) {
+    for (const w of entries) {
+      const store = tx.objectStore(this.#tables[w.table]);
+      if (w.op === DELETE) store.delete(w.key);
+      else store.put(w.value, w.key);
+    }
+    tx.objectStore(SYNC).put(next, COMMITS);
   }
 
   /** The writes as they are stored: values copied out of the buffer (or sealed), keys hashed if sealed. */
   async #prepare(writes) {
-    const entries = [...unpackWrites(writes)];
     const sealer = this.#sealer;
-    if (sealer === undefined) {
-      // Keys are copied by IndexedDB; values are cloned with their whole buffer, so slice.
-      return entries.map((w) => (w.op === DELETE ? w : { ...w, value: w.value.slice() }));
-    }
+    if (sealer === undefined) return plainEntries(writes);
     return Promise.all(
-      entries.map(async (w) => {
+      [...unpackWrites(writes)].map(async (w) => {
         const table = this.#tables[w.table];
         if (w.op === DELETE) return { ...w, key: await sealer.storedKey(table, w.key) };
         const { stored, value } = await sealer.seal(table, w.key, w.value);
@@ -202,11 +230,12 @@ export class IdbStore {
   }
 
   /**
-   * Runs `write(tx)` in one readwrite transaction over every table, only if the commit counter
-   * is still `expected` (else CommitConflict) and the store is sealed as when it was opened.
+   * Runs `write(tx, counter)` in one readwrite transaction over every table, only if the commit
+   * counter is still `expected` (else CommitConflict; undefined: any counter, `write` decides)
+   * and the store is sealed as when it was opened. If `write` throws, nothing is stored.
    */
-  async #transaction(expected, write) {
-    const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability: 'strict' });
+  async #transaction(expected, write, durability = 'strict') {
+    const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability });
     const finished = done(tx);
     let refused;
     let failed;
@@ -219,12 +248,12 @@ export class IdbStore {
       const check = bytesOf(seal.result);
       try {
         if (!equalBytes(check, this.#check)) refused = sealChanged(check !== undefined, this.#sealer);
-        else if (stored !== expected) refused = new CommitConflict(expected, stored);
+        else if (expected !== undefined && stored !== expected) refused = new CommitConflict(expected, stored);
         if (refused !== undefined) {
           tx.abort();
           return;
         }
-        write(tx);
+        write(tx, stored);
       } catch (e) {
         failed ??= e;
         try {
@@ -248,6 +277,16 @@ export class IdbStore {
   close() {
     this.#db.close();
   }
+}
+
+/**
+ * The entries of a commit buffer as a plain store stores them: keys are copied by IndexedDB, but
+ * a value view would be cloned with its whole buffer, so each value is sliced out.
+ */
+function plainEntries(writes) {
+  const entries = [];
+  for (const w of unpackWrites(writes)) entries.push(w.op === DELETE ? w : { ...w, value: w.value.slice() });
+  return entries;
 }
 
 /** Opens the database of store `name`, creating it (unless `create` is false: StoreMissing). */

@@ -21,10 +21,11 @@ import { RawClient, RawJournal } from './proteus_web.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { init } from './init.js';
 import { TABLES } from './records.js';
+import { deliverySink } from './delivery.js';
 import { IdbStore } from './idb.js';
 import { Sealer } from './sealing.js';
 import { CommitConflict, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
-import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND, isAlreadySeen } from './codes.js';
+import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND } from './codes.js';
 import {
   ProteusError,
   adopt,
@@ -67,6 +68,8 @@ function storeName(name) {
 // --- the client ----------------------------------------------------------------------------
 
 const CONSTRUCT = Symbol('construct');
+/** #attemptInOne ran nothing: the client must reload first. */
+const STALE = Symbol('stale');
 
 /**
  * A Proteus client: an identity, its prekeys and its sessions, persisted in a store. Every
@@ -217,12 +220,14 @@ export class Client {
 
   /**
    * Runs `fn(raw)` on fresh state, one call at a time and under the store's lock, and persists
-   * what it committed. `beforePersist(result)`, if given, is awaited in between; if it throws,
-   * nothing is persisted and the next call starts from the stored state. If the commit loses
-   * its compare-and-swap, the client reloads and runs `fn` again if the journal allows it (not
-   * when `fn` delivered results, `delivers`): else the call fails with StoreConflict.
+   * what it committed. `beforePersist(result)`, if given, is called in between; if it returns a
+   * Promise, that is awaited, and if it throws or rejects, nothing is persisted and the next call
+   * starts from the stored state. If the commit loses its compare-and-swap, the client reloads
+   * and runs `fn` again if the journal allows it (not when `fn` delivered results, `delivers`):
+   * else the call fails with StoreConflict. `durability`: of the commit's IndexedDB transaction
+   * ('relaxed' only for decrypt-only commits: idb.js, update).
    */
-  #run(fn, beforePersist, delivers = false) {
+  #run(fn, { beforePersist, delivers = false, durability = 'strict' } = {}) {
     if (this.#closed) return Promise.reject(closedError());
     if (this.#delivering) return Promise.reject(busyError());
     const run = delivers
@@ -236,7 +241,7 @@ export class Client {
         try {
           for (;;) {
             try {
-              return await this.#attempt(run, beforePersist);
+              return await this.#attempt(run, beforePersist, durability);
             } catch (e) {
               if (!isConflict(e) || !this.#journal.retry()) throw e;
             } finally {
@@ -250,9 +255,13 @@ export class Client {
     );
   }
 
-  async #attempt(fn, beforePersist) {
+  async #attempt(fn, beforePersist, durability) {
     if (this.#closed) throw closedError();
     if (this.#failed) throw internalError(this.#failed);
+    if (this.#store.updatesInOne) {
+      const outcome = await this.#attemptInOne(fn, beforePersist, durability);
+      if (outcome !== STALE) return outcome;
+    }
     let counter;
     try {
       counter = await this.#store.version();
@@ -269,12 +278,63 @@ export class Client {
         throw internalError(e);
       }
       // A failed call changes nothing; persist anyway should a commit be pending.
-      await this.#persist();
+      await this.#persist(durability);
       throw adopt(e);
     }
     // If it throws, the commit is not stored, and the journal is stale until the next reload.
     if (beforePersist !== undefined) await beforePersist(result);
-    await this.#persist();
+    await this.#persist(durability);
+    return result;
+  }
+
+  /**
+   * The call in ONE IndexedDB transaction (a plain IndexedDB store): its read of the commit
+   * counter decides whether the client is stale, and `fn` runs and its commit is written while
+   * the transaction is active, instead of a transaction to read the counter and another to write.
+   * Resolves to STALE (nothing ran) when the client must reload first, or the call's commit must
+   * wait for a Promise of `beforePersist` (the batch callback's): then it is persisted after it
+   * in a transaction of its own, the compare-and-swap keeping it exact.
+   */
+  async #attemptInOne(fn, beforePersist, durability) {
+    let ran = false;
+    let result;
+    let error;
+    let waitFor;
+    let stored;
+    try {
+      stored = await this.#store.update((counter) => {
+        if (this.#journal.begin(counter)) return undefined;
+        ran = true;
+        try {
+          result = fn(this.#raw);
+        } catch (e) {
+          if (e instanceof WebAssembly.RuntimeError) {
+            this.#failed = e;
+            throw internalError(e);
+          }
+          // A failed call changes nothing; persist anyway should a commit be pending.
+          error = e;
+        }
+        if (error === undefined && beforePersist !== undefined) {
+          waitFor = beforePersist(result);
+          if (waitFor !== undefined) {
+            // Awaited once the transaction is over; until then its rejection is not unhandled.
+            waitFor.catch(() => {});
+            return undefined;
+          }
+        }
+        return wasm(() => this.#journal.takeCommit());
+      }, durability);
+    } catch (e) {
+      throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
+    }
+    if (!ran) return STALE;
+    if (stored) this.#journal.committed();
+    if (error !== undefined) throw adopt(error);
+    if (waitFor !== undefined) {
+      await waitFor;
+      await this.#persist(durability);
+    }
     return result;
   }
 
@@ -288,12 +348,12 @@ export class Client {
    * commit counter. On failure (StorageFailure, or StoreConflict) the journal is stale and the
    * next call reloads.
    */
-  async #persist() {
+  async #persist(durability = 'strict') {
     const commit = wasm(() => this.#journal.takeCommit());
     if (commit === undefined) return;
     const [writes, expected, next] = commit;
     try {
-      await this.#store.persist(writes, expected, next);
+      await this.#store.persist(writes, expected, next, durability);
     } catch (e) {
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
@@ -427,7 +487,7 @@ export class Client {
   decrypt(id, envelope) {
     sessionId(id);
     const e = bytes(envelope, 'envelope');
-    return this.#run((raw) => raw.decrypt(id, e));
+    return this.#run((raw) => raw.decrypt(id, e), { durability: 'relaxed' });
   }
 
   /**
@@ -451,8 +511,10 @@ export class Client {
     const [sessionIds, index, envelopes] = packed;
     // What onMessage promised to finish before the commit.
     const pending = [];
-    const settle = async () => {
-      if (pending.length === 0) return;
+    // Called before the commit: undefined when nothing is pending (the commit follows at once),
+    // else a Promise that settles the callback's promises.
+    const settle = () => (pending.length === 0 ? undefined : settlePending());
+    const settlePending = async () => {
       let outcomes;
       try {
         outcomes = await Promise.all(pending);
@@ -466,68 +528,7 @@ export class Client {
       }
     };
     return this.#run((raw) => {
-      const total = index.length;
-      const results = new Array(total);
-      // The plaintexts are copied out of wasm memory into one buffer (a plaintext is never longer
-      // than its envelope), each result's a view of its part: one allocation per batch.
-      const buffer = new Uint8Array(envelopes.length);
-      let used = 0;
-      const sink = {
-        // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
-        // length, names a sender) per message; ids the message ids in hex, 64 digits each; the
-        // plaintexts back to back (a view into wasm memory); the error kinds of the failed ones,
-        // each ending in a newline; the sender fingerprints of those that name one, 64 digits each.
-        // An exception of the callback leaves through here, as a CallbackFailed the batch returns.
-        deliver(first, meta, ids, plaintexts, kinds, senders) {
-          buffer.set(plaintexts, used);
-          let at = used;
-          used += plaintexts.length;
-          let kindAt = 0;
-          let senderAt = 0;
-          for (let j = 0; 3 * j < meta.length; j++) {
-            const i = first + j;
-            const code = meta[3 * j];
-            const length = meta[3 * j + 1];
-            let kind;
-            if (code !== 0) {
-              const end = kinds.indexOf('\n', kindAt);
-              kind = kinds.slice(kindAt, end);
-              kindAt = end + 1;
-            }
-            let sender;
-            if (meta[3 * j + 2] === 1) {
-              sender = senders.slice(senderAt, senderAt + 64);
-              senderAt += 64;
-            }
-            const result = {
-              messageId: ids.slice(64 * j, 64 * j + 64),
-              sessionId: sessionIds[index[i]],
-              plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
-              errorCode: code === 0 ? undefined : code,
-              errorKind: kind,
-              // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
-              alreadySeen: isAlreadySeen(code),
-              sender,
-            };
-            at += length;
-            results[i] = result;
-            if (onMessage !== undefined) {
-              let answer;
-              try {
-                answer = onMessage(result, i + 1, total);
-              } catch (e) {
-                throw failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
-              }
-              if (typeof answer?.then === 'function') {
-                pending.push(answer);
-              } else if (answer === false) {
-                return false;
-              }
-            }
-          }
-          return true;
-        },
-      };
+      const { results, sink } = deliverySink(sessionIds, index, envelopes.length, onMessage, pending);
       // Until the callback's promises settle, a call on this client from the callback would wait
       // for the batch, which waits for it: such calls fail with ClientBusy instead.
       if (onMessage !== undefined) this.#delivering = true;
@@ -541,7 +542,7 @@ export class Client {
       }
       if (pending.length === 0) this.#delivering = false;
       return results;
-    }, settle, onMessage !== undefined);
+    }, { beforePersist: settle, delivers: onMessage !== undefined, durability: 'relaxed' });
   }
 
   /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */

@@ -1,7 +1,9 @@
 //! Batch decryption: a queue of messages decrypted with one commit, every result handed to the
 //! application before it (see the crate docs for the contract).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+
+use crate::collections::HashSet;
 use std::convert::Infallible;
 use std::ops::ControlFlow;
 
@@ -80,7 +82,7 @@ impl Client {
     {
         let mut removed = BTreeSet::new();
         let mut touched: Vec<&str> = Vec::new();
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: HashSet<&str> = HashSet::default();
         let mut results = Vec::with_capacity(queue.len());
         let mut clock = HandOverClock::start(chunking);
         let mut handed_over = 0;

@@ -1,7 +1,7 @@
 //! Fan-out: one plaintext encrypted for many sessions (every device in a conversation), with
 //! one commit for all of them.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use super::Client;
 use crate::error::ClientError;
@@ -30,7 +30,7 @@ impl Client {
         plaintext: &[u8],
     ) -> Result<Vec<Result<Vec<u8>, ClientError>>, ClientError> {
         let mut results = Vec::with_capacity(session_ids.len());
-        let mut seen = HashSet::with_capacity(session_ids.len());
+        let mut seen = crate::collections::set_with_capacity(session_ids.len());
         let mut advanced = Vec::with_capacity(session_ids.len());
         for &session_id in session_ids {
             let result = self

@@ -1,0 +1,76 @@
+// The results of a decryptBatch as the wasm client delivers them, in chunks, to the JS side: the
+// sink the wasm client calls, which builds each result and hands it to the application's callback.
+
+import { CALLBACK_FAILED, isAlreadySeen } from './codes.js';
+import { failure } from './errors.js';
+
+/**
+ * A sink for a batch of `index.length` messages (`sessionIds[index[i]]` is message i's session)
+ * whose envelopes hold `size` bytes: `results` fills as `sink.deliver` is called; each result
+ * goes to `onMessage(result, done, total)` if given, and the Promises it returns to `pending`.
+ */
+export function deliverySink(sessionIds, index, size, onMessage, pending) {
+  const total = index.length;
+  const results = new Array(total);
+  // The plaintexts are copied out of wasm memory into one buffer (a plaintext is never longer
+  // than its envelope), each result's a view of its part: one allocation per batch.
+  const buffer = new Uint8Array(size);
+  let used = 0;
+  const sink = {
+    // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
+    // length, names a sender) per message; ids the message ids in hex, 64 digits each; the
+    // plaintexts back to back (a view into wasm memory); the error kinds of the failed ones,
+    // each ending in a newline; the sender fingerprints of those that name one, 64 digits each.
+    // An exception of the callback leaves through here, as a CallbackFailed the batch returns.
+    deliver(first, meta, ids, plaintexts, kinds, senders) {
+      buffer.set(plaintexts, used);
+      let at = used;
+      used += plaintexts.length;
+      let kindAt = 0;
+      let senderAt = 0;
+      for (let j = 0; 3 * j < meta.length; j++) {
+        const i = first + j;
+        const code = meta[3 * j];
+        const length = meta[3 * j + 1];
+        let kind;
+        if (code !== 0) {
+          const end = kinds.indexOf('\n', kindAt);
+          kind = kinds.slice(kindAt, end);
+          kindAt = end + 1;
+        }
+        let sender;
+        if (meta[3 * j + 2] === 1) {
+          sender = senders.slice(senderAt, senderAt + 64);
+          senderAt += 64;
+        }
+        const result = {
+          messageId: ids.slice(64 * j, 64 * j + 64),
+          sessionId: sessionIds[index[i]],
+          plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
+          errorCode: code === 0 ? undefined : code,
+          errorKind: kind,
+          // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
+          alreadySeen: isAlreadySeen(code),
+          sender,
+        };
+        at += length;
+        results[i] = result;
+        if (onMessage !== undefined) {
+          let answer;
+          try {
+            answer = onMessage(result, i + 1, total);
+          } catch (e) {
+            throw failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
+          }
+          if (typeof answer?.then === 'function') {
+            pending.push(answer);
+          } else if (answer === false) {
+            return false;
+          }
+        }
+      }
+      return true;
+    },
+  };
+  return { results, sink };
+}
