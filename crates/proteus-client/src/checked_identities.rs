@@ -1,8 +1,10 @@
 //! Senders' identity keys, checked for Diffie-Hellman, kept between sessions.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use proteus_core::{CheckedIdentity, IdentityCache, IdentityKey};
+
+use crate::collections::HashMap;
 
 /// How many senders' checked identity keys a client keeps (about 250 bytes each). Checking one
 /// costs about as much as a Diffie-Hellman; an identity kept here skips it when it starts
