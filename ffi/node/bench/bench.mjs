@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+// Decrypting 1000 queued messages with the native addon (in memory and on its durable SQLite
+// store), the wasm build (in memory) and @wireapp/proteus 9.13.0, in the same Node process, on
+// the scenarios of the native bench: the web bench's scenarios (ffi/web/bench/scenarios.mjs),
+// built once and loaded into every implementation from the same serialised state.
+//
+//   npm run bench --prefix ffi/node -- [--runs N] [--scenario NAME]... [--impl NAME]...
+//
+// Prints one JSON object per line: {"impl", "scenario", "median_ms", "min_ms", "max_ms", "runs"}
+// per implementation and scenario, then one line with the ratios (@wireapp/proteus median /
+// each one's median). The timed part is the web bench's: one decryptBatch of the queue (for
+// @wireapp/proteus: deserialise + decrypt each envelope); for conv10, blocks of 10 encrypted by
+// one side and decrypted by the other. The durable store commits each call to its file, as the
+// application would (a fresh file per run, loaded before the clock starts). Every plaintext is
+// checked; each implementation runs each scenario once untimed first.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadAddon } from '../load.js';
+import * as native from '../native.js';
+import { Client as WasmClient } from '../wasm/index.js';
+import { WireClient } from '../../web/tests/support/wire.mjs';
+import { ALICE, BOB, SCENARIOS, build, equal } from '../../web/bench/scenarios.mjs';
+
+const addon = loadAddon();
+if (addon === undefined) throw new Error('the bench needs the native addon: run ./build.sh first');
+native.useAddon(addon);
+
+const dir = mkdtempSync(join(tmpdir(), 'proteus-node-bench-'));
+process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+/** The implementations of this package: how each makes an empty client. */
+const OURS = {
+  native: () => native.Client.inMemory(),
+  'native-sqlite': () => native.Client.open(join(dir, `store-${files++}.db`)),
+  wasm: () => WasmClient.inMemory(),
+};
+const IMPLS = [...Object.keys(OURS), 'wire'];
+const NAMES = { wire: '@wireapp/proteus' };
+const MAX_RUNS = 31;
+const MIN_RUNS = 3;
+const BUDGET_MS = 3000;
+
+function parse(argv) {
+  const o = { runs: undefined, scenarios: [], impls: [] };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--runs') o.runs = Number.parseInt(value(), 10);
+    else if (a === '--scenario') o.scenarios.push(value());
+    else if (a === '--impl') o.impls.push(value());
+    else throw new Error(`unknown argument ${a}; usage: bench.mjs [--runs N] [--scenario ${SCENARIOS.join('|')}]... [--impl ${IMPLS.join('|')}]...`);
+  }
+  for (const s of o.scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const i of o.impls) if (!IMPLS.includes(i)) throw new Error(`unknown impl ${i}`);
+  if (o.runs !== undefined && !(o.runs >= 1)) throw new Error('--runs must be at least 1');
+  if (!o.scenarios.length) o.scenarios = SCENARIOS;
+  if (!o.impls.length) o.impls = IMPLS;
+  return o;
+}
+
+function check(expected, got, what) {
+  if (expected.length !== got.length) throw new Error(`${what}: ${got.length} results for ${expected.length} messages`);
+  for (let i = 0; i < expected.length; i++) {
+    if (!equal(got[i], expected[i])) throw new Error(`${what}: message ${i} did not decrypt to what was sent`);
+  }
+}
+
+/** An empty client of `impl` holding a seed (identity, prekeys, sessions). */
+async function from(impl, s) {
+  const client = await OURS[impl]();
+  await client.importIdentity(s.identity);
+  for (const p of s.prekeys) await client.importPrekey(p);
+  for (const [id, bytes] of s.sessions) await client.importSession(id, bytes);
+  return client;
+}
+
+async function runOurs(impl, sc) {
+  if (sc.kind === 'queue') {
+    const client = await from(impl, sc.receiver);
+    const queue = sc.messages.map(({ sessionId, envelope }) => ({ sessionId, envelope }));
+    const start = performance.now();
+    const results = await client.decryptBatch(queue);
+    const ms = performance.now() - start;
+    check(sc.messages.map((m) => m.plaintext), results.map((r) => r.plaintext), impl);
+    await client.close();
+    return ms;
+  }
+  const alice = await from(impl, sc.alice);
+  const bob = await from(impl, sc.bob);
+  const start = performance.now();
+  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
+    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
+    const [sender, to, receiver, fromId] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
+    const envelopes = await sender.encryptBatch(block.map((plaintext) => ({ sessionId: to, plaintext })));
+    const results = await receiver.decryptBatch(envelopes.map((envelope) => ({ sessionId: fromId, envelope })));
+    check(block, results.map((r) => r.plaintext), impl);
+  }
+  const ms = performance.now() - start;
+  await alice.close();
+  await bob.close();
+  return ms;
+}
+
+async function runWire(sc) {
+  if (sc.kind === 'queue') {
+    const client = WireClient.fromRecords(sc.receiver);
+    const start = performance.now();
+    const plaintexts = [];
+    for (const m of sc.messages) plaintexts.push(await client.decrypt(m.sessionId, m.envelope));
+    const ms = performance.now() - start;
+    check(sc.messages.map((m) => m.plaintext), plaintexts, '@wireapp/proteus');
+    return ms;
+  }
+  const alice = WireClient.fromRecords(sc.alice);
+  const bob = WireClient.fromRecords(sc.bob);
+  const start = performance.now();
+  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
+    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
+    const [sender, to, receiver, fromId] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
+    const envelopes = block.map((p) => sender.encrypt(to, p));
+    const got = [];
+    for (const e of envelopes) got.push(await receiver.decrypt(fromId, e));
+    check(block, got, '@wireapp/proteus');
+  }
+  return performance.now() - start;
+}
+
+function summary(times) {
+  const sorted = [...times].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  const r = (x) => Math.round(x * 1000) / 1000;
+  return { median_ms: r(median), min_ms: r(sorted[0]), max_ms: r(sorted[sorted.length - 1]), runs: sorted.length };
+}
+
+async function measure(run, runs) {
+  await run(); // warm-up, untimed
+  const times = [];
+  const started = performance.now();
+  while (times.length < (runs ?? MAX_RUNS)) {
+    times.push(await run());
+    if (runs === undefined && times.length >= MIN_RUNS && performance.now() - started > BUDGET_MS) break;
+  }
+  return summary(times);
+}
+
+const o = parse(process.argv.slice(2));
+const ratios = {};
+for (const name of o.scenarios) {
+  const sc = await build(name);
+  const medians = {};
+  for (const impl of o.impls) {
+    const s = await measure(() => (impl === 'wire' ? runWire(sc) : runOurs(impl, sc)), o.runs);
+    medians[impl] = s.median_ms;
+    console.log(JSON.stringify({ impl: NAMES[impl] ?? impl, scenario: name, ...s }));
+  }
+  if (medians.wire !== undefined) {
+    for (const impl of Object.keys(OURS)) {
+      if (medians[impl] !== undefined) (ratios[name] ??= {})[impl] = Math.round((medians.wire / medians[impl]) * 10) / 10;
+    }
+  }
+}
+console.log(JSON.stringify({ ratios, ratio: '@wireapp/proteus median / this implementation median' }));
