@@ -19,7 +19,8 @@ use crate::error::client_error;
 const CHUNK: usize = 64;
 
 /// The JS function that receives the chunks and resolves whether to go on.
-pub(crate) type Sink = ThreadsafeFunction<RawBatchChunk, Promise<bool>, RawBatchChunk, Status, false>;
+pub(crate) type Sink =
+    ThreadsafeFunction<RawBatchChunk, Promise<bool>, RawBatchChunk, Status, false>;
 
 /// The results of messages `first`, `first + 1`, … of a batch.
 #[napi(object)]
@@ -74,18 +75,19 @@ pub(crate) fn decrypt(
             envelope,
         })
         .collect();
-    let result = client.decrypt_batch_chunked(&queue, Chunking::every(CHUNK), |results, progress| {
-        let chunk = RawBatchChunk {
-            first: u32::try_from(progress.done - results.len()).unwrap_or(u32::MAX),
-            results: results.iter().map(result_object).collect(),
-        };
-        let go_on = block_on(async { sink.call_async(chunk).await?.await })?;
-        Ok(if go_on {
-            ControlFlow::Continue(())
-        } else {
-            ControlFlow::Break(())
-        })
-    });
+    let result =
+        client.decrypt_batch_chunked(&queue, Chunking::every(CHUNK), |results, progress| {
+            let chunk = RawBatchChunk {
+                first: u32::try_from(progress.done - results.len()).unwrap_or(u32::MAX),
+                results: results.iter().map(result_object).collect(),
+            };
+            let go_on = block_on(async { sink.call_async(chunk).await?.await })?;
+            Ok(if go_on {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            })
+        });
     match result {
         Ok(_) => Ok(()),
         Err(BatchError::Client(e)) => Err(client_error(&e)),

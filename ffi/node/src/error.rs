@@ -22,5 +22,8 @@ fn tagged(code: u16, kind: &str, message: &str) -> napi::Error {
 
 /// A bug of the adapter (a worker that did not finish, a poisoned lock): Internal (599).
 pub(crate) fn internal(what: &str) -> napi::Error {
-    code_error(ErrorCode::Internal, &format!("internal error in the native client: {what}"))
+    code_error(
+        ErrorCode::Internal,
+        &format!("internal error in the native client: {what}"),
+    )
 }

@@ -33,7 +33,9 @@ where
 {
     let shared = shared.clone();
     spawn_blocking(move || {
-        let mut guard = shared.lock().map_err(|_| internal("a call failed midway"))?;
+        let mut guard = shared
+            .lock()
+            .map_err(|_| internal("a call failed midway"))?;
         let client = guard
             .as_mut()
             .ok_or_else(|| napi::Error::from_reason("the client is closed"))?;
@@ -138,8 +140,7 @@ pub fn bundle_fingerprint(bundle: &[u8]) -> napi::Result<String> {
 /// The sender's identity fingerprint in a PreKeyMessage envelope; `undefined` otherwise.
 #[napi]
 pub fn prekey_message_fingerprint(envelope: &[u8]) -> napi::Result<Option<String>> {
-    let claimed =
-        proteus_client::claimed_sender(envelope).map_err(|e| client_error(&e.into()))?;
+    let claimed = proteus_client::claimed_sender(envelope).map_err(|e| client_error(&e.into()))?;
     Ok(claimed.map(|key| key.fingerprint()))
 }
 
@@ -189,7 +190,10 @@ impl RawClient {
     pub async fn generate_prekeys(&self, n: u32) -> napi::Result<Vec<RawPrekeyBundle>> {
         run(&self.shared, move |c| {
             let n = usize::try_from(n).map_err(|_| napi::Error::from_reason("n"))?;
-            Ok(js(c.generate_prekeys(n))?.iter().map(bundle_object).collect())
+            Ok(js(c.generate_prekeys(n))?
+                .iter()
+                .map(bundle_object)
+                .collect())
         })
         .await
     }
@@ -197,7 +201,10 @@ impl RawClient {
     /// The bundle of the last-resort prekey (id 65535).
     #[napi]
     pub async fn last_resort_bundle(&self) -> napi::Result<Uint8Array> {
-        run(&self.shared, |c| Ok(bytes(js(c.last_resort_bundle())?.to_bytes()))).await
+        run(&self.shared, |c| {
+            Ok(bytes(js(c.last_resort_bundle())?.to_bytes()))
+        })
+        .await
     }
 
     /// The bundle of a stored prekey.
@@ -222,7 +229,10 @@ impl RawClient {
     #[napi]
     pub async fn create_session(&self, session_id: String, bundle: Uint8Array) -> napi::Result<()> {
         let bundle = bundle.to_vec();
-        run(&self.shared, move |c| js(c.create_session(&session_id, &bundle))).await
+        run(&self.shared, move |c| {
+            js(c.create_session(&session_id, &bundle))
+        })
+        .await
     }
 
     /// Whether a session with this id exists.
@@ -251,9 +261,16 @@ impl RawClient {
 
     /// Encrypts for a session's peer; resolves once the advanced chain is stored.
     #[napi]
-    pub async fn encrypt(&self, session_id: String, plaintext: Uint8Array) -> napi::Result<Uint8Array> {
+    pub async fn encrypt(
+        &self,
+        session_id: String,
+        plaintext: Uint8Array,
+    ) -> napi::Result<Uint8Array> {
         let plaintext = plaintext.to_vec();
-        run(&self.shared, move |c| Ok(bytes(js(c.encrypt(&session_id, &plaintext))?))).await
+        run(&self.shared, move |c| {
+            Ok(bytes(js(c.encrypt(&session_id, &plaintext))?))
+        })
+        .await
     }
 
     /// Encrypts `plaintexts[i]` for `session_ids[i]`, with one commit for all.
@@ -273,7 +290,10 @@ impl RawClient {
                 .map(String::as_str)
                 .zip(plaintexts.iter().map(Vec::as_slice))
                 .collect();
-            Ok(js(c.encrypt_batch(&messages))?.into_iter().map(bytes).collect())
+            Ok(js(c.encrypt_batch(&messages))?
+                .into_iter()
+                .map(bytes)
+                .collect())
         })
         .await
     }
@@ -313,14 +333,23 @@ impl RawClient {
 
     /// Decrypts one message and commits the result.
     #[napi]
-    pub async fn decrypt(&self, session_id: String, envelope: Uint8Array) -> napi::Result<Uint8Array> {
+    pub async fn decrypt(
+        &self,
+        session_id: String,
+        envelope: Uint8Array,
+    ) -> napi::Result<Uint8Array> {
         let envelope = envelope.to_vec();
-        run(&self.shared, move |c| Ok(bytes(js(c.decrypt(&session_id, &envelope))?))).await
+        run(&self.shared, move |c| {
+            Ok(bytes(js(c.decrypt(&session_id, &envelope))?))
+        })
+        .await
     }
 
     /// Decrypts `envelopes[i]` of session `session_ids[i]` with one commit, handing the results
     /// to `sink` in chunks first; see [`batch`].
-    #[napi(ts_args_type = "sessionIds: string[], envelopes: Uint8Array[], sink: (chunk: RawBatchChunk) => Promise<boolean>")]
+    #[napi(
+        ts_args_type = "sessionIds: string[], envelopes: Uint8Array[], sink: (chunk: RawBatchChunk) => Promise<boolean>"
+    )]
     pub async fn decrypt_batch(
         &self,
         session_ids: Vec<String>,
@@ -331,7 +360,10 @@ impl RawClient {
             return Err(napi::Error::from_reason("one session id per envelope"));
         }
         let envelopes: Vec<Vec<u8>> = envelopes.iter().map(|e| e.to_vec()).collect();
-        run(&self.shared, move |c| batch::decrypt(c, &session_ids, &envelopes, &sink)).await
+        run(&self.shared, move |c| {
+            batch::decrypt(c, &session_ids, &envelopes, &sink)
+        })
+        .await
     }
 
     /// Replaces the identity (only while there are no sessions).
@@ -345,14 +377,24 @@ impl RawClient {
     #[napi]
     pub async fn import_prekey(&self, prekey: Uint8Array) -> napi::Result<u32> {
         let prekey = prekey.to_vec();
-        run(&self.shared, move |c| Ok(u32::from(js(c.import_prekey(&prekey))?.value()))).await
+        run(&self.shared, move |c| {
+            Ok(u32::from(js(c.import_prekey(&prekey))?.value()))
+        })
+        .await
     }
 
     /// Stores a session serialised by Wire's Proteus.
     #[napi]
-    pub async fn import_session(&self, session_id: String, session: Uint8Array) -> napi::Result<()> {
+    pub async fn import_session(
+        &self,
+        session_id: String,
+        session: Uint8Array,
+    ) -> napi::Result<()> {
         let session = session.to_vec();
-        run(&self.shared, move |c| js(c.import_session(&session_id, &session))).await
+        run(&self.shared, move |c| {
+            js(c.import_session(&session_id, &session))
+        })
+        .await
     }
 
     /// The identity key pair as Wire's Proteus serialises it (holds the secret key).
@@ -364,7 +406,10 @@ impl RawClient {
     /// A session as Wire's Proteus serialises it (holds secret keys).
     #[napi]
     pub async fn export_session(&self, session_id: String) -> napi::Result<Uint8Array> {
-        run(&self.shared, move |c| Ok(bytes(js(c.export_session(&session_id))?.to_vec()))).await
+        run(&self.shared, move |c| {
+            Ok(bytes(js(c.export_session(&session_id))?.to_vec()))
+        })
+        .await
     }
 
     /// Drops the client: its keys are wiped and the store is closed.

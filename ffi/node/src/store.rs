@@ -1,9 +1,9 @@
 //! The native store's functions: open (sealed or not), seal, rekey, delete.
 
+use crate::error::{client_error, internal};
 use napi::bindgen_prelude::{Uint8Array, spawn_blocking};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, OpenMode, SqliteOptions, StoreError, StoreKey};
-use crate::error::{client_error, internal};
 
 /// A 32-byte store key (the JS layer checks the length first).
 pub(crate) fn key(bytes: &[u8]) -> napi::Result<StoreKey> {
@@ -55,7 +55,11 @@ pub async fn seal_store(path: String, store_key: Uint8Array) -> napi::Result<()>
 
 /// Seals every record of the store at `path` with `new_key` instead of `old_key`.
 #[napi]
-pub async fn rekey_store(path: String, old_key: Uint8Array, new_key: Uint8Array) -> napi::Result<()> {
+pub async fn rekey_store(
+    path: String,
+    old_key: Uint8Array,
+    new_key: Uint8Array,
+) -> napi::Result<()> {
     let old = key(&old_key)?;
     let new = key(&new_key)?;
     blocking(move || proteus_client::rekey_store(&path, &old, &new)).await
