@@ -14,5 +14,6 @@ fi
 rm -rf wasm
 cp -r "$root/ffi/web/pkg" wasm
 # --platform names the binary with napi-rs's platform suffix; cargo's target dir is honoured.
-node_modules/.bin/napi build --platform --release
+# --no-js: index.js is our own loader; the raw layer's generated types go to addon.d.ts (not shipped).
+node_modules/.bin/napi build --platform --release --strip --no-js --dts addon.d.ts
 cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" .

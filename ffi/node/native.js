@@ -239,6 +239,22 @@ export class Client {
     const envelopes = messages.map((m) => bytes(m.envelope, 'envelope'));
     const total = messages.length;
     const results = new Array(total);
+    const toResult = (r, i) => {
+      const code = r.errorCode ?? 0;
+      return {
+        messageId: r.messageId,
+        sessionId: ids[i],
+        plaintext: r.plaintext ?? undefined,
+        errorCode: code === 0 ? undefined : code,
+        errorKind: r.errorKind ?? undefined,
+        alreadySeen: isAlreadySeen(code),
+        sender: r.sender ?? undefined,
+      };
+    };
+    // Without a callback the addon resolves to every result once the batch is committed.
+    if (onMessage === undefined) {
+      return this.#run(async (raw) => (await raw.decryptBatch(ids, envelopes)).map(toResult));
+    }
     return this.#run(async (raw) => {
       const pending = [];
       let thrown;
@@ -247,19 +263,8 @@ export class Client {
       const sink = async ({ first, results: chunk }) => {
         for (let j = 0; j < chunk.length; j++) {
           const i = first + j;
-          const r = chunk[j];
-          const code = r.errorCode ?? 0;
-          const result = {
-            messageId: r.messageId,
-            sessionId: ids[i],
-            plaintext: r.plaintext ?? undefined,
-            errorCode: code === 0 ? undefined : code,
-            errorKind: r.errorKind ?? undefined,
-            alreadySeen: isAlreadySeen(code),
-            sender: r.sender ?? undefined,
-          };
+          const result = toResult(chunk[j], i);
           results[i] = result;
-          if (onMessage === undefined) continue;
           let answer;
           try {
             answer = onMessage(result, i + 1, total);
@@ -280,7 +285,7 @@ export class Client {
         }
         return !outcomes.includes(false);
       };
-      if (onMessage !== undefined) this.#delivering = true;
+      this.#delivering = true;
       try {
         await raw.decryptBatch(ids, envelopes, sink);
       } catch (e) {

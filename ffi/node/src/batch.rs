@@ -61,12 +61,13 @@ fn result_object(decrypted: &Decrypted) -> RawBatchResult {
 }
 
 /// Runs the batch on `client` (on a worker thread: this blocks while JS handles each chunk).
+/// Without a sink, the results come back once committed.
 pub(crate) fn decrypt(
     client: &mut Client,
     session_ids: &[String],
     envelopes: &[Vec<u8>],
-    sink: &Sink,
-) -> napi::Result<()> {
+    sink: Option<&Sink>,
+) -> napi::Result<Option<Vec<RawBatchResult>>> {
     let queue: Vec<QueuedMessage<'_>> = session_ids
         .iter()
         .zip(envelopes)
@@ -75,6 +76,12 @@ pub(crate) fn decrypt(
             envelope,
         })
         .collect();
+    let Some(sink) = sink else {
+        let results = client
+            .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
+            .map_err(|e| client_error(&e))?;
+        return Ok(Some(results.iter().map(result_object).collect()));
+    };
     let result =
         client.decrypt_batch_chunked(&queue, Chunking::every(CHUNK), |results, progress| {
             let chunk = RawBatchChunk {
@@ -89,7 +96,7 @@ pub(crate) fn decrypt(
             })
         });
     match result {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(None),
         Err(BatchError::Client(e)) => Err(client_error(&e)),
         Err(BatchError::Delivery(e)) => Err(e),
     }

@@ -12,6 +12,8 @@ mod batch;
 mod error;
 mod store;
 
+pub use store::{delete_store, rekey_store, seal_store};
+
 use std::sync::{Arc, Mutex};
 
 use napi::bindgen_prelude::{Uint8Array, spawn_blocking};
@@ -346,22 +348,23 @@ impl RawClient {
     }
 
     /// Decrypts `envelopes[i]` of session `session_ids[i]` with one commit, handing the results
-    /// to `sink` in chunks first; see [`batch`].
+    /// to `sink` in chunks first when there is one (resolving to nothing), else resolving to all
+    /// of them once committed; see [`batch`].
     #[napi(
-        ts_args_type = "sessionIds: string[], envelopes: Uint8Array[], sink: (chunk: RawBatchChunk) => Promise<boolean>"
+        ts_args_type = "sessionIds: string[], envelopes: Uint8Array[], sink?: (chunk: RawBatchChunk) => Promise<boolean>"
     )]
     pub async fn decrypt_batch(
         &self,
         session_ids: Vec<String>,
         envelopes: Vec<Uint8Array>,
-        sink: batch::Sink,
-    ) -> napi::Result<()> {
+        sink: Option<batch::Sink>,
+    ) -> napi::Result<Option<Vec<batch::RawBatchResult>>> {
         if session_ids.len() != envelopes.len() {
             return Err(napi::Error::from_reason("one session id per envelope"));
         }
         let envelopes: Vec<Vec<u8>> = envelopes.iter().map(|e| e.to_vec()).collect();
         run(&self.shared, move |c| {
-            batch::decrypt(c, &session_ids, &envelopes, &sink)
+            batch::decrypt(c, &session_ids, &envelopes, sink.as_ref())
         })
         .await
     }
