@@ -6,7 +6,7 @@
 // and the family guards work whichever backend runs).
 
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, ERROR_KINDS, isAlreadySeen } from './wasm/index.js';
-import { bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
+import { bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
 
 /** Loads the addon; set by index.js. */
 let addon;
@@ -234,48 +234,76 @@ export class Client {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
       throw new TypeError('onMessage must be a function');
     }
-    if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
-    const ids = messages.map((m) => sessionId(m?.sessionId));
-    const envelopes = messages.map((m) => bytes(m.envelope, 'envelope'));
-    const total = messages.length;
+    // Distinct session ids, an id index per message, the envelopes back to back and their lengths.
+    const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    const [sessionIds, index] = packed;
+    const total = index.length;
     const results = new Array(total);
-    const toResult = (r, i) => {
-      const code = r.errorCode ?? 0;
-      return {
-        messageId: r.messageId,
-        sessionId: ids[i],
-        plaintext: r.plaintext ?? undefined,
-        errorCode: code === 0 ? undefined : code,
-        errorKind: r.errorKind ?? undefined,
-        alreadySeen: isAlreadySeen(code),
-        sender: r.sender ?? undefined,
-      };
+    // A chunk of results (src/batch.rs): (code, plaintext length, names a sender) per message in
+    // meta, the ids (64 hex digits each), the plaintexts back to back (each result's plaintext is
+    // a view of its part), the kinds of the failed ones (each ending in a newline), the senders.
+    // Calls `each(result, i)` for each; stops when it returns false.
+    const unpack = ({ first, meta, ids, plaintexts, kinds, senders }, each) => {
+      let at = 0;
+      let kindAt = 0;
+      let senderAt = 0;
+      for (let j = 0; 3 * j < meta.length; j++) {
+        const i = first + j;
+        const code = meta[3 * j];
+        const length = meta[3 * j + 1];
+        let kind;
+        if (code !== 0) {
+          const end = kinds.indexOf('\n', kindAt);
+          kind = kinds.slice(kindAt, end);
+          kindAt = end + 1;
+        }
+        let sender;
+        if (meta[3 * j + 2] === 1) {
+          sender = senders.slice(senderAt, senderAt + 64);
+          senderAt += 64;
+        }
+        const result = {
+          messageId: ids.slice(64 * j, 64 * j + 64),
+          sessionId: sessionIds[index[i]],
+          plaintext: code === 0 ? plaintexts.subarray(at, at + length) : undefined,
+          errorCode: code === 0 ? undefined : code,
+          errorKind: kind,
+          // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
+          alreadySeen: isAlreadySeen(code),
+          sender,
+        };
+        at += length;
+        results[i] = result;
+        if (each !== undefined && each(result, i) === false) return false;
+      }
+      return true;
     };
-    // Without a callback the addon resolves to every result once the batch is committed.
+    // Without a callback the addon resolves to every result, as one chunk, once committed.
     if (onMessage === undefined) {
-      return this.#run(async (raw) => (await raw.decryptBatch(ids, envelopes)).map(toResult));
+      return this.#run(async (raw) => {
+        unpack(await raw.decryptBatch(...packed));
+        return results;
+      });
     }
     return this.#run(async (raw) => {
       const pending = [];
       let thrown;
-      // One call per chunk of results (src/batch.rs); its Promise answers whether to go on, and
-      // the last chunk's waits for the callback's promises: the batch commits after it.
-      const sink = async ({ first, results: chunk }) => {
-        for (let j = 0; j < chunk.length; j++) {
-          const i = first + j;
-          const result = toResult(chunk[j], i);
-          results[i] = result;
-          let answer;
-          try {
-            answer = onMessage(result, i + 1, total);
-          } catch (e) {
-            thrown = failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
-            throw thrown;
-          }
-          if (typeof answer?.then === 'function') pending.push(answer);
-          else if (answer === false) return false;
+      const each = (result, i) => {
+        let answer;
+        try {
+          answer = onMessage(result, i + 1, total);
+        } catch (e) {
+          thrown = failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
+          throw thrown;
         }
-        if (first + chunk.length < total || pending.length === 0) return true;
+        if (typeof answer?.then === 'function') pending.push(answer);
+        return answer !== false;
+      };
+      // One call per chunk; its Promise answers whether to go on, and the last chunk's waits for
+      // the callback's promises: the batch commits after it.
+      const sink = async (chunk) => {
+        if (!unpack(chunk, each)) return false;
+        if (chunk.first + chunk.meta.length / 3 < total || pending.length === 0) return true;
         let outcomes;
         try {
           outcomes = await Promise.all(pending);
@@ -287,7 +315,7 @@ export class Client {
       };
       this.#delivering = true;
       try {
-        await raw.decryptBatch(ids, envelopes, sink);
+        await raw.decryptBatch(...packed, sink);
       } catch (e) {
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown !== undefined) throw thrown;

@@ -16,7 +16,7 @@ pub use store::{delete_store, rekey_store, seal_store};
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Uint8Array, spawn_blocking};
+use napi::bindgen_prelude::{Uint8Array, Uint32Array, spawn_blocking};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
@@ -347,24 +347,29 @@ impl RawClient {
         .await
     }
 
-    /// Decrypts `envelopes[i]` of session `session_ids[i]` with one commit, handing the results
-    /// to `sink` in chunks first when there is one (resolving to nothing), else resolving to all
-    /// of them once committed; see [`batch`].
+    /// Decrypts message `i` (`envelopes` split by `lengths`) of session
+    /// `session_ids[index[i]]` with one commit, handing the results to `sink` in chunks first
+    /// when there is one (resolving to nothing), else resolving to all of them once committed;
+    /// see [`batch`].
     #[napi(
-        ts_args_type = "sessionIds: string[], envelopes: Uint8Array[], sink?: (chunk: RawBatchChunk) => Promise<boolean>"
+        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Uint8Array, lengths: Uint32Array, sink?: (chunk: RawBatchChunk) => Promise<boolean>"
     )]
     pub async fn decrypt_batch(
         &self,
         session_ids: Vec<String>,
-        envelopes: Vec<Uint8Array>,
+        index: Uint32Array,
+        envelopes: Uint8Array,
+        lengths: Uint32Array,
         sink: Option<batch::Sink>,
-    ) -> napi::Result<Option<Vec<batch::RawBatchResult>>> {
-        if session_ids.len() != envelopes.len() {
-            return Err(napi::Error::from_reason("one session id per envelope"));
-        }
-        let envelopes: Vec<Vec<u8>> = envelopes.iter().map(|e| e.to_vec()).collect();
+    ) -> napi::Result<Option<batch::RawBatchChunk>> {
+        let packed = batch::Packed {
+            session_ids,
+            index: index.to_vec(),
+            envelopes: envelopes.to_vec(),
+            lengths: lengths.to_vec(),
+        };
         run(&self.shared, move |c| {
-            batch::decrypt(c, &session_ids, &envelopes, sink.as_ref())
+            batch::decrypt(c, &packed, sink.as_ref())
         })
         .await
     }
