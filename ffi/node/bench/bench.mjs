@@ -4,7 +4,7 @@
 // the scenarios of the native bench: the web bench's scenarios (ffi/web/bench/scenarios.mjs),
 // built once and loaded into every implementation from the same serialised state.
 //
-//   npm run bench --prefix ffi/node -- [--runs N] [--scenario NAME]... [--impl NAME]...
+//   npm run bench --prefix ffi/node -- [--runs N] [--scenario NAME]... [--impl NAME]... [--native]
 //
 // Prints one JSON object per line: {"impl", "scenario", "median_ms", "min_ms", "max_ms", "runs"}
 // per implementation and scenario, then one line with the ratios (@wireapp/proteus median /
@@ -12,9 +12,13 @@
 // @wireapp/proteus: deserialise + decrypt each envelope); for conv10, blocks of 10 encrypted by
 // one side and decrypted by the other. The durable store commits each call to its file, as the
 // application would (a fresh file per run, loaded before the clock starts). Every plaintext is
-// checked; each implementation runs each scenario once untimed first.
+// checked; each implementation runs each scenario once untimed first. --native also runs the
+// Rust bench (cargo run --release -p proteus-bench, stores memory and sqlite-batch) and adds the
+// addon's median over the Rust one for the same store.
 
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAddon } from '../load.js';
@@ -44,7 +48,7 @@ const MIN_RUNS = 3;
 const BUDGET_MS = 3000;
 
 function parse(argv) {
-  const o = { runs: undefined, scenarios: [], impls: [] };
+  const o = { runs: undefined, scenarios: [], impls: [], native: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => {
@@ -54,7 +58,8 @@ function parse(argv) {
     if (a === '--runs') o.runs = Number.parseInt(value(), 10);
     else if (a === '--scenario') o.scenarios.push(value());
     else if (a === '--impl') o.impls.push(value());
-    else throw new Error(`unknown argument ${a}; usage: bench.mjs [--runs N] [--scenario ${SCENARIOS.join('|')}]... [--impl ${IMPLS.join('|')}]...`);
+    else if (a === '--native') o.native = true;
+    else throw new Error(`unknown argument ${a}; usage: bench.mjs [--runs N] [--scenario ${SCENARIOS.join('|')}]... [--impl ${IMPLS.join('|')}]... [--native]`);
   }
   for (const s of o.scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}`);
   for (const i of o.impls) if (!IMPLS.includes(i)) throw new Error(`unknown impl ${i}`);
@@ -150,14 +155,30 @@ async function measure(run, runs) {
   return summary(times);
 }
 
+/** The Rust bench's medians: {scenario: {memory, 'sqlite-batch'}}. */
+function rustBench(scenarios) {
+  const root = fileURLToPath(new URL('../../..', import.meta.url));
+  const args = ['run', '--release', '--locked', '-q', '-p', 'proteus-bench', '--', '--json', '--store', 'memory', '--store', 'sqlite-batch'];
+  for (const name of scenarios) args.push('--scenario', name);
+  const out = execFileSync('cargo', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const medians = {};
+  for (const line of out.split('\n').filter((l) => l.startsWith('{'))) {
+    const { scenario, store, median_ms } = JSON.parse(line);
+    (medians[scenario] ??= {})[store] = median_ms;
+  }
+  return medians;
+}
+
 const o = parse(process.argv.slice(2));
 const ratios = {};
+const addonMedians = {};
 for (const name of o.scenarios) {
   const sc = await build(name);
   const medians = {};
   for (const impl of o.impls) {
     const s = await measure(() => (impl === 'wire' ? runWire(sc) : runOurs(impl, sc)), o.runs);
     medians[impl] = s.median_ms;
+    if (impl.startsWith('native')) (addonMedians[name] ??= {})[impl] = s.median_ms;
     console.log(JSON.stringify({ impl: NAMES[impl] ?? impl, scenario: name, ...s }));
   }
   if (medians.wire !== undefined) {
@@ -166,4 +187,17 @@ for (const name of o.scenarios) {
     }
   }
 }
-console.log(JSON.stringify({ ratios, ratio: '@wireapp/proteus median / this implementation median' }));
+const summaryLine = { ratios, ratio: '@wireapp/proteus median / this implementation median' };
+if (o.native) {
+  const rust = rustBench(o.scenarios);
+  const stores = { native: 'memory', 'native-sqlite': 'sqlite-batch' };
+  summaryLine.rust_median_ms = rust;
+  summaryLine.addon_over_rust = {};
+  for (const [name, medians] of Object.entries(addonMedians)) {
+    for (const [impl, ms] of Object.entries(medians)) {
+      const r = rust[name]?.[stores[impl]];
+      if (r) (summaryLine.addon_over_rust[name] ??= {})[impl] = Math.round((ms / r) * 100) / 100;
+    }
+  }
+}
+console.log(JSON.stringify(summaryLine));
