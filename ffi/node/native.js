@@ -125,10 +125,8 @@ export class Client {
   #run(fn) {
     if (this.#closed) return Promise.reject(closedError());
     if (this.#delivering) return Promise.reject(busyError());
-    const result = this.#tail.then(() => {
-      if (this.#closed) throw closedError();
-      return call(fn(this.#raw));
-    });
+    // Calls queued before close() still run: close waits for them.
+    const result = this.#tail.then(() => call(fn(this.#raw)));
     this.#tail = result.catch(() => {});
     return result;
   }
