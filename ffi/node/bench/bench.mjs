@@ -12,12 +12,14 @@
 // @wireapp/proteus: deserialise + decrypt each envelope); for conv10, blocks of 10 encrypted by
 // one side and decrypted by the other. The durable store commits each call to its file, as the
 // application would (a fresh file per run, loaded before the clock starts). Every plaintext is
-// checked; each implementation runs each scenario once untimed first. --native also runs the
+// checked; each implementation runs each scenario once untimed first. fanout4000 (when the
+// scenarios have it): one encryptFor of 150 bytes to 4000 established sessions, after an untimed
+// one (for @wireapp/proteus: encrypt + serialise per session); sample recipients decrypt both. --native also runs the
 // Rust bench (cargo run --release -p proteus-bench, stores memory and sqlite-batch) and adds the
 // addon's median over the Rust one for the same store.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +40,7 @@ let files = 0;
 /** The implementations of this package: how each makes an empty client. */
 const OURS = {
   native: () => native.Client.inMemory(),
-  'native-sqlite': () => native.Client.open(join(dir, `store-${files++}.db`)),
+  'native-sqlite': (path) => native.Client.open(path ?? join(dir, `store-${files++}.db`)),
   wasm: () => WasmClient.inMemory(),
 };
 const IMPLS = [...Object.keys(OURS), 'wire'];
@@ -76,16 +78,60 @@ function check(expected, got, what) {
   }
 }
 
-/** An empty client of `impl` holding a seed (identity, prekeys, sessions). */
+/** The SQLite file of each seed, made once: each run opens a copy (thousands of sessions are a
+ * commit each to import). */
+const templates = new WeakMap();
+
+/** A client of `impl` holding a seed (identity, prekeys, sessions). */
 async function from(impl, s) {
-  const client = await OURS[impl]();
+  if (impl === 'native-sqlite') {
+    let template = templates.get(s);
+    if (template === undefined) {
+      template = join(dir, `template-${files++}.db`);
+      const client = await load(await OURS[impl](template), s);
+      await client.close();
+      templates.set(s, template);
+    }
+    const path = join(dir, `store-${files++}.db`);
+    copyFileSync(template, path);
+    if (existsSync(`${template}-wal`)) copyFileSync(`${template}-wal`, `${path}-wal`);
+    return OURS[impl](path);
+  }
+  return load(await OURS[impl](), s);
+}
+
+async function load(client, s) {
   await client.importIdentity(s.identity);
   for (const p of s.prekeys) await client.importPrekey(p);
   for (const [id, bytes] of s.sessions) await client.importSession(id, bytes);
   return client;
 }
 
+/** The sample recipients decrypt their envelopes of each send (`sends`: envelopes per send). */
+async function checkFanout(sc, sends, what) {
+  const receiver = await from('native', sc.receiver);
+  for (const { index, sessionId } of sc.samples) {
+    for (const envelopes of sends) {
+      if (!equal(await receiver.decrypt(sessionId, envelopes[index]), sc.plaintext)) {
+        throw new Error(`${what}: recipient ${index} did not decrypt what was sent`);
+      }
+    }
+  }
+  await receiver.close();
+}
+
 async function runOurs(impl, sc) {
+  if (sc.kind === 'fanout') {
+    // After an untimed send to all (the sessions are then in use, as natively).
+    const client = await from(impl, sc.sender);
+    const warm = await client.encryptFor(sc.recipients, sc.plaintext);
+    const start = performance.now();
+    const results = await client.encryptFor(sc.recipients, sc.plaintext);
+    const ms = performance.now() - start;
+    await client.close();
+    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), impl);
+    return ms;
+  }
   if (sc.kind === 'queue') {
     const client = await from(impl, sc.receiver);
     const queue = sc.messages.map(({ sessionId, envelope }) => ({ sessionId, envelope }));
@@ -113,6 +159,15 @@ async function runOurs(impl, sc) {
 }
 
 async function runWire(sc) {
+  if (sc.kind === 'fanout') {
+    const client = WireClient.fromRecords(sc.sender);
+    const warm = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
+    const start = performance.now();
+    const envelopes = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
+    const ms = performance.now() - start;
+    await checkFanout(sc, [warm, envelopes], '@wireapp/proteus');
+    return ms;
+  }
   if (sc.kind === 'queue') {
     const client = WireClient.fromRecords(sc.receiver);
     const start = performance.now();

@@ -60,7 +60,9 @@ struct Packer {
 
 impl Packer {
     fn push(&mut self, decrypted: &Decrypted) {
-        self.ids.push_str(&decrypted.message_id.to_string());
+        // ASCII hex, so never the empty fallback; no String per message.
+        self.ids
+            .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
         match &decrypted.outcome {
             Ok(plaintext) => {
                 self.meta.push(0);
