@@ -21,6 +21,11 @@ test('the client has every method and function of ffi/api-surface.json', () => {
   for (const name of surface.client.static) assert.equal(typeof Client[name], 'function', name);
   for (const name of surface.client.methods) assert.equal(typeof Client.prototype[name], 'function', name);
   for (const name of surface.functions) assert.equal(typeof proteus[name], 'function', name);
+  // And nothing more: a method added here and not to the other bindings fails.
+  const methods = Object.getOwnPropertyNames(Client.prototype).filter((n) => n !== 'constructor');
+  assert.deepEqual(methods.sort(), [...surface.client.methods].sort());
+  const statics = Object.getOwnPropertyNames(Client).filter((n) => typeof Client[n] === 'function');
+  assert.deepEqual(statics.sort(), [...surface.client.constructors, ...surface.client.static].sort());
 });
 
 test('identity: fingerprint, identity key and a signature node:crypto verifies', async () => {
