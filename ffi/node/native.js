@@ -51,7 +51,7 @@ function closedError() {
 function storeKey(key) {
   if (key === undefined) return undefined;
   const b = bytes(key, 'storeKey');
-  if (b.length !== 32) throw new RangeError('a storeKey must be 32 bytes');
+  if (b.length !== 32) throw new TypeError(`a store key must be 32 bytes, not ${b.length}`);
   return b;
 }
 
@@ -145,7 +145,7 @@ export class Client {
   }
 
   setMaxCounterGap(gap) {
-    integer(gap, 'gap', 10000);
+    integer(gap, 'gap', 0xffffffff);
     return this.#run((raw) => raw.setMaxCounterGap(gap));
   }
 
@@ -159,7 +159,7 @@ export class Client {
   }
 
   prekeyBundle(id) {
-    integer(id, 'a prekey id', 0xffff);
+    integer(id, 'id', 0xffff);
     return this.#run((raw) => raw.prekeyBundle(id));
   }
 
