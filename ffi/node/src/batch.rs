@@ -166,3 +166,40 @@ pub(crate) fn decrypt(
         Err(BatchError::Delivery(e)) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Packed;
+
+    fn packed(index: Vec<u32>, lengths: Vec<u32>) -> Packed {
+        Packed {
+            session_ids: vec!["a".into(), "b".into()],
+            index,
+            envelopes: vec![1, 2, 3, 4, 5],
+            lengths,
+        }
+    }
+
+    #[test]
+    fn a_packed_queue_splits_into_its_messages() {
+        let p = packed(vec![1, 0, 1], vec![2, 0, 3]);
+        let queue = p.queue().expect("consistent");
+        let got: Vec<(&str, &[u8])> = queue.iter().map(|m| (m.session_id, m.envelope)).collect();
+        assert_eq!(
+            got,
+            [("b", &[1, 2][..]), ("a", &[][..]), ("b", &[3, 4, 5][..])]
+        );
+    }
+
+    #[test]
+    fn an_inconsistent_packed_queue_is_an_error_not_a_panic() {
+        // An index past the session ids, lengths past the bytes, counts that differ.
+        for p in [
+            packed(vec![2], vec![1]),
+            packed(vec![0, 0], vec![3, 3]),
+            packed(vec![0], vec![1, 1]),
+        ] {
+            assert!(p.queue().is_err());
+        }
+    }
+}
