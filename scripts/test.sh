@@ -13,13 +13,15 @@
 #   fuzz     every cargo-fuzz target for 15 s from its committed corpus (scripts/suites/fuzz.sh)
 #   chat     the chat example in two real terminals under tmux (scripts/suites/chat.sh)
 #   web      the wasm package: node:test, headless Chromium, live interop (scripts/suites/web.sh)
+#   node     the Node package: the napi-rs addon and the wasm fallback under one node:test suite,
+#            two processes on one store, a consumer of the tarball (scripts/suites/node.sh)
 #   kotlin   the UniFFI Kotlin bindings with Maven and JUnit (scripts/suites/kotlin.sh)
 #   swift    the UniFFI Swift bindings with XCTest in a Debian 13 chroot (scripts/suites/swift.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHARED=${PROTEUS_SHARED:-../shared}
-ALL_SUITES=(rust msrv deny vectors wasm bench fuzz chat web kotlin swift)
+ALL_SUITES=(rust msrv deny vectors wasm bench fuzz chat web node kotlin swift)
 
 log() { printf '\n== %s\n' "$*"; }
 

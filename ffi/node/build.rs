@@ -1,0 +1,4 @@
+//! Links the addon as Node-API expects (napi-build).
+fn main() {
+    napi_build::setup();
+}

@@ -1,0 +1,56 @@
+// Types of the Node package (index.js): the web package's API and types (wasm/index.d.ts), with
+// Client.open on a file path and the native store's options.
+/// <reference lib="esnext.disposable" />
+
+import type { Client as WebClient } from './wasm/index.js';
+
+// The codes, ProteusError, the family guards, BatchResult, FanoutResult, … as in the web package.
+export * from './wasm/index.js';
+
+/** Which implementation runs: the native addon, or the wasm build where no addon exists. */
+export const backend: 'native' | 'wasm';
+
+export interface OpenOptions {
+  /**
+   * Whether to create the store, with a new identity, if there is none (default true). With
+   * false, a missing store fails with StoreNotFound (504) and nothing is created.
+   */
+  create?: boolean;
+  /**
+   * Seal every record with this key (32 bytes; a new store is created sealed). A sealed store
+   * opened without its key fails with StoreKeyRequired (510), with another key WrongStoreKey
+   * (508), a plain store with a key StoreNotSealed (509): nothing is changed.
+   */
+  storeKey?: Uint8Array;
+}
+
+/**
+ * A Proteus client: the web package's Client (the same methods and types). Natively its store is
+ * one SQLite file, which several processes may use at once.
+ */
+export type Client = WebClient;
+export const Client: {
+  /**
+   * Opens (or creates, with a new identity, unless `create` is false) the store at `path` (a
+   * file). Needs the native backend: the wasm fallback has no file store.
+   */
+  open(path: string, options?: OpenOptions): Promise<Client>;
+  /** A client whose records live in memory only. */
+  inMemory(): Promise<Client>;
+  /** Deletes the store at `path` (its clients must be closed). */
+  deleteStore(path: string): Promise<void>;
+  /**
+   * Seals every record of the existing plain store at `path` with `storeKey`, in one
+   * transaction. StoreNotFound (504) if there is none.
+   */
+  sealStore(path: string, storeKey: Uint8Array): Promise<void>;
+  /** Seals the store at `path` with `newKey` instead of `oldKey`, in one transaction. */
+  rekeyStore(path: string, oldKey: Uint8Array, newKey: Uint8Array): Promise<void>;
+};
+
+/** The id batch results carry for an envelope: lowercase hex of its MAC. */
+export function messageId(envelope: Uint8Array): string;
+/** The identity fingerprint in a prekey bundle. */
+export function bundleFingerprint(bundle: Uint8Array): string;
+/** The sender's identity fingerprint in a PreKeyMessage envelope; undefined for other messages. */
+export function prekeyMessageFingerprint(envelope: Uint8Array): string | undefined;

@@ -1,0 +1,26 @@
+// The Proteus client for Node.js and Electron's main process: the native addon (native.js over
+// the Node-API addon, on a durable SQLite store) where a prebuilt binary exists for the
+// platform, else the wasm build of the web package (wasm/, in memory, or IndexedDB when given
+// one). Both have the web package's API and types, and raise the same ProteusError class.
+// `backend` says which one runs; PROTEUS_BACKEND=wasm forces the wasm build.
+
+import { loadAddon } from './load.js';
+import * as wasm from './wasm/index.js';
+import * as native from './native.js';
+
+// The codes, ProteusError, the family guards and init: the web package's, for both backends.
+export * from './wasm/index.js';
+
+const addon = loadAddon();
+if (addon !== undefined) native.useAddon(addon);
+// The wasm build's module functions need it loaded; the native ones need nothing.
+else await wasm.init();
+
+/** Which implementation runs: 'native' (the addon) or 'wasm'. */
+export const backend = addon !== undefined ? 'native' : 'wasm';
+const impl = addon !== undefined ? native : wasm;
+
+export const Client = impl.Client;
+export const messageId = impl.messageId;
+export const bundleFingerprint = impl.bundleFingerprint;
+export const prekeyMessageFingerprint = impl.prekeyMessageFingerprint;

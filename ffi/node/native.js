@@ -1,0 +1,386 @@
+// The native backend: the public `Client` of the package over the Node-API addon (RawClient,
+// src/lib.rs), with the web package's API, types, argument checks and errors. The addon runs
+// each call off the JS thread on the native SQLite store (or in memory) and resolves a Promise;
+// this module checks arguments, runs one call of a client at a time in order, and turns the
+// addon's tagged errors into the web package's ProteusError (the same class, so `instanceof`
+// and the family guards work whichever backend runs).
+
+import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, ERROR_KINDS, isAlreadySeen } from './wasm/index.js';
+import { bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
+
+/** Loads the addon; set by index.js. */
+let addon;
+export function useAddon(loaded) {
+  addon = loaded;
+}
+
+const TAG = /^\[proteus (\d+) (\w+)\] /;
+
+/** An addon error as the web package's: a ProteusError with the registry's code and kind. */
+function adopt(e) {
+  const m = e instanceof Error ? TAG.exec(e.message) : null;
+  if (m === null) return e;
+  return new ProteusError(e.message.slice(m[0].length), Number(m[1]), m[2]);
+}
+
+async function call(promise) {
+  try {
+    return await promise;
+  } catch (e) {
+    throw adopt(e);
+  }
+}
+
+function failure(code, message, options) {
+  return new ProteusError(message, code, ERROR_KINDS[code], options);
+}
+
+function busyError() {
+  return failure(
+    CLIENT_BUSY,
+    'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
+  );
+}
+
+function closedError() {
+  const e = new Error('the client is closed');
+  e.name = 'ClientClosedError';
+  return e;
+}
+
+function storeKey(key) {
+  if (key === undefined) return undefined;
+  const b = bytes(key, 'storeKey');
+  if (b.length !== 32) throw new TypeError(`a store key must be 32 bytes, not ${b.length}`);
+  return b;
+}
+
+function storePath(path) {
+  if (typeof path !== 'string' || path === '') throw new TypeError('a store path must be a non-empty string');
+  return path;
+}
+
+function sessionIdArray(ids) {
+  if (!Array.isArray(ids)) throw new TypeError('sessionIds must be an array');
+  return ids.map(sessionId);
+}
+
+const CONSTRUCT = Symbol('construct');
+
+/**
+ * A Proteus client: an identity, its prekeys and its sessions, in the native SQLite store (or in
+ * memory). Every method returns a Promise; calls run one at a time, in order, and a call that
+ * changes state resolves only once the change is committed. A failed call changes nothing.
+ */
+export class Client {
+  #raw;
+  #closed = false;
+  /** The last call queued: the next one starts when it settled. */
+  #tail = Promise.resolve();
+  /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
+  #delivering = false;
+
+  constructor(token, raw) {
+    if (token !== CONSTRUCT) throw new TypeError('use Client.open(path) or Client.inMemory()');
+    this.#raw = raw;
+    /** Whether opening found no identity in the store and made a new one. */
+    this.created = raw.created;
+    /** Persistent storage is a browser matter: unknown here. */
+    this.persisted = Promise.resolve(undefined);
+  }
+
+  /**
+   * Opens the native SQLite store at `path` (a file; other processes may use it at the same
+   * time), creating it with a new identity unless `create` is false (then StoreNotFound, 504).
+   * With `storeKey` (32 bytes) every record is sealed.
+   */
+  static async open(path, options = {}) {
+    storePath(path);
+    const key = storeKey(options.storeKey);
+    const raw = await call(addon.openStore(path, key, options.create !== false));
+    return new Client(CONSTRUCT, raw);
+  }
+
+  /** A client whose records live in memory only. */
+  static async inMemory() {
+    return new Client(CONSTRUCT, await call(addon.inMemory()));
+  }
+
+  /** Deletes the store at `path` (clients on it must be closed). */
+  static async deleteStore(path) {
+    await call(addon.deleteStore(storePath(path)));
+  }
+
+  /** Seals every record of the existing plain store at `path` with `storeKey`, in one transaction. */
+  static async sealStore(path, key) {
+    await call(addon.sealStore(storePath(path), storeKey(key)));
+  }
+
+  /** Seals every record of the store at `path` with `newKey` instead of `oldKey`. */
+  static async rekeyStore(path, oldKey, newKey) {
+    await call(addon.rekeyStore(storePath(path), storeKey(oldKey), storeKey(newKey)));
+  }
+
+  /** Runs `fn(raw)` after the calls before it; its errors are ProteusErrors. */
+  #run(fn) {
+    if (this.#closed) return Promise.reject(closedError());
+    if (this.#delivering) return Promise.reject(busyError());
+    // Calls queued before close() still run: close waits for them.
+    const result = this.#tail.then(() => call(fn(this.#raw)));
+    this.#tail = result.catch(() => {});
+    return result;
+  }
+
+  fingerprint() {
+    return this.#run((raw) => raw.fingerprint());
+  }
+
+  identityKey() {
+    return this.#run((raw) => raw.identityKey());
+  }
+
+  sign(message) {
+    const m = textOrBytes(message, 'message');
+    return this.#run((raw) => raw.sign(m));
+  }
+
+  setMaxCounterGap(gap) {
+    integer(gap, 'gap', 0xffffffff);
+    return this.#run((raw) => raw.setMaxCounterGap(gap));
+  }
+
+  generatePrekeys(n) {
+    integer(n, 'n', 0xfffe);
+    return this.#run((raw) => raw.generatePrekeys(n));
+  }
+
+  lastResortBundle() {
+    return this.#run((raw) => raw.lastResortBundle());
+  }
+
+  prekeyBundle(id) {
+    integer(id, 'id', 0xffff);
+    return this.#run((raw) => raw.prekeyBundle(id));
+  }
+
+  prekeysRemaining() {
+    return this.#run((raw) => raw.prekeysRemaining());
+  }
+
+  createSession(id, bundle) {
+    sessionId(id);
+    const b = bytes(bundle, 'bundle');
+    return this.#run((raw) => raw.createSession(id, b));
+  }
+
+  hasSession(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.hasSession(id));
+  }
+
+  sessionIds() {
+    return this.#run((raw) => raw.sessionIds());
+  }
+
+  remoteFingerprint(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.remoteFingerprint(id));
+  }
+
+  deleteSession(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.deleteSession(id));
+  }
+
+  encrypt(id, plaintext) {
+    sessionId(id);
+    const p = textOrBytes(plaintext);
+    return this.#run((raw) => raw.encrypt(id, p));
+  }
+
+  encryptBatch(messages) {
+    if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
+    const ids = messages.map((m) => sessionId(m?.sessionId));
+    const plaintexts = messages.map((m) => textOrBytes(m.plaintext));
+    return this.#run((raw) => raw.encryptBatch(ids, plaintexts));
+  }
+
+  encryptFor(sessionIds, plaintext) {
+    const ids = sessionIdArray(sessionIds);
+    const p = textOrBytes(plaintext);
+    return this.#run(async (raw) =>
+      (await raw.encryptFor(ids, p)).map((r) =>
+        r.envelope !== undefined && r.envelope !== null
+          ? { sessionId: r.sessionId, envelope: r.envelope }
+          : { sessionId: r.sessionId, errorCode: r.errorCode, errorKind: r.errorKind },
+      ),
+    );
+  }
+
+  decrypt(id, envelope) {
+    sessionId(id);
+    const e = bytes(envelope, 'envelope');
+    return this.#run((raw) => raw.decrypt(id, e));
+  }
+
+  /**
+   * Decrypts a queue with one commit, after `onMessage` accepted every result (see the web
+   * package: false stops the batch, BatchAborted 108; a throw or a rejected promise stops it,
+   * CallbackFailed 121; nothing is committed then).
+   */
+  decryptBatch(messages, onMessage) {
+    if (onMessage !== undefined && typeof onMessage !== 'function') {
+      throw new TypeError('onMessage must be a function');
+    }
+    // Distinct session ids, an id index per message, the envelopes back to back and their lengths.
+    const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    const [sessionIds, index] = packed;
+    const total = index.length;
+    const results = new Array(total);
+    // A chunk of results (src/batch.rs): (code, plaintext length, names a sender) per message in
+    // meta, the ids (64 hex digits each), the plaintexts back to back (each result's plaintext is
+    // a view of its part), the kinds of the failed ones (each ending in a newline), the senders.
+    // Calls `each(result, i)` for each; stops when it returns false.
+    const unpack = ({ first, meta, ids, plaintexts, kinds, senders }, each) => {
+      let at = 0;
+      let kindAt = 0;
+      let senderAt = 0;
+      for (let j = 0; 3 * j < meta.length; j++) {
+        const i = first + j;
+        const code = meta[3 * j];
+        const length = meta[3 * j + 1];
+        let kind;
+        if (code !== 0) {
+          const end = kinds.indexOf('\n', kindAt);
+          kind = kinds.slice(kindAt, end);
+          kindAt = end + 1;
+        }
+        let sender;
+        if (meta[3 * j + 2] === 1) {
+          sender = senders.slice(senderAt, senderAt + 64);
+          senderAt += 64;
+        }
+        const result = {
+          messageId: ids.slice(64 * j, 64 * j + 64),
+          sessionId: sessionIds[index[i]],
+          plaintext: code === 0 ? plaintexts.subarray(at, at + length) : undefined,
+          errorCode: code === 0 ? undefined : code,
+          errorKind: kind,
+          // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
+          alreadySeen: isAlreadySeen(code),
+          sender,
+        };
+        at += length;
+        results[i] = result;
+        if (each !== undefined && each(result, i) === false) return false;
+      }
+      return true;
+    };
+    // Without a callback the addon resolves to every result, as one chunk, once committed.
+    if (onMessage === undefined) {
+      return this.#run(async (raw) => {
+        unpack(await raw.decryptBatch(...packed));
+        return results;
+      });
+    }
+    return this.#run(async (raw) => {
+      const pending = [];
+      let thrown;
+      const each = (result, i) => {
+        let answer;
+        try {
+          answer = onMessage(result, i + 1, total);
+        } catch (e) {
+          thrown = failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
+          throw thrown;
+        }
+        if (typeof answer?.then === 'function') pending.push(answer);
+        return answer !== false;
+      };
+      // One call per chunk; its Promise answers whether to go on, and the last chunk's waits for
+      // the callback's promises: the batch commits after it.
+      const sink = async (chunk) => {
+        if (!unpack(chunk, each)) return false;
+        if (chunk.first + chunk.meta.length / 3 < total || pending.length === 0) return true;
+        let outcomes;
+        try {
+          outcomes = await Promise.all(pending);
+        } catch (e) {
+          thrown = failure(CALLBACK_FAILED, "a batch callback's promise rejected; nothing of the batch was committed", { cause: e });
+          throw thrown;
+        }
+        return !outcomes.includes(false);
+      };
+      this.#delivering = true;
+      try {
+        await raw.decryptBatch(...packed, sink);
+      } catch (e) {
+        for (const p of pending) Promise.resolve(p).catch(() => {});
+        if (thrown !== undefined) throw thrown;
+        throw e;
+      } finally {
+        this.#delivering = false;
+      }
+      return results;
+    });
+  }
+
+  importIdentity(identity) {
+    const b = bytes(identity, 'identity');
+    return this.#run((raw) => raw.importIdentity(b));
+  }
+
+  importPrekey(prekey) {
+    const b = bytes(prekey, 'prekey');
+    return this.#run((raw) => raw.importPrekey(b));
+  }
+
+  importSession(id, session) {
+    sessionId(id);
+    const b = bytes(session, 'session');
+    return this.#run((raw) => raw.importSession(id, b));
+  }
+
+  exportIdentity() {
+    return this.#run((raw) => raw.exportIdentity());
+  }
+
+  exportSession(id) {
+    sessionId(id);
+    return this.#run((raw) => raw.exportSession(id));
+  }
+
+  /** Waits for calls in progress, wipes the keys and closes the store. */
+  async close() {
+    if (this.#closed) return;
+    if (this.#delivering) throw busyError();
+    const closing = this.#tail.then(() => call(this.#raw.close()));
+    this.#closed = true;
+    this.#tail = closing.catch(() => {});
+    await closing;
+  }
+
+  [Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')]() {
+    return this.close();
+  }
+}
+
+export function messageId(envelope) {
+  return addon.messageId(bytes(envelope, 'envelope'));
+}
+
+export function prekeyMessageFingerprint(envelope) {
+  try {
+    return addon.prekeyMessageFingerprint(bytes(envelope, 'envelope')) ?? undefined;
+  } catch (e) {
+    throw adopt(e);
+  }
+}
+
+export function bundleFingerprint(bundle) {
+  try {
+    return addon.bundleFingerprint(bytes(bundle, 'bundle'));
+  } catch (e) {
+    throw adopt(e);
+  }
+}

@@ -1,0 +1,205 @@
+//! decryptBatch: the queue comes in packed (distinct session ids, an id index per message, the
+//! envelopes back to back and their lengths) and the results go out packed in chunks, as the
+//! web package's do (ffi/web/src/delivery.rs): a few conversions per chunk rather than several
+//! per message.
+//!
+//! With a sink, the client decrypts on a worker thread and hands each chunk to the JS sink
+//! through a threadsafe function, waiting for the Promise it returns before it goes on. The
+//! client commits only after the sink accepted the last chunk (the JS layer resolves that one
+//! once the callback's own promises settled), as the batch contract requires: false stops the
+//! batch (BatchAborted, 108), a rejection stops it too, and nothing is committed either way.
+//! Without a sink, all results come back as one chunk once committed.
+
+use std::ops::ControlFlow;
+
+use napi::Status;
+use napi::bindgen_prelude::{Promise, Uint8Array, Uint32Array, block_on};
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi_derive::napi;
+use proteus_client::{BatchError, Chunking, Client, Decrypted, QueuedMessage};
+
+use crate::error::client_error;
+
+/// Results per crossing into JS: a 1000-message batch crosses 16 times, not 1000.
+const CHUNK: usize = 64;
+
+/// The JS function that receives the chunks and resolves whether to go on.
+pub(crate) type Sink =
+    ThreadsafeFunction<RawBatchChunk, Promise<bool>, RawBatchChunk, Status, false>;
+
+/// The results of messages `first`, `first + 1`, … of a batch, packed: `meta` holds three
+/// numbers per message, its error code (0 if it decrypted), its plaintext's length and whether
+/// it names a sender (1) or not (0); `ids` the message ids (64 lowercase hex digits each);
+/// `plaintexts` the plaintexts back to back; `kinds` the error kinds of the failed ones, each
+/// followed by a newline; `senders` the sender fingerprints of those that name one (64 digits).
+#[napi(object)]
+pub struct RawBatchChunk {
+    /// The index of the first result in the batch.
+    pub first: u32,
+    /// (code, plaintext length, names a sender) per message.
+    pub meta: Uint32Array,
+    /// The message ids in hex.
+    pub ids: String,
+    /// The plaintexts, back to back.
+    pub plaintexts: Uint8Array,
+    /// The error kinds of the failed messages, each followed by a newline.
+    pub kinds: String,
+    /// The sender fingerprints of the messages that name one.
+    pub senders: String,
+}
+
+/// The results gathered for the next chunk.
+#[derive(Default)]
+struct Packer {
+    meta: Vec<u32>,
+    ids: String,
+    plaintexts: Vec<u8>,
+    kinds: String,
+    senders: String,
+}
+
+impl Packer {
+    fn push(&mut self, decrypted: &Decrypted) {
+        // ASCII hex, so never the empty fallback; no String per message.
+        self.ids
+            .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
+        match &decrypted.outcome {
+            Ok(plaintext) => {
+                self.meta.push(0);
+                self.meta
+                    .push(u32::try_from(plaintext.len()).unwrap_or(u32::MAX));
+                self.plaintexts.extend_from_slice(plaintext);
+            }
+            Err(e) => {
+                self.meta.push(u32::from(e.code()));
+                self.meta.push(0);
+                self.kinds.push_str(e.kind());
+                self.kinds.push('\n');
+            }
+        }
+        match decrypted.sender {
+            Some(sender) => {
+                self.meta.push(1);
+                self.senders.push_str(&sender.fingerprint());
+            }
+            None => self.meta.push(0),
+        }
+    }
+
+    fn chunk(first: usize, results: &[Decrypted]) -> RawBatchChunk {
+        let mut packer = Packer::default();
+        for decrypted in results {
+            packer.push(decrypted);
+        }
+        RawBatchChunk {
+            first: u32::try_from(first).unwrap_or(u32::MAX),
+            meta: Uint32Array::from(packer.meta),
+            ids: packer.ids,
+            plaintexts: Uint8Array::from(packer.plaintexts),
+            kinds: packer.kinds,
+            senders: packer.senders,
+        }
+    }
+}
+
+/// The queue as it came from JS: `envelopes` split by `lengths`, message `i` of session
+/// `session_ids[index[i]]`.
+pub(crate) struct Packed {
+    pub(crate) session_ids: Vec<String>,
+    pub(crate) index: Vec<u32>,
+    pub(crate) envelopes: Vec<u8>,
+    pub(crate) lengths: Vec<u32>,
+}
+
+impl Packed {
+    fn queue(&self) -> napi::Result<Vec<QueuedMessage<'_>>> {
+        let range = || napi::Error::new(Status::InvalidArg, "the packed batch is inconsistent");
+        if self.index.len() != self.lengths.len() {
+            return Err(range());
+        }
+        let mut rest = self.envelopes.as_slice();
+        let mut queue = Vec::with_capacity(self.index.len());
+        for (i, len) in self.index.iter().zip(&self.lengths) {
+            let session_id = usize::try_from(*i)
+                .ok()
+                .and_then(|i| self.session_ids.get(i))
+                .ok_or_else(range)?;
+            let len = usize::try_from(*len).map_err(|_| range())?;
+            let (envelope, tail) = rest.split_at_checked(len).ok_or_else(range)?;
+            rest = tail;
+            queue.push(QueuedMessage {
+                session_id,
+                envelope,
+            });
+        }
+        Ok(queue)
+    }
+}
+
+/// Runs the batch on `client` (on a worker thread: this blocks while JS handles each chunk).
+/// Without a sink, the results come back as one chunk once committed.
+pub(crate) fn decrypt(
+    client: &mut Client,
+    packed: &Packed,
+    sink: Option<&Sink>,
+) -> napi::Result<Option<RawBatchChunk>> {
+    let queue = packed.queue()?;
+    let Some(sink) = sink else {
+        let results = client
+            .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
+            .map_err(|e| client_error(&e))?;
+        return Ok(Some(Packer::chunk(0, &results)));
+    };
+    let result =
+        client.decrypt_batch_chunked(&queue, Chunking::every(CHUNK), |results, progress| {
+            let chunk = Packer::chunk(progress.done - results.len(), results);
+            let go_on = block_on(async { sink.call_async(chunk).await?.await })?;
+            Ok(if go_on {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            })
+        });
+    match result {
+        Ok(_) => Ok(None),
+        Err(BatchError::Client(e)) => Err(client_error(&e)),
+        Err(BatchError::Delivery(e)) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Packed;
+
+    fn packed(index: Vec<u32>, lengths: Vec<u32>) -> Packed {
+        Packed {
+            session_ids: vec!["a".into(), "b".into()],
+            index,
+            envelopes: vec![1, 2, 3, 4, 5],
+            lengths,
+        }
+    }
+
+    #[test]
+    fn a_packed_queue_splits_into_its_messages() {
+        let p = packed(vec![1, 0, 1], vec![2, 0, 3]);
+        let queue = p.queue().expect("consistent");
+        let got: Vec<(&str, &[u8])> = queue.iter().map(|m| (m.session_id, m.envelope)).collect();
+        assert_eq!(
+            got,
+            [("b", &[1, 2][..]), ("a", &[][..]), ("b", &[3, 4, 5][..])]
+        );
+    }
+
+    #[test]
+    fn an_inconsistent_packed_queue_is_an_error_not_a_panic() {
+        // An index past the session ids, lengths past the bytes, counts that differ.
+        for p in [
+            packed(vec![2], vec![1]),
+            packed(vec![0, 0], vec![3, 3]),
+            packed(vec![0], vec![1, 1]),
+        ] {
+            assert!(p.queue().is_err());
+        }
+    }
+}

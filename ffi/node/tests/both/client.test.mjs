@@ -1,0 +1,173 @@
+// The API on whichever backend index.js chose: run with PROTEUS_BACKEND=native and =wasm
+// (scripts/suites/node.sh runs both), so the two cannot drift.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createPublicKey, verify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+
+import * as proteus from '../../index.js';
+import { pair, text } from '../support/pair.mjs';
+
+const { Client, ProteusError, backend } = proteus;
+
+test(`the backend is the one asked for (${backend})`, () => {
+  assert.equal(backend, process.env.PROTEUS_BACKEND ?? 'native');
+});
+
+test('the client has every method and function of ffi/api-surface.json', () => {
+  const surface = JSON.parse(readFileSync(new URL('../../../api-surface.json', import.meta.url), 'utf8'));
+  for (const name of surface.client.constructors) assert.equal(typeof Client[name], 'function', name);
+  for (const name of surface.client.static) assert.equal(typeof Client[name], 'function', name);
+  for (const name of surface.client.methods) assert.equal(typeof Client.prototype[name], 'function', name);
+  for (const name of surface.functions) assert.equal(typeof proteus[name], 'function', name);
+  // And nothing more: a method added here and not to the other bindings fails.
+  const methods = Object.getOwnPropertyNames(Client.prototype).filter((n) => n !== 'constructor');
+  assert.deepEqual(methods.sort(), [...surface.client.methods].sort());
+  const statics = Object.getOwnPropertyNames(Client).filter((n) => typeof Client[n] === 'function');
+  assert.deepEqual(statics.sort(), [...surface.client.constructors, ...surface.client.static].sort());
+});
+
+test('identity: fingerprint, identity key and a signature node:crypto verifies', async () => {
+  const c = await Client.inMemory();
+  assert.equal(c.created, true);
+  const fingerprint = await c.fingerprint();
+  assert.match(fingerprint, /^[0-9a-f]{64}$/);
+  const key = await c.identityKey();
+  assert.ok(key instanceof Uint8Array);
+  assert.equal(Buffer.from(key).toString('hex'), fingerprint);
+  const signature = await c.sign('login challenge');
+  assert.equal(signature.length, 64);
+  const publicKey = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(key).toString('base64url') }, format: 'jwk' });
+  assert.ok(verify(null, Buffer.from('login challenge'), publicKey, signature));
+  assert.ok(!verify(null, Buffer.from('something else'), publicKey, signature));
+  await c.close();
+});
+
+test('prekeys: bundles, the last-resort bundle, how many are left', async () => {
+  const c = await Client.inMemory();
+  const bundles = await c.generatePrekeys(3);
+  assert.equal(bundles.length, 3);
+  assert.equal(await c.prekeysRemaining(), 3);
+  for (const b of bundles) {
+    assert.deepEqual(await c.prekeyBundle(b.id), b.bundle);
+    assert.equal(proteus.bundleFingerprint(b.bundle), await c.fingerprint());
+  }
+  assert.equal(proteus.bundleFingerprint(await c.lastResortBundle()), await c.fingerprint());
+  await assert.rejects(c.prekeyBundle(60000), (e) => e instanceof ProteusError && e.kind === 'PreKeyNotFound');
+  await c.close();
+});
+
+test('sessions: encrypt and decrypt both ways, fingerprints, ids, delete', async () => {
+  const { alice, bob } = await pair(Client);
+  assert.equal(await alice.remoteFingerprint('bob'), await bob.fingerprint());
+  assert.equal(await bob.remoteFingerprint('alice'), await alice.fingerprint());
+  assert.deepEqual(await bob.sessionIds(), ['alice']);
+  const reply = await bob.encrypt('alice', new Uint8Array([1, 2, 3]));
+  assert.deepEqual(await alice.decrypt('bob', reply), new Uint8Array([1, 2, 3]));
+  assert.equal(proteus.prekeyMessageFingerprint(reply), undefined);
+  assert.equal(await alice.hasSession('bob'), true);
+  await alice.deleteSession('bob');
+  assert.equal(await alice.hasSession('bob'), false);
+});
+
+test('errors are ProteusErrors with the registry code and kind', async () => {
+  const { alice, bob } = await pair(Client);
+  const envelope = await alice.encrypt('bob', 'once');
+  assert.equal(text(await bob.decrypt('alice', envelope)), 'once');
+  await assert.rejects(bob.decrypt('alice', envelope), (e) => {
+    assert.ok(e instanceof ProteusError);
+    assert.equal(e.name, 'ProteusError');
+    assert.equal(e.code, proteus.DUPLICATE_MESSAGE);
+    assert.equal(e.kind, 'DuplicateMessage');
+    return true;
+  });
+  await assert.rejects(alice.encrypt('nobody', 'x'), (e) => e.code === proteus.SESSION_NOT_FOUND && e.kind === 'SessionNotFound');
+  await assert.rejects(bob.decrypt('alice', new Uint8Array([1, 2, 3])), (e) => e instanceof ProteusError && Math.floor(e.code / 100) === 3);
+  assert.throws(() => alice.encrypt(42, 'x'), TypeError);
+});
+
+test('encryptBatch and decryptBatch: progress per message, ids, one commit after the callback', async () => {
+  const { alice, bob } = await pair(Client);
+  const n = 150; // three chunks of the native delivery
+  const envelopes = await alice.encryptBatch(Array.from({ length: n }, (_, i) => ({ sessionId: 'bob', plaintext: `m${i}` })));
+  assert.equal(envelopes.length, n);
+  const queue = envelopes.map((envelope) => ({ sessionId: 'alice', envelope }));
+  const seen = [];
+  const results = await bob.decryptBatch(queue, (result, done, total) => {
+    assert.equal(total, n);
+    seen.push(done);
+    assert.equal(text(result.plaintext), `m${done - 1}`);
+  });
+  assert.deepEqual(seen, Array.from({ length: n }, (_, i) => i + 1));
+  results.forEach((r, i) => {
+    assert.equal(r.messageId, proteus.messageId(envelopes[i]));
+    assert.equal(r.sessionId, 'alice');
+    assert.equal(r.alreadySeen, false);
+  });
+  // Committed: the same queue again is all duplicates.
+  const again = await bob.decryptBatch(queue);
+  assert.ok(again.every((r) => r.alreadySeen && r.errorCode === 209 && r.errorKind === 'DuplicateMessage' && r.plaintext === undefined));
+});
+
+test('decryptBatch: false aborts (108), a throw or a rejection fails (121): nothing committed', async () => {
+  const { alice, bob } = await pair(Client);
+  const envelopes = await alice.encryptBatch([1, 2, 3].map((i) => ({ sessionId: 'bob', plaintext: `m${i}` })));
+  const queue = envelopes.map((envelope) => ({ sessionId: 'alice', envelope }));
+  await assert.rejects(bob.decryptBatch(queue, (_, done) => done < 2), (e) => e.code === proteus.BATCH_ABORTED);
+  const boom = new Error('boom');
+  await assert.rejects(bob.decryptBatch(queue, () => { throw boom; }), (e) => e.code === proteus.CALLBACK_FAILED && e.cause === boom);
+  await assert.rejects(bob.decryptBatch(queue, async () => { throw boom; }), (e) => e.code === proteus.CALLBACK_FAILED && e.cause === boom);
+  await assert.rejects(bob.decryptBatch(queue, async () => false), (e) => e.code === proteus.BATCH_ABORTED);
+  // Nothing was committed: every message decrypts now.
+  const results = await bob.decryptBatch(queue);
+  assert.deepEqual(results.map((r) => text(r.plaintext)), ['m1', 'm2', 'm3']);
+});
+
+test('decryptBatch: a call on the client while the callback delivers fails with ClientBusy (120)', async () => {
+  const { alice, bob } = await pair(Client);
+  const envelope = await alice.encrypt('bob', 'x');
+  let busy;
+  await bob.decryptBatch([{ sessionId: 'alice', envelope }], async () => {
+    busy = await bob.fingerprint().then(() => undefined, (e) => e);
+  });
+  assert.equal(busy?.code, proteus.CLIENT_BUSY);
+  assert.match(await bob.fingerprint(), /^[0-9a-f]{64}$/);
+});
+
+test('encryptFor: one plaintext for many sessions, a result per recipient', async () => {
+  const { alice, bob } = await pair(Client);
+  const carol = await Client.inMemory();
+  const [prekey] = await carol.generatePrekeys(1);
+  await alice.createSession('carol', prekey.bundle);
+  const results = await alice.encryptFor(['bob', 'nobody', 'carol'], 'to all');
+  assert.deepEqual(results.map((r) => r.sessionId), ['bob', 'nobody', 'carol']);
+  assert.equal(text(await bob.decrypt('alice', results[0].envelope)), 'to all');
+  assert.equal(text(await carol.decrypt('alice', results[2].envelope)), 'to all');
+  assert.equal(proteus.prekeyMessageFingerprint(results[2].envelope), await alice.fingerprint());
+  assert.equal(results[1].errorCode, proteus.SESSION_NOT_FOUND);
+  assert.equal(results[1].errorKind, 'SessionNotFound');
+  assert.equal(results[1].envelope, undefined);
+});
+
+test('import and export: an identity and a session move to another client', async () => {
+  const { alice, bob } = await pair(Client);
+  const copy = await Client.inMemory();
+  await copy.importIdentity(await bob.exportIdentity());
+  assert.equal(await copy.fingerprint(), await bob.fingerprint());
+  await copy.importSession('alice', await bob.exportSession('alice'));
+  const envelope = await alice.encrypt('bob', 'to the copy');
+  assert.equal(text(await copy.decrypt('alice', envelope)), 'to the copy');
+  const prekeys = await Client.inMemory();
+  await assert.rejects(prekeys.importPrekey(new Uint8Array([0xff])), ProteusError);
+});
+
+test('close: waits for the calls before it; later calls fail with ClientClosedError, close twice is fine', async () => {
+  const c = await Client.inMemory();
+  const before = c.generatePrekeys(5);
+  const closing = c.close();
+  assert.equal((await before).length, 5);
+  await closing;
+  await c.close();
+  await assert.rejects(c.fingerprint(), (e) => e.name === 'ClientClosedError');
+});

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The Node package (ffi/node): the napi-rs addon over proteus-client and the wasm build of the web
+# package as its fallback, behind the web package's API. Installs what is missing (npm
+# devDependencies, @napi-rs/cli; ffi/web/build.sh installs what the wasm build needs).
+#
+#   1. build: ffi/node/build.sh (the web package, copied into wasm/; the addon, napi build --release)
+#   2. node --test tests/both/ with PROTEUS_BACKEND=native, then =wasm: one suite, both backends
+#   3. node --test tests/native/: the durable SQLite store (plain, sealed), a process killed in the
+#      batch callback commits nothing, two Node processes on
+#      one store file, the addon and the wasm build talking to each other
+#   4. tsc on a usage of the types
+#   5. a consumer project: the packed tarball installed outside the repository, on the durable store
+#   6. the benchmark, one timed run per implementation and scenario (a smoke test)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+NODE=ffi/node
+log() { printf '\n== %s\n' "$*"; }
+
+log "build the Node package in $NODE"
+"$NODE/build.sh"
+
+cd "$NODE"
+log "node --test: the API on the native addon"
+PROTEUS_BACKEND=native node --test tests/both/
+log "node --test: the same API on the wasm fallback"
+PROTEUS_BACKEND=wasm node --test tests/both/
+log "node --test: the native store, two processes on one store, native and wasm together"
+PROTEUS_BACKEND=native node --test tests/native/
+
+log "tsc: the package's types"
+node_modules/.bin/tsc -p tests/types && echo "types ok"
+
+log "a consumer project: the packed tarball installed outside the repository, on the durable store"
+consumer=$(mktemp -d)
+npm pack --pack-destination "$consumer" --silent >/dev/null
+(cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-node-*.tgz \
+  && cp "$OLDPWD/tests/consumer/use.mjs" . && node use.mjs)
+rm -rf "$consumer"
+
+log "benchmark, one timed run per implementation and scenario (smoke)"
+node bench/bench.mjs --runs 1
