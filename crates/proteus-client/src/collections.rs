@@ -94,10 +94,16 @@ mod tests {
                 *b += 1;
             }
         }
-        assert!(buckets.iter().all(|&n| n <= 8), "a bucket holds {:?}", buckets.iter().max());
+        assert!(
+            buckets.iter().all(|&n| n <= 8),
+            "a bucket holds {:?}",
+            buckets.iter().max()
+        );
         assert_ne!(build.hash_one("user-1019:d"), build.hash_one("user-1092:d"));
         let n = 200_000;
-        let hashes: HashSet<u64> = (0..n).map(|i| build.hash_one(format!("user-{i}:d{}", i % 7))).collect();
+        let hashes: HashSet<u64> = (0..n)
+            .map(|i| build.hash_one(format!("user-{i}:d{}", i % 7)))
+            .collect();
         assert_eq!(hashes.len(), n, "no two of {n} ids share a hash");
     }
 }

@@ -5,7 +5,7 @@
 //! through it (loaded, created or imported), and that is where the client's [`SessionConfig`]
 //! is applied: the one place it is.
 
-use crate::collections::{set_with_capacity, HashMap, HashSet};
+use crate::collections::{HashMap, HashSet, set_with_capacity};
 
 use proteus_core::{IdentityKey, Session, limits::MAX_COUNTER_GAP, staged::StagedKeyId};
 
