@@ -55,6 +55,11 @@ impl<T> Gate<T> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether the current thread is inside a call on the value (then in one of its callbacks).
+    pub(crate) fn is_held_here(&self) -> bool {
+        self.state().owner == Some(thread::current().id())
+    }
+
     /// Runs `f` on the value, as the only call doing so.
     pub(crate) fn with<R>(
         &self,

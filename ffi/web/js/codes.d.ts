@@ -25,6 +25,8 @@ export const PRE_KEY_IDS_EXHAUSTED: 110;
 export const CLIENT_BUSY: 120;
 /** The application's batch callback threw; nothing of the batch was committed. (CallbackFailed, Engine) */
 export const CALLBACK_FAILED: 121;
+/** The client was closed (Swift `close()`); open the store again to go on. (ClientClosed, Engine) */
+export const CLIENT_CLOSED: 122;
 /** A session can only be created from a PreKeyMessage. (NotAPreKeyMessage, Decrypt) */
 export const NOT_A_PRE_KEY_MESSAGE: 201;
 /** The PreKeyMessage carries another identity than the session's remote identity. (RemoteIdentityChanged, Decrypt) */
@@ -116,6 +118,7 @@ export type ErrorKind =
   | 'PreKeyIdsExhausted'
   | 'ClientBusy'
   | 'CallbackFailed'
+  | 'ClientClosed'
   | 'NotAPreKeyMessage'
   | 'RemoteIdentityChanged'
   | 'UnknownSessionTag'
