@@ -306,7 +306,13 @@ fn uniffi_kinds() -> String {
         "}\n\nimpl ErrorKind {\n    /// The kind of `code`.\n    pub fn of(code: ErrorCode) -> Self {\n        match code {\n",
     );
     for &c in ErrorCode::ALL {
-        writeln!(out, "            ErrorCode::{} => Self::{},", c.name(), c.kind()).unwrap();
+        writeln!(
+            out,
+            "            ErrorCode::{} => Self::{},",
+            c.name(),
+            c.kind()
+        )
+        .unwrap();
     }
     out.push_str(
         "            // A code newer than this file: the registry test regenerates it.\n            _ => Self::Internal,\n        }\n    }\n\n    \

@@ -121,9 +121,7 @@ impl Client {
     /// callbacks fails at once with `ClientBusy` (it would wait for itself).
     pub(crate) fn run_cancellable<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut proteus_client::Client, &Cancel) -> Result<R, ProteusError>
-        + Send
-        + 'static,
+        f: impl FnOnce(&mut proteus_client::Client, &Cancel) -> Result<R, ProteusError> + Send + 'static,
     ) -> impl Future<Output = Result<R, ProteusError>> {
         let gate = Arc::clone(&self.inner);
         // Checked on the caller's thread: the thread of a callback in progress holds the gate.

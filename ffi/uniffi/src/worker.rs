@@ -226,8 +226,10 @@ mod tests {
 
     #[test]
     fn a_panicking_job_is_an_internal_error() {
-        let e = block_on(spawn(|_| -> Result<(), ProteusError> { panic!("on purpose") }))
-            .unwrap_err();
+        let e = block_on(spawn(|_| -> Result<(), ProteusError> {
+            panic!("on purpose")
+        }))
+        .unwrap_err();
         assert_eq!(e.code(), 599);
     }
 
