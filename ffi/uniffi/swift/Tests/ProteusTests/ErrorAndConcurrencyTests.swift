@@ -169,8 +169,7 @@ final class ConcurrencyTests: XCTestCase {
                 try await alice.createSession(sessionId: "peer:\(t)", bundle: try await peer.generatePrekeys(count: 1)[0].bytes)
             }
             let fingerprint = try await alice.fingerprint()
-            let failures = NSLock()
-            var failed: [String] = []
+            let failed = Failures()
             DispatchQueue.concurrentPerform(iterations: 8) { t in
                 do {
                     try blocking { [peers] in
@@ -183,10 +182,10 @@ final class ConcurrencyTests: XCTestCase {
                     }
                     }
                 } catch {
-                    failures.lock(); failed.append("\(t): \(error)"); failures.unlock()
+                    failed.add("\(t): \(error)")
                 }
             }
-            await assertEqual(failed, [])
+            await assertEqual(failed.all, [])
         }
         let alice = try await Client.open(path: path)
         for (t, peer) in peers.enumerated() {
@@ -231,4 +230,12 @@ final class ConcurrencyTests: XCTestCase {
         await assertLessThan(Date().timeIntervalSince(start), 10)
         await assertEqual(try await bob.sessionIds(), ["alice"])
     }
+}
+
+/// Failures collected from several threads.
+final class Failures: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
 }
