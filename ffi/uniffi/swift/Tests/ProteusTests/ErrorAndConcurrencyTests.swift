@@ -144,14 +144,13 @@ final class ErrorTests: XCTestCase {
 final class ConcurrencyTests: XCTestCase {
     func test8ThreadsEncryptOnOneSessionAndEveryMessageDecryptsOnce() async throws {
         let (alice, bob) = try await establishedPair()
-        let lock = NSLock()
-        var envelopes: [Data] = []
+        let collected = Collected<Data>()
         DispatchQueue.concurrentPerform(iterations: 8) { t in
             for i in 0..<100 {
-                let e = try! blocking { try await alice.encrypt(sessionId: "bob", plaintext: bytes("\(t)/\(i)")) }
-                lock.lock(); envelopes.append(e); lock.unlock()
+                collected.add(try! blocking { try await alice.encrypt(sessionId: "bob", plaintext: bytes("\(t)/\(i)")) })
             }
         }
+        let envelopes = collected.all
         let collector = Collector()
         let summary = try await bob.decryptBatch(queue: envelopes.shuffled().map { QueuedMessage(sessionId: "alice", envelope: $0) }, delivery: collector)
         await assertEqual(summary.decrypted, 800)
@@ -160,8 +159,9 @@ final class ConcurrencyTests: XCTestCase {
 
     func test8ThreadsShareASQLiteClientEachWithItsOwnPeer() async throws {
         let path = tempStore()
-        var peers: [Client] = []
-        for _ in 0..<8 { peers.append(try await Client.inMemory()) }
+        var made: [Client] = []
+        for _ in 0..<8 { made.append(try await Client.inMemory()) }
+        let peers = made
         struct Mismatch: Error {}
         do {
             let alice = try await Client.open(path: path)
@@ -169,10 +169,10 @@ final class ConcurrencyTests: XCTestCase {
                 try await alice.createSession(sessionId: "peer:\(t)", bundle: try await peer.generatePrekeys(count: 1)[0].bytes)
             }
             let fingerprint = try await alice.fingerprint()
-            let failed = Failures()
+            let failed = Collected<String>()
             DispatchQueue.concurrentPerform(iterations: 8) { t in
                 do {
-                    try blocking { [peers] in
+                    try blocking {
                     for i in 0..<50 {
                         let envelope = try await alice.encrypt(sessionId: "peer:\(t)", plaintext: bytes("to \(t) #\(i)"))
                         guard text(try await peers[t].decrypt(sessionId: "alice", envelope: envelope)) == "to \(t) #\(i)" else { throw Mismatch() }
@@ -232,10 +232,10 @@ final class ConcurrencyTests: XCTestCase {
     }
 }
 
-/// Failures collected from several threads.
-final class Failures: @unchecked Sendable {
+/// Values collected from several threads.
+final class Collected<T>: @unchecked Sendable {
     private let lock = NSLock()
-    private var items: [String] = []
-    func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
-    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
+    private var items: [T] = []
+    func add(_ item: T) { lock.lock(); items.append(item); lock.unlock() }
+    var all: [T] { lock.lock(); defer { lock.unlock() }; return items }
 }
