@@ -5,7 +5,6 @@
 //! range-checked here: a value out of range is `IntegerOutOfRange` (309).
 
 use std::future::Future;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -230,34 +229,7 @@ pub async fn client_rekey_store(
 /// (`StoreCorrupt`, 503) and left alone. Clients on it must be closed.
 #[uniffi::export]
 pub async fn client_delete_store(path: String) -> Result<(), ProteusError> {
-    worker::spawn(move |_| delete_store(Path::new(&path))).await
-}
-
-fn delete_store(path: &Path) -> Result<(), ProteusError> {
-    if !path.exists() {
-        return Ok(());
-    }
-    // Opening checks that it is a Proteus store (a sealed one too: sealing is above SQLite).
-    let options = SqliteOptions::default();
-    drop(
-        proteus_client::SqliteStorage::open(path, proteus_client::OpenMode::Existing, &options)
-            .map_err(ClientError::from)?,
-    );
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let mut file = path.as_os_str().to_owned();
-        file.push(suffix);
-        match std::fs::remove_file(&file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(ProteusError::registered(
-                    proteus_core::ErrorCode::StorageFailure,
-                    format!("cannot delete the store: {e}"),
-                ));
-            }
-        }
-    }
-    Ok(())
+    worker::spawn(move |_| Ok(proteus_client::delete_store(path).map_err(ClientError::from)?)).await
 }
 
 /// Identity, prekeys, sessions, import and export.
