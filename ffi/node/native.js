@@ -5,7 +5,7 @@
 // addon's tagged errors into the web package's ProteusError (the same class, so `instanceof`
 // and the family guards work whichever backend runs).
 
-import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, ERROR_KINDS, isAlreadySeen } from './wasm/index.js';
+import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS, isAlreadySeen } from './wasm/index.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
 
 /** Loads the addon; set by index.js. */
@@ -43,9 +43,7 @@ function busyError() {
 }
 
 function closedError() {
-  const e = new Error('the client is closed');
-  e.name = 'ClientClosedError';
-  return e;
+  return new ProteusError('the client is closed; open the store again to go on', CLIENT_CLOSED, 'ClientClosed');
 }
 
 function storeKey(key) {

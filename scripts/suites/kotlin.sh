@@ -9,6 +9,10 @@
 # PROTEUS_BENCH=1 also measures the cost of crossing the boundary: 1000 queued messages
 # decrypted by one decryptBatch call from Kotlin against the native figure of proteus-bench for
 # the same scenario (1x1000est, memory and sqlite-batch).
+#
+# PROTEUS_FANOUT=1 runs the fan-out scenario (one 150-byte plaintext to 4000 sessions with one
+# encryptFor call, memory and durable SQLite) through Kotlin, after the native proteus-bench
+# figure of the same scenario on the same machine.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -75,4 +79,12 @@ for store, ks in kotlin.items():
     print(f"| **{store}: median of the rounds** | {statistics.median(ns):.2f} ms | "
           f"{statistics.median(ks):.2f} ms | **{(ratio - 1) * 100:+.0f}%** |")
 PY
+fi
+
+if [ "${PROTEUS_FANOUT:-0}" = 1 ]; then
+  echo "== fanout4000: native proteus-bench; load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+  cargo run --locked --release -q -p proteus-bench -- --json --scenario fanout4000 --store memory,sqlite-batch
+  echo "== fanout4000 through Kotlin (encryptFor); load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  PROTEUS_FANOUT=1 mvn -B -ntp -q -f ffi/uniffi/kotlin/pom.xml surefire:test -Dtest=FanoutBench \
+    -Dsurefire.failIfNoSpecifiedTests=false
 fi

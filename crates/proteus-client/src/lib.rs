@@ -172,6 +172,34 @@ pub fn rekey_store(
     sealed.rekey(new)
 }
 pub use storage::{Freshness, Journal, MemoryStorage, Record, Storage, Table, Write};
+/// Deletes the SQLite store at `path` with its side files (`-wal`, `-shm`, `-journal`). Nothing
+/// happens if there is none. A file that is not a Proteus store is refused
+/// ([`StoreError::Corrupt`]) and left alone, so a wrong path cannot delete an unrelated file.
+/// Clients on the store must be closed first.
+#[cfg(feature = "sqlite")]
+pub fn delete_store(path: impl AsRef<std::path::Path>) -> Result<(), StoreError> {
+    let path = path.as_ref();
+    if !path.exists() {
+        return Ok(());
+    }
+    // Opening checks that it is a Proteus store (a sealed one too: sealing is above SQLite).
+    drop(SqliteStorage::open(
+        path,
+        OpenMode::Existing,
+        &SqliteOptions::default(),
+    )?);
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Backend(format!("cannot delete the store: {e}")));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
 
 /// The crate README's example, compiled and run as a doctest.
 #[cfg(doctest)]

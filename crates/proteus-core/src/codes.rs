@@ -146,6 +146,8 @@ registry! {
     ClientBusy = 120, "ClientBusy", Bindings;
     /// The application's batch callback threw; nothing of the batch was committed.
     CallbackFailed = 121, "CallbackFailed", Bindings;
+    /// The client was closed (Swift `close()`); open the store again to go on.
+    ClientClosed = 122, "ClientClosed", Bindings;
     /// A session can only be created from a PreKeyMessage.
     NotAPreKeyMessage = 201, "NotAPreKeyMessage", Core;
     /// The PreKeyMessage carries another identity than the session's remote identity.

@@ -317,6 +317,60 @@ fn swift() -> String {
     out
 }
 
+/// The kind enum of the Kotlin and Swift bindings (`ErrorKind`), as Rust for proteus-uniffi:
+/// one variant per kind name, and the kind of every code.
+fn uniffi_kinds() -> String {
+    let mut out = comment("// ", HEADER);
+    out.push_str(
+        "\n//! The kind of every error, an enum in Kotlin (`ErrorKind.SESSION_NOT_FOUND`) and Swift\n\
+         //! (`.sessionNotFound`): one variant per kind name of the registry.\n\n\
+         use proteus_core::ErrorCode;\n\n\
+         /// The stable name of an error's condition (`ProteusError.kind`). A kind spans a few codes\n\
+         /// only where positions of one condition are told apart (InvalidSignature 206/207/210).\n\
+         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]\n\
+         pub enum ErrorKind {\n",
+    );
+    let mut kinds: Vec<ErrorCode> = Vec::new();
+    for &c in ErrorCode::ALL {
+        if !kinds.iter().any(|k| k.kind() == c.kind()) {
+            kinds.push(c);
+        }
+    }
+    for c in &kinds {
+        let codes: Vec<String> = ErrorCode::ALL
+            .iter()
+            .filter(|o| o.kind() == c.kind())
+            .map(|o| o.number().to_string())
+            .collect();
+        let doc = match codes.as_slice() {
+            [_] => c.meaning().to_owned(),
+            _ => format!("Codes {}: see `ErrorCode` for each.", codes.join(", ")),
+        };
+        writeln!(out, "    /// {doc}\n    {},", c.kind()).unwrap();
+    }
+    out.push_str(
+        "}\n\nimpl ErrorKind {\n    /// The kind of `code`.\n    pub fn of(code: ErrorCode) -> Self {\n        match code {\n",
+    );
+    for &c in ErrorCode::ALL {
+        writeln!(
+            out,
+            "            ErrorCode::{} => Self::{},",
+            c.name(),
+            c.kind()
+        )
+        .unwrap();
+    }
+    out.push_str(
+        "            // A code newer than this file: the registry test regenerates it.\n            _ => Self::Internal,\n        }\n    }\n\n    \
+         /// The kind's name, as `ErrorCode::kind` spells it.\n    pub fn name(self) -> &'static str {\n        match self {\n",
+    );
+    for c in &kinds {
+        writeln!(out, "            Self::{} => \"{}\",", c.kind(), c.kind()).unwrap();
+    }
+    out.push_str("        }\n    }\n}\n");
+    out
+}
+
 fn files() -> Vec<(&'static str, String)> {
     vec![
         ("ffi/error-codes.json", json()),
@@ -330,6 +384,7 @@ fn files() -> Vec<(&'static str, String)> {
             "ffi/uniffi/swift/Sources/Proteus/ProteusErrorCode.swift",
             swift(),
         ),
+        ("ffi/uniffi/src/kind.rs", uniffi_kinds()),
     ]
 }
 

@@ -4,7 +4,8 @@
 #
 # Needs the Android NDK (ANDROID_NDK_HOME), `cargo install cargo-ndk`, the four Rust targets
 # (added below) and Maven; it cannot run on the project's machines, which have no NDK.
-# Apps add JNA's AAR next to this one: implementation("net.java.dev.jna:jna:5.19.1@aar").
+# Apps add JNA's AAR next to this one: implementation("net.java.dev.jna:jna:5.19.1@aar"), and
+# kotlinx-coroutines (every call is a suspend fun): implementation("org.jetbrains.kotlinx:kotlinx-coroutines-android:1.10.2").
 #
 # Output: target/uniffi/android/proteus.aar
 set -euo pipefail

@@ -16,7 +16,9 @@
 use std::ops::Range;
 
 use proteus_client::Decrypted;
-use uniffi::{FfiConverter, Lift, MetadataBuffer, RustBuffer, TypeId};
+use uniffi::{FfiConverter, Lift, Lower, MetadataBuffer, RustBuffer, TypeId};
+
+use crate::kind::ErrorKind;
 
 use crate::types::{BatchResult, QueuedMessage};
 
@@ -164,7 +166,7 @@ unsafe impl FfiConverter<Tag> for QueuedMessages {
 
     fn lower(obj: Self) -> RustBuffer {
         let mut buf = Vec::with_capacity(obj.buf.len().saturating_add(4));
-        Self::write(obj, &mut buf);
+        <Self as FfiConverter<Tag>>::write(obj, &mut buf);
         RustBuffer::from_vec(buf)
     }
 
@@ -246,7 +248,7 @@ impl BatchResults {
         let sender = decrypted.sender.map(|key| key.fingerprint());
         let outcome = match &decrypted.outcome {
             Ok(plaintext) => Ok(plaintext.as_slice()),
-            Err(e) => Err((i32::from(e.code()), e.kind())),
+            Err(e) => Err((i32::from(e.code()), ErrorKind::of(e.error_code()))),
         };
         self.push_parts(
             &id,
@@ -263,7 +265,7 @@ impl BatchResults {
         &mut self,
         message_id: &[u8],
         session_id: &str,
-        outcome: Result<&[u8], (i32, &str)>,
+        outcome: Result<&[u8], (i32, ErrorKind)>,
         already_seen: bool,
         sender: Option<&str>,
     ) {
@@ -281,7 +283,7 @@ impl BatchResults {
                 buf.push(1);
                 buf.extend_from_slice(&code.to_be_bytes());
                 buf.push(1);
-                write_bytes(buf, kind.as_bytes());
+                <ErrorKind as Lower<Tag>>::write(kind, buf);
             }
         }
         buf.push(u8::from(already_seen));
@@ -300,8 +302,8 @@ impl BatchResults {
         write_option(buf, r.error_code, |buf, code| {
             buf.extend_from_slice(&code.to_be_bytes());
         });
-        write_option(buf, r.error_kind.as_deref(), |buf, kind| {
-            write_bytes(buf, kind.as_bytes());
+        write_option(buf, r.error_kind, |buf, kind| {
+            <ErrorKind as Lower<Tag>>::write(kind, buf);
         });
         buf.push(u8::from(r.already_seen));
         write_option(buf, r.sender.as_deref(), |buf, sender| {

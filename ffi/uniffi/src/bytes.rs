@@ -13,7 +13,7 @@ use uniffi::{FfiConverter, MetadataBuffer, RustBuffer, TypeId};
 use zeroize::Zeroizing;
 
 /// Bytes to or from Kotlin (`ByteArray`) or Swift (`Data`).
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Bytes(pub Vec<u8>);
 
 impl Bytes {

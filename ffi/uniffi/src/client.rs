@@ -1,19 +1,23 @@
 //! The exported client: `proteus_client::Client` behind a [`Gate`], with owned arguments.
+//!
+//! Every call is async (Kotlin `suspend fun`, Swift `async throws`): it runs on the worker pool
+//! (`worker.rs`), never on the caller's thread. Integers cross as `Int`/`Long` (Kotlin) and are
+//! range-checked here: a value out of range is `IntegerOutOfRange` (309).
 
-use std::ops::ControlFlow;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use proteus_client::{BatchError, Chunking, ClientError, SqliteOptions};
+use proteus_client::{ClientError, SqliteOptions, StoreKey};
 use proteus_core::PreKeyId;
 
-use crate::batch::{BatchResults, QueuedMessages};
 use crate::bytes::{Bytes, SecretBytes};
 use crate::error::ProteusError;
 use crate::gate::Gate;
-use crate::types::{BatchDelivery, BatchProgress, BatchSummary, OutgoingMessage, PreKeyBundle};
+use crate::types::PreKeyBundle;
+use crate::worker::{self, Cancel};
 
-/// How `Client.openWith` treats the path.
+/// How `Client.open` treats the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum OpenMode {
     /// The store must exist (`StoreNotFound`, 504, otherwise).
@@ -34,18 +38,18 @@ impl From<OpenMode> for proteus_client::OpenMode {
     }
 }
 
-/// Options of `Client.openWith` and `Client.inMemoryWith`.
+/// Options of `Client.open` and `Client.inMemory`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Record)]
 pub struct ClientOptions {
     /// How long a call waits while another client on the same store (another process, such as
     /// an app's notification extension, or another client of this one) is in a call, before it
-    /// fails with `StoreBusy` (502). SQLite stores only.
+    /// fails with `StoreBusy` (502). SQLite stores only. 0 to 2^31-1.
     #[uniffi(default = 5000)]
-    pub busy_timeout_ms: u32,
-    /// How long a call waits for another call of the same client, running on another thread,
-    /// before it fails with `ClientBusy` (120).
+    pub busy_timeout_ms: i64,
+    /// How long a call waits for another call of the same client before it fails with
+    /// `ClientBusy` (120). 0 to 2^31-1.
     #[uniffi(default = 30000)]
-    pub wait_timeout_ms: u32,
+    pub wait_timeout_ms: i64,
 }
 
 impl Default for ClientOptions {
@@ -57,100 +61,215 @@ impl Default for ClientOptions {
     }
 }
 
-/// A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store (or in
-/// memory).
+/// A duration in milliseconds from a `Long`: 0 to `i32::MAX`.
+fn millis(what: &str, ms: i64) -> Result<Duration, ProteusError> {
+    match u64::try_from(ms) {
+        Ok(v) if ms <= i64::from(i32::MAX) => Ok(Duration::from_millis(v)),
+        _ => Err(ProteusError::out_of_range(what, ms)),
+    }
+}
+
+/// A count or a size from an `Int`: `0..=max`.
+pub(crate) fn count(what: &str, value: i32, max: usize) -> Result<usize, ProteusError> {
+    match usize::try_from(value) {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(ProteusError::out_of_range(what, i64::from(value))),
+    }
+}
+
+/// The 32 bytes of a store key.
+pub(crate) fn store_key(bytes: &[u8]) -> Result<StoreKey, ProteusError> {
+    let key: [u8; 32] = bytes.try_into().map_err(|_| {
+        ProteusError::registered(
+            proteus_core::ErrorCode::InvalidLength,
+            format!("a store key is 32 bytes, not {}", bytes.len()),
+        )
+    })?;
+    Ok(StoreKey::new(key))
+}
+
+/// A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store
+/// (optionally sealed with a key) or in memory.
 ///
-/// Safe to share between threads: calls run one at a time, and a call waits for the one in
-/// progress (see `ClientOptions.waitTimeoutMs`). Every call that changes state has committed it
-/// when it returns; a failed call changes nothing. In Kotlin, close it (`use {}`) to close the
-/// store; in Swift, the store closes when the last reference goes.
+/// Safe to share between threads and coroutines/tasks: calls run one at a time, and a call
+/// waits for the one in progress (see `ClientOptions.waitTimeoutMs`). Every call that changes
+/// state has committed it when it returns; a failed or cancelled call changes nothing. Close it
+/// to close the store (Kotlin `close()`/`use {}`, Swift `close()`).
 #[derive(Debug, uniffi::Object)]
 pub struct Client {
-    inner: Gate<proteus_client::Client>,
+    /// `None` once closed.
+    inner: Arc<Gate<Option<proteus_client::Client>>>,
 }
 
 impl Client {
-    fn wrap(client: proteus_client::Client, options: ClientOptions) -> Arc<Self> {
+    fn wrap(client: proteus_client::Client, wait_timeout: Duration) -> Arc<Self> {
         Arc::new(Self {
-            inner: Gate::new(
-                client,
-                Duration::from_millis(u64::from(options.wait_timeout_ms)),
-            ),
+            inner: Arc::new(Gate::new(Some(client), wait_timeout)),
         })
     }
 
-    fn with<R>(
+    /// Runs `f` on the client, on the worker pool; see [`Self::run_cancellable`].
+    pub(crate) fn run<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut proteus_client::Client) -> Result<R, ClientError>,
-    ) -> Result<R, ProteusError> {
-        self.inner
-            .with(|client| f(client).map_err(ProteusError::from))
+        f: impl FnOnce(&mut proteus_client::Client) -> Result<R, ClientError> + Send + 'static,
+    ) -> impl Future<Output = Result<R, ProteusError>> {
+        self.run_cancellable(move |client, _| f(client).map_err(ProteusError::from))
+    }
+
+    /// Runs `f` on the client, on the worker pool. A call from inside one of this client's own
+    /// callbacks fails at once with `ClientBusy` (it would wait for itself).
+    pub(crate) fn run_cancellable<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut proteus_client::Client, &Cancel) -> Result<R, ProteusError> + Send + 'static,
+    ) -> impl Future<Output = Result<R, ProteusError>> {
+        let gate = Arc::clone(&self.inner);
+        // Checked on the caller's thread: the thread of a callback in progress holds the gate.
+        let reentrant = gate.is_held_here();
+        async move {
+            if reentrant {
+                return Err(ProteusError::busy(
+                    "the client was called from inside one of its own callbacks",
+                ));
+            }
+            worker::spawn(move |cancel| {
+                gate.with(|slot| match slot {
+                    // Cancelled while it waited for the call in progress: it never starts.
+                    _ if cancel.is_cancelled() => Err(ProteusError::cancelled()),
+                    Some(client) => f(client, cancel),
+                    None => Err(ProteusError::closed()),
+                })
+            })
+            .await
+        }
     }
 }
 
+/// Opening, closing, and the stores.
 #[uniffi::export]
 impl Client {
-    /// Opens the SQLite store at `path`, creating it (with a new identity) if there is none.
-    #[uniffi::constructor]
-    pub fn open(path: String) -> Result<Arc<Self>, ProteusError> {
-        Self::open_with(path, OpenMode::ExistingOrNew, ClientOptions::default())
-    }
-
-    /// Opens the SQLite store at `path` as `mode` says.
-    #[uniffi::constructor]
-    pub fn open_with(
+    /// Opens the SQLite store at `path`. With `store_key` (32 bytes, e.g. from the Android
+    /// Keystore or the iOS Keychain: see the README) every record is sealed; a new store is
+    /// created sealed. A sealed store opened without its key fails with `StoreKeyRequired`
+    /// (510), with another key `WrongStoreKey` (508), an unsealed one given a key
+    /// `StoreNotSealed` (509); none of them changes anything. `mode` null is `ExistingOrNew`.
+    #[uniffi::constructor(default(store_key = None, mode = None, options))]
+    pub async fn open(
         path: String,
-        mode: OpenMode,
+        store_key: Option<SecretBytes>,
+        mode: Option<OpenMode>,
         options: ClientOptions,
     ) -> Result<Arc<Self>, ProteusError> {
         let sqlite = SqliteOptions {
-            busy_timeout: Duration::from_millis(u64::from(options.busy_timeout_ms)),
+            busy_timeout: millis("busyTimeoutMs", options.busy_timeout_ms)?,
         };
-        let client = proteus_client::Client::open_with(path, mode.into(), &sqlite)?;
-        Ok(Self::wrap(client, options))
+        let wait = millis("waitTimeoutMs", options.wait_timeout_ms)?;
+        let mode = mode.unwrap_or(OpenMode::ExistingOrNew).into();
+        let key = store_key.as_deref().map(self::store_key).transpose()?;
+        let client = worker::spawn(move |_| {
+            Ok(match key {
+                Some(key) => proteus_client::Client::open_sealed(path, mode, &sqlite, &key)?,
+                None => proteus_client::Client::open_with(path, mode, &sqlite)?,
+            })
+        })
+        .await?;
+        Ok(Self::wrap(client, wait))
     }
 
     /// A client whose state lives in memory only (tests, throwaway identities).
-    #[uniffi::constructor]
-    pub fn in_memory() -> Result<Arc<Self>, ProteusError> {
-        Self::in_memory_with(ClientOptions::default())
+    #[uniffi::constructor(default(options))]
+    pub async fn in_memory(options: ClientOptions) -> Result<Arc<Self>, ProteusError> {
+        let wait = millis("waitTimeoutMs", options.wait_timeout_ms)?;
+        let client = worker::spawn(|_| Ok(proteus_client::Client::in_memory()?)).await?;
+        Ok(Self::wrap(client, wait))
     }
 
-    /// A client in memory, with options.
-    #[uniffi::constructor]
-    pub fn in_memory_with(options: ClientOptions) -> Result<Arc<Self>, ProteusError> {
-        Ok(Self::wrap(proteus_client::Client::in_memory()?, options))
+    /// Waits for the call in progress, then closes the store and wipes the keys in memory.
+    /// Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
+    /// `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
+    pub async fn close(&self) -> Result<(), ProteusError> {
+        let gate = Arc::clone(&self.inner);
+        worker::spawn(move |_| {
+            gate.with(|slot| {
+                drop(slot.take());
+                Ok(())
+            })
+        })
+        .await
     }
+}
 
+/// `Client.sealStore`: encrypts an existing unsealed SQLite store in place with `key` (32
+/// bytes), in one transaction; no plaintext record remains in the file. Clients on it must be
+/// closed. Called as `Client.sealStore` (Kotlin companion, Swift static).
+#[uniffi::export]
+pub async fn client_seal_store(path: String, key: SecretBytes) -> Result<(), ProteusError> {
+    let key = store_key(&key)?;
+    worker::spawn(move |_| Ok(proteus_client::seal_store(path, &key).map_err(ClientError::from)?))
+        .await
+}
+
+/// `Client.rekeyStore`: re-encrypts a sealed store from `old_key` to `new_key` in one
+/// transaction (key rotation). A wrong `old_key` gives `WrongStoreKey` (508) and changes
+/// nothing.
+#[uniffi::export]
+pub async fn client_rekey_store(
+    path: String,
+    old_key: SecretBytes,
+    new_key: SecretBytes,
+) -> Result<(), ProteusError> {
+    let (old, new) = (store_key(&old_key)?, store_key(&new_key)?);
+    worker::spawn(move |_| {
+        Ok(proteus_client::rekey_store(path, &old, &new).map_err(ClientError::from)?)
+    })
+    .await
+}
+
+/// `Client.deleteStore`: deletes the store at `path` with its SQLite side files (`-wal`,
+/// `-shm`). Nothing happens if there is none; a file that is not a Proteus store is refused
+/// (`StoreCorrupt`, 503) and left alone. Clients on it must be closed.
+#[uniffi::export]
+pub async fn client_delete_store(path: String) -> Result<(), ProteusError> {
+    worker::spawn(move |_| Ok(proteus_client::delete_store(path).map_err(ClientError::from)?)).await
+}
+
+/// Identity, prekeys, sessions, import and export.
+#[uniffi::export]
+impl Client {
     /// Our fingerprint: lowercase hex of the identity key (64 characters).
-    pub fn fingerprint(&self) -> Result<String, ProteusError> {
-        self.with(|c| Ok(c.fingerprint()))
+    pub async fn fingerprint(&self) -> Result<String, ProteusError> {
+        self.run(|c| Ok(c.fingerprint())).await
+    }
+
+    /// Our identity's public key: the 32 bytes of the Ed25519 key.
+    pub async fn identity_key(&self) -> Result<Bytes, ProteusError> {
+        self.run(|c| Ok(Bytes(c.identity().public_key().as_bytes().to_vec())))
+            .await
     }
 
     /// An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
-    /// server's authentication challenge; it verifies with the public key of `fingerprint()`.
-    /// Prefix the message with a context string of your own: the identity key also signs
-    /// prekey bundles.
-    pub fn sign(&self, message: Bytes) -> Result<Bytes, ProteusError> {
-        self.with(|c| Ok(Bytes(c.sign(&message).to_vec())))
+    /// server's authentication challenge; it verifies with `identityKey()`. Prefix the message
+    /// with a context string of your own: the identity key also signs prekey bundles.
+    pub async fn sign(&self, message: Bytes) -> Result<Bytes, ProteusError> {
+        self.run(move |c| Ok(Bytes(c.sign(&message).to_vec())))
+            .await
     }
 
     /// Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
     /// to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
     /// oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
-    pub fn set_max_counter_gap(&self, gap: u32) -> Result<(), ProteusError> {
-        self.with(|c| {
+    pub async fn set_max_counter_gap(&self, gap: i32) -> Result<(), ProteusError> {
+        let gap = u32::try_from(gap).map_err(|_| ProteusError::out_of_range("gap", gap.into()))?;
+        self.run(move |c| {
             c.set_session_config(c.session_config().with_max_counter_gap(gap));
             Ok(())
         })
+        .await
     }
 
-    // --- prekeys -------------------------------------------------------------------------
-
     /// Generates `count` one-time prekeys and returns their bundles, for publishing.
-    pub fn generate_prekeys(&self, count: u32) -> Result<Vec<PreKeyBundle>, ProteusError> {
-        self.with(|c| {
-            let count = usize::try_from(count).unwrap_or(usize::MAX);
+    pub async fn generate_prekeys(&self, count: i32) -> Result<Vec<PreKeyBundle>, ProteusError> {
+        let count = self::count("count", count, usize::MAX)?;
+        self.run(move |c| {
             let one_time_ids = usize::from(PreKeyId::LAST_RESORT.value());
             if count > one_time_ids {
                 // Refused here rather than by the store, which would first reserve room for
@@ -163,177 +282,92 @@ impl Client {
                 .map(PreKeyBundle::from)
                 .collect())
         })
+        .await
     }
 
     /// The bundle of the last-resort prekey (id 65535), which is never used up.
-    pub fn last_resort_bundle(&self) -> Result<PreKeyBundle, ProteusError> {
-        self.with(|c| c.last_resort_bundle().map(PreKeyBundle::from))
+    pub async fn last_resort_bundle(&self) -> Result<PreKeyBundle, ProteusError> {
+        self.run(|c| c.last_resort_bundle().map(PreKeyBundle::from))
+            .await
     }
 
-    /// The bundle of a stored prekey.
-    pub fn prekey_bundle(&self, id: u16) -> Result<PreKeyBundle, ProteusError> {
-        self.with(|c| c.prekey_bundle(PreKeyId::new(id)).map(PreKeyBundle::from))
+    /// The bundle of a stored prekey (id 0 to 65535).
+    pub async fn prekey_bundle(&self, id: i32) -> Result<PreKeyBundle, ProteusError> {
+        let id = u16::try_from(id).map_err(|_| ProteusError::out_of_range("id", id.into()))?;
+        self.run(move |c| c.prekey_bundle(PreKeyId::new(id)).map(PreKeyBundle::from))
+            .await
     }
 
     /// How many one-time prekeys are left (the last-resort prekey is not counted).
-    pub fn prekeys_remaining(&self) -> Result<u32, ProteusError> {
-        self.with(|c| Ok(u32::try_from(c.prekeys_remaining()?).unwrap_or(u32::MAX)))
+    pub async fn prekeys_remaining(&self) -> Result<i32, ProteusError> {
+        self.run(|c| Ok(i32::try_from(c.prekeys_remaining()?).unwrap_or(i32::MAX)))
+            .await
     }
-
-    // --- sessions ------------------------------------------------------------------------
 
     /// Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
     /// application's choice, such as `"user:device"`.
-    pub fn create_session(&self, session_id: String, bundle: Bytes) -> Result<(), ProteusError> {
-        self.with(|c| c.create_session(&session_id, &bundle))
+    pub async fn create_session(
+        &self,
+        session_id: String,
+        bundle: Bytes,
+    ) -> Result<(), ProteusError> {
+        self.run(move |c| c.create_session(&session_id, &bundle))
+            .await
     }
 
     /// Whether a session with this id exists.
-    pub fn has_session(&self, session_id: String) -> Result<bool, ProteusError> {
-        self.with(|c| c.has_session(&session_id))
+    pub async fn has_session(&self, session_id: String) -> Result<bool, ProteusError> {
+        self.run(move |c| c.has_session(&session_id)).await
     }
 
     /// The ids of all sessions.
-    pub fn session_ids(&self) -> Result<Vec<String>, ProteusError> {
-        self.with(|c| c.session_ids())
+    pub async fn session_ids(&self) -> Result<Vec<String>, ProteusError> {
+        self.run(|c| c.session_ids()).await
     }
 
     /// The peer's fingerprint in a session.
-    pub fn remote_fingerprint(&self, session_id: String) -> Result<String, ProteusError> {
-        self.with(|c| c.remote_fingerprint(&session_id))
+    pub async fn remote_fingerprint(&self, session_id: String) -> Result<String, ProteusError> {
+        self.run(move |c| c.remote_fingerprint(&session_id)).await
     }
 
     /// Deletes a session (nothing happens if there is none).
-    pub fn delete_session(&self, session_id: String) -> Result<(), ProteusError> {
-        self.with(|c| c.delete_session(&session_id))
+    pub async fn delete_session(&self, session_id: String) -> Result<(), ProteusError> {
+        self.run(move |c| c.delete_session(&session_id)).await
     }
-
-    // --- messages ------------------------------------------------------------------------
-
-    /// Encrypts for the session's peer. The advanced sending chain is committed before the
-    /// envelope is returned.
-    pub fn encrypt(&self, session_id: String, plaintext: Bytes) -> Result<Bytes, ProteusError> {
-        self.with(|c| c.encrypt(&session_id, &plaintext).map(Bytes))
-    }
-
-    /// Encrypts several messages (for one or several sessions) with one commit, made before any
-    /// envelope is returned. Envelopes come back in order; if one fails, none is returned and
-    /// nothing is committed.
-    pub fn encrypt_batch(
-        &self,
-        messages: Vec<OutgoingMessage>,
-    ) -> Result<Vec<Bytes>, ProteusError> {
-        self.with(|c| {
-            let borrowed: Vec<(&str, &[u8])> = messages
-                .iter()
-                .map(|m| (m.session_id.as_str(), &*m.plaintext))
-                .collect();
-            Ok(c.encrypt_batch(&borrowed)?.into_iter().map(Bytes).collect())
-        })
-    }
-
-    /// Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
-    /// session (its one-time prekey is deleted in the same commit).
-    pub fn decrypt(&self, session_id: String, envelope: Bytes) -> Result<Bytes, ProteusError> {
-        self.with(|c| c.decrypt(&session_id, &envelope).map(Bytes))
-    }
-
-    /// Decrypts a queue of messages (mixed senders, new sessions, duplicates welcome) and commits
-    /// every change in one transaction, **after** `delivery` has received every result.
-    ///
-    /// Results reach `delivery` in queue order, in chunks: a chunk is delivered when it holds
-    /// `max_chunk` results, when `progress_interval_ms` have passed since the last delivery (0:
-    /// never for that reason), and at the end. So a progress display is updated at a steady
-    /// rate however fast the messages decrypt, and few calls cross the boundary (each costs
-    /// tens of microseconds on the JVM). Each result carries its stable message id. If the
-    /// process dies before the commit, the same envelopes decrypt again (same ids) the next
-    /// time; after the commit they come back as `already_seen`. So no message is lost, and
-    /// deduplicating by message id makes delivery exactly-once.
-    ///
-    /// Per-message rejections are results, not exceptions; the call throws only if the store
-    /// fails, or `delivery` returns false (`BatchAborted`, 108) or throws: then nothing of the
-    /// batch is committed. While `delivery` runs, the client is busy: see [`BatchDelivery`].
-    #[uniffi::method(default(max_chunk = 1000, progress_interval_ms = 100))]
-    pub fn decrypt_batch(
-        &self,
-        queue: QueuedMessages,
-        delivery: Box<dyn BatchDelivery>,
-        max_chunk: u32,
-        progress_interval_ms: u32,
-    ) -> Result<BatchSummary, ProteusError> {
-        let mut chunking = Chunking::every(usize::try_from(max_chunk).unwrap_or(usize::MAX));
-        if progress_interval_ms > 0 {
-            chunking =
-                chunking.with_interval(Duration::from_millis(u64::from(progress_interval_ms)));
-        }
-        // Room for a chunk's results: about the size of its envelopes, plus the hex ids.
-        let per_message = queue.byte_len() / queue.len().max(1) + 80;
-        let chunk_bytes = per_message.saturating_mul(chunking.max_len.min(queue.len()));
-        self.inner.with(|client| {
-            let borrowed: Vec<proteus_client::QueuedMessage<'_>> = queue
-                .iter()
-                .map(|(session_id, envelope)| proteus_client::QueuedMessage {
-                    session_id,
-                    envelope,
-                })
-                .collect();
-            let mut summary = BatchSummary::default();
-            let outcome = client.decrypt_batch_chunked(&borrowed, chunking, |chunk, progress| {
-                let mut results = BatchResults::with_capacity(chunk_bytes);
-                for decrypted in chunk {
-                    summary.count(&decrypted.outcome);
-                    results.push(decrypted);
-                }
-                let progress = BatchProgress {
-                    done: u32::try_from(progress.done).unwrap_or(u32::MAX),
-                    total: u32::try_from(progress.total).unwrap_or(u32::MAX),
-                };
-                delivery
-                    .deliver(results, progress)
-                    .map(|go_on| match go_on {
-                        true => ControlFlow::Continue(()),
-                        false => ControlFlow::Break(()),
-                    })
-            });
-            match outcome {
-                Ok(_) => Ok(summary),
-                Err(BatchError::Client(e)) => Err(e.into()),
-                Err(BatchError::Delivery(thrown)) => Err(thrown),
-            }
-        })
-    }
-
-    // --- import and export ---------------------------------------------------------------
 
     /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
     /// allowed while there are no sessions (`IdentityInUse`, 107).
-    pub fn import_identity(&self, identity: SecretBytes) -> Result<(), ProteusError> {
-        self.with(|c| c.import_identity(&identity))
+    pub async fn import_identity(&self, identity: SecretBytes) -> Result<(), ProteusError> {
+        self.run(move |c| c.import_identity(&identity)).await
     }
 
     /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
     /// same id; returns its id.
-    pub fn import_prekey(&self, prekey: SecretBytes) -> Result<u16, ProteusError> {
-        self.with(|c| c.import_prekey(&prekey).map(PreKeyId::value))
+    pub async fn import_prekey(&self, prekey: SecretBytes) -> Result<i32, ProteusError> {
+        self.run(move |c| c.import_prekey(&prekey).map(|id| i32::from(id.value())))
+            .await
     }
 
     /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-    pub fn import_session(
+    pub async fn import_session(
         &self,
         session_id: String,
         session: SecretBytes,
     ) -> Result<(), ProteusError> {
-        self.with(|c| c.import_session(&session_id, &session))
+        self.run(move |c| c.import_session(&session_id, &session))
+            .await
     }
 
     /// The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
     /// the array after use.
-    pub fn export_identity(&self) -> Result<SecretBytes, ProteusError> {
-        self.with(|c| Ok(SecretBytes::new(c.export_identity())))
+    pub async fn export_identity(&self) -> Result<SecretBytes, ProteusError> {
+        self.run(|c| Ok(SecretBytes::new(c.export_identity())))
+            .await
     }
 
     /// A session, serialised as Wire's Proteus does. It holds secret keys.
-    pub fn export_session(&self, session_id: String) -> Result<SecretBytes, ProteusError> {
-        self.with(|c| Ok(SecretBytes::new(c.export_session(&session_id)?)))
+    pub async fn export_session(&self, session_id: String) -> Result<SecretBytes, ProteusError> {
+        self.run(move |c| Ok(SecretBytes::new(c.export_session(&session_id)?)))
+            .await
     }
 }

@@ -1,7 +1,10 @@
-//! The one error type of the bindings: a stable numeric code, a kind name and a message.
+//! The error type of the bindings: a family, a stable numeric code, a kind and a detail.
 
 use proteus_client::ClientError;
 use proteus_core::ErrorCode;
+use proteus_core::codes::Family;
+
+use crate::kind::ErrorKind;
 
 /// Code of [`ProteusError`] for a call that would have to wait for another call of the same
 /// client forever: a call made from inside a callback of that client (re-entrancy), or one that
@@ -45,35 +48,99 @@ pub fn error_codes() -> Vec<ErrorCodeEntry> {
         .collect()
 }
 
-/// Every failure of the client, in Kotlin as `ProteusException` and in Swift as `ProteusError`.
+/// Every failure of the client, in Kotlin as `ProteusException` and in Swift as `ProteusError`:
+/// one variant per family (the hundreds digit of the code), so that an app can catch a family
+/// (`ProteusException.Decrypt`, `catch ProteusError.decrypt`) and branch on `kind`, an enum.
 ///
 /// `code` and `kind` are stable and the same in Rust (`ClientError::code`/`kind`), Kotlin, Swift
-/// and JavaScript: 1xx engine, 2xx decryption, 3xx decoding, 4xx input, 5xx system.
+/// and JavaScript: 1xx engine, 2xx decryption, 3xx decoding, 4xx input, 5xx system. `detail` is
+/// for logs and never contains key material or user data.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, uniffi::Error)]
 pub enum ProteusError {
-    /// The only variant: match on `code` or `kind`, not on the type.
-    #[error("{kind} ({code}): {detail}")]
-    Failure {
+    /// 1xx: the engine or the client refused the call (no session, a busy client, an aborted
+    /// batch, ...).
+    #[error("{kind:?} ({code}): {detail}")]
+    Engine {
         /// The stable numeric code.
         code: i32,
-        /// The stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, ...).
-        kind: String,
-        /// What happened, for logs; never contains key material.
+        /// The stable name of the condition.
+        kind: ErrorKind,
+        /// What happened, for logs.
+        detail: String,
+    },
+    /// 2xx: a message was rejected (duplicate, bad MAC, changed identity, ...).
+    #[error("{kind:?} ({code}): {detail}")]
+    Decrypt {
+        /// The stable numeric code.
+        code: i32,
+        /// The stable name of the condition.
+        kind: ErrorKind,
+        /// What happened, for logs.
+        detail: String,
+    },
+    /// 3xx: bytes did not decode (or an integer argument was out of range, 309).
+    #[error("{kind:?} ({code}): {detail}")]
+    Decode {
+        /// The stable numeric code.
+        code: i32,
+        /// The stable name of the condition.
+        kind: ErrorKind,
+        /// What happened, for logs.
+        detail: String,
+    },
+    /// 4xx: an input decoded but is not acceptable (an invalid key, a plaintext too long).
+    #[error("{kind:?} ({code}): {detail}")]
+    Input {
+        /// The stable numeric code.
+        code: i32,
+        /// The stable name of the condition.
+        kind: ErrorKind,
+        /// What happened, for logs.
+        detail: String,
+    },
+    /// 5xx: the store (busy, corrupt, wrong key, ...), the system, or a bug (599).
+    #[error("{kind:?} ({code}): {detail}")]
+    System {
+        /// The stable numeric code.
+        code: i32,
+        /// The stable name of the condition.
+        kind: ErrorKind,
+        /// What happened, for logs.
         detail: String,
     },
 }
 
 impl ProteusError {
-    pub(crate) fn new(code: i32, kind: &str, detail: impl Into<String>) -> Self {
-        Self::Failure {
-            code,
-            kind: kind.to_owned(),
-            detail: detail.into(),
+    /// The error of a registered code.
+    pub(crate) fn registered(code: ErrorCode, detail: impl Into<String>) -> Self {
+        let (number, kind, detail) = (i32::from(code.number()), ErrorKind::of(code), detail.into());
+        match code.family() {
+            Family::Engine => Self::Engine {
+                code: number,
+                kind,
+                detail,
+            },
+            Family::Decrypt => Self::Decrypt {
+                code: number,
+                kind,
+                detail,
+            },
+            Family::Decode => Self::Decode {
+                code: number,
+                kind,
+                detail,
+            },
+            Family::Input => Self::Input {
+                code: number,
+                kind,
+                detail,
+            },
+            _ => Self::System {
+                code: number,
+                kind,
+                detail,
+            },
         }
-    }
-
-    fn registered(code: ErrorCode, detail: impl Into<String>) -> Self {
-        Self::new(i32::from(code.number()), code.kind(), detail)
     }
 
     pub(crate) fn busy(message: impl Into<String>) -> Self {
@@ -84,18 +151,46 @@ impl ProteusError {
         Self::registered(ErrorCode::Internal, message)
     }
 
-    /// The stable numeric code.
-    pub fn code(&self) -> i32 {
+    pub(crate) fn closed() -> Self {
+        Self::registered(ErrorCode::ClientClosed, "the client was closed")
+    }
+
+    /// What a job whose caller gave up returns (nobody reads it).
+    pub(crate) fn cancelled() -> Self {
+        Self::registered(ErrorCode::BatchAborted, "the caller cancelled the call")
+    }
+
+    /// An integer argument outside the range its parameter allows (`IntegerOutOfRange`, 309).
+    pub(crate) fn out_of_range(what: &str, value: i64) -> Self {
+        Self::registered(
+            ErrorCode::IntegerOutOfRange,
+            format!("{what} {value} is out of range"),
+        )
+    }
+
+    fn parts(&self) -> (i32, ErrorKind, &str) {
         match self {
-            Self::Failure { code, .. } => *code,
+            Self::Engine { code, kind, detail }
+            | Self::Decrypt { code, kind, detail }
+            | Self::Decode { code, kind, detail }
+            | Self::Input { code, kind, detail }
+            | Self::System { code, kind, detail } => (*code, *kind, detail),
         }
     }
 
-    /// The stable kind name.
-    pub fn kind(&self) -> &str {
-        match self {
-            Self::Failure { kind, .. } => kind,
-        }
+    /// The stable numeric code.
+    pub fn code(&self) -> i32 {
+        self.parts().0
+    }
+
+    /// The stable kind.
+    pub fn kind(&self) -> ErrorKind {
+        self.parts().1
+    }
+
+    /// What happened, for logs.
+    pub fn detail(&self) -> &str {
+        self.parts().2
     }
 }
 

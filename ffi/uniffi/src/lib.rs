@@ -1,15 +1,19 @@
 //! Kotlin and Swift bindings of the Proteus client, through UniFFI.
 //!
-//! A thin adapter over [`proteus_client::Client`]: owned arguments in, records out, one error
-//! type, and a lock that makes the client safe to share between threads. No protocol logic lives
-//! here.
+//! A thin adapter over [`proteus_client::Client`]: owned arguments in, records out, typed
+//! errors, and a gate that makes the client safe to share between threads. No protocol logic
+//! lives here. Every call is async (Kotlin `suspend fun`, Swift `async throws`) and runs on a
+//! small worker pool (`worker.rs`), never on the caller's thread.
 //!
-//! * [`Client`]: `open(path)` / `openWith(path, mode, options)` (SQLite) or `inMemory()`;
-//!   fingerprints, prekeys and bundles, sessions by id, `encrypt`, `encryptBatch`, `decrypt`,
-//!   `decryptBatch` with a [`BatchDelivery`] callback, import and export of Wire's records.
-//! * [`ProteusError`] (Kotlin `ProteusException`): the stable `code` and `kind` of
-//!   `ClientError::code`/`kind`, plus three of the bindings: `ClientBusy` (120),
-//!   `CallbackFailed` (121) and `Internal` (599, a bug).
+//! * [`Client`]: `open(path, storeKey?, mode?, options)` (SQLite, sealed with a 32-byte key or
+//!   not) or `inMemory(options)`; `sealStore`/`rekeyStore`/`deleteStore`; fingerprints and the
+//!   identity key, prekeys and bundles, sessions by id, `encrypt`, `encryptBatch`, `encryptFor`
+//!   (fan-out), `decrypt`, `decryptBatch` with a [`BatchDelivery`] callback, import and export
+//!   of Wire's records, `close`.
+//! * [`ProteusError`] (Kotlin `ProteusException`): one variant per family (Engine, Decrypt,
+//!   Decode, Input, System), each with the stable `code` and [`ErrorKind`] of
+//!   `ClientError::code`/`kind`, plus the bindings' own: `ClientBusy` (120), `CallbackFailed`
+//!   (121), `ClientClosed` (122) and `Internal` (599, a bug).
 //!
 //! The generated sources and the packaging are described in `ffi/uniffi/README.md`.
 
@@ -18,17 +22,23 @@ mod bytes;
 mod client;
 mod error;
 mod gate;
+mod kind;
+mod messages;
 mod types;
+mod worker;
 
 pub use batch::{BatchResults, QueuedMessages};
 pub use bytes::{Bytes, SecretBytes};
-pub use client::{Client, ClientOptions, OpenMode};
+pub use client::{
+    Client, ClientOptions, OpenMode, client_delete_store, client_rekey_store, client_seal_store,
+};
 pub use error::{
     CALLBACK_FAILED, CLIENT_BUSY, ErrorCodeEntry, INTERNAL, ProteusError, error_codes,
 };
+pub use kind::ErrorKind;
 pub use types::{
-    BatchDelivery, BatchProgress, BatchResult, BatchSummary, OutgoingMessage, PreKeyBundle,
-    QueuedMessage,
+    BatchDelivery, BatchProgress, BatchResult, BatchSummary, FanoutResult, OutgoingMessage,
+    PreKeyBundle, QueuedMessage,
 };
 
 uniffi::setup_scaffolding!("proteus");
@@ -48,4 +58,15 @@ pub fn bundle_fingerprint(bundle: Bytes) -> Result<String, ProteusError> {
     let bundle = proteus_core::PreKeyBundle::from_bytes(&bundle)
         .map_err(|e| ProteusError::from(proteus_client::ClientError::from(e)))?;
     Ok(bundle.identity_key().fingerprint())
+}
+
+/// The sender's identity fingerprint (lowercase hex) if `envelope` holds a PreKeyMessage, which
+/// carries it; null for other messages. What to show when a peer's identity changed
+/// (`RemoteIdentityChanged`, 204) before accepting it. Not authenticated: only a message that
+/// decrypts proves its sender.
+#[uniffi::export]
+pub fn prekey_message_fingerprint(envelope: Bytes) -> Result<Option<String>, ProteusError> {
+    let claimed = proteus_client::claimed_sender(&envelope)
+        .map_err(|e| ProteusError::from(proteus_client::ClientError::from(e)))?;
+    Ok(claimed.map(|key| key.fingerprint()))
 }

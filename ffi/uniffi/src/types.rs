@@ -7,12 +7,15 @@ use proteus_client::Decrypted;
 use crate::batch::BatchResults;
 use crate::bytes::Bytes;
 use crate::error::ProteusError;
+use crate::kind::ErrorKind;
 
 /// A prekey bundle as published: its prekey id and its CBOR bytes (what `createSession` takes).
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+/// Equal when the contents are (`equals`/`==` compare the bytes, not the arrays).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, uniffi::Record)]
+#[uniffi::export(Eq, Hash)]
 pub struct PreKeyBundle {
     /// The prekey id (65535 is the last-resort prekey).
-    pub id: u16,
+    pub id: i32,
     /// The bundle's CBOR, as Wire's Proteus serialises it.
     pub bytes: Bytes,
 }
@@ -20,14 +23,15 @@ pub struct PreKeyBundle {
 impl From<proteus_core::PreKeyBundle> for PreKeyBundle {
     fn from(bundle: proteus_core::PreKeyBundle) -> Self {
         Self {
-            id: bundle.prekey_id().value(),
+            id: i32::from(bundle.prekey_id().value()),
             bytes: Bytes(bundle.to_bytes()),
         }
     }
 }
 
 /// One received message waiting to be decrypted.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, uniffi::Record)]
+#[uniffi::export(Eq, Hash)]
 pub struct QueuedMessage {
     /// The session it belongs to (the sender, e.g. `"user:device"`).
     pub session_id: String,
@@ -36,7 +40,8 @@ pub struct QueuedMessage {
 }
 
 /// One message to encrypt in `encryptBatch`.
-#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, uniffi::Record)]
+#[uniffi::export(Eq, Hash)]
 pub struct OutgoingMessage {
     /// The session to encrypt for.
     pub session_id: String,
@@ -50,7 +55,8 @@ pub struct OutgoingMessage {
 /// (a re-delivery after the commit) come back with `already_seen` set and code 208 or 209:
 /// drop them silently. Code 214 (`MessageKeyEvicted`: a skipped message whose key was evicted)
 /// is not "already seen": that message was never decrypted.
-#[derive(Clone, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, PartialEq, Eq, Hash, uniffi::Record)]
+#[uniffi::export(Eq, Hash)]
 pub struct BatchResult {
     /// The message's stable id: lowercase hex of the envelope's MAC. The same envelope always
     /// has the same id, so the application can recognise a re-delivery after a crash; once the
@@ -63,7 +69,7 @@ pub struct BatchResult {
     /// Why it did not: the stable code.
     pub error_code: Option<i32>,
     /// Why it did not: the stable kind name.
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     /// The message was decrypted before (a duplicate or an outdated message).
     pub already_seen: bool,
     /// For the first messages of a session (PreKeyMessages): the fingerprint of the identity
@@ -93,7 +99,11 @@ impl BatchResult {
     pub(crate) fn of(decrypted: &Decrypted) -> Self {
         let (plaintext, error_code, error_kind) = match &decrypted.outcome {
             Ok(plaintext) => (Some(Bytes(plaintext.clone())), None, None),
-            Err(e) => (None, Some(i32::from(e.code())), Some(e.kind().to_owned())),
+            Err(e) => (
+                None,
+                Some(i32::from(e.code())),
+                Some(ErrorKind::of(e.error_code())),
+            ),
         };
         Self {
             message_id: decrypted.message_id.to_string(),
@@ -107,26 +117,38 @@ impl BatchResult {
     }
 }
 
+/// The result of one recipient of `encryptFor`: its envelope, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq, uniffi::Record)]
+#[uniffi::export(Eq)]
+pub struct FanoutResult {
+    /// The recipient's session id, as given.
+    pub session_id: String,
+    /// The envelope for this recipient, if its session encrypted.
+    pub envelope: Option<Bytes>,
+    /// Why it did not (`SessionNotFound`, 104, for a missing session, ...).
+    pub error: Option<ProteusError>,
+}
+
 /// How far a batch has got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Record)]
 pub struct BatchProgress {
     /// Messages processed so far.
-    pub done: u32,
+    pub done: i32,
     /// Messages in the batch.
-    pub total: u32,
+    pub total: i32,
 }
 
 /// What a batch did, once committed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, uniffi::Record)]
 pub struct BatchSummary {
     /// Messages in the batch.
-    pub total: u32,
+    pub total: i32,
     /// Messages that decrypted.
-    pub decrypted: u32,
+    pub decrypted: i32,
     /// Messages decrypted before (duplicates, outdated), to be dropped silently.
-    pub already_seen: u32,
+    pub already_seen: i32,
     /// Other rejected messages.
-    pub failed: u32,
+    pub failed: i32,
 }
 
 impl BatchSummary {

@@ -10,11 +10,14 @@
 // is handed.
 #![allow(unsafe_code)]
 
+mod support;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use proteus_core::IdentityKeyPair;
-use proteus_uniffi::{Client, UniFfiTag};
+use proteus_uniffi::{Client, ClientOptions, UniFfiTag};
+use support::Wait;
 use uniffi::{Lift, Lower, RustBuffer};
 
 /// The identity seed planted by the checks.
@@ -83,12 +86,12 @@ fn serialised_identity() -> Vec<u8> {
 
 #[test]
 fn an_exported_identity_leaves_no_freed_copy_before_it_crosses() {
-    let client = Client::in_memory().unwrap();
+    let client = Client::in_memory(ClientOptions::default()).wait().unwrap();
     // The import is checked by the other test; here it only plants the seed.
     let crossing = lower(serialised_identity());
-    client.import_identity(lift(crossing)).unwrap();
+    client.import_identity(lift(crossing)).wait().unwrap();
 
-    let (found, crossing) = freed_copies(|| lower(client.export_identity().unwrap()));
+    let (found, crossing) = freed_copies(|| lower(client.export_identity().wait().unwrap()));
     assert_eq!(
         found, 0,
         "freed blocks still held the exported identity secret"
@@ -100,15 +103,15 @@ fn an_exported_identity_leaves_no_freed_copy_before_it_crosses() {
 
 #[test]
 fn an_imported_identity_leaves_no_freed_copy() {
-    let client = Client::in_memory().unwrap();
+    let client = Client::in_memory(ClientOptions::default()).wait().unwrap();
     let crossing = lower(serialised_identity());
-    let (found, ()) = freed_copies(|| client.import_identity(lift(crossing)).unwrap());
+    let (found, ()) = freed_copies(|| client.import_identity(lift(crossing)).wait().unwrap());
     assert_eq!(
         found, 0,
         "freed blocks still held the imported identity secret"
     );
     assert_eq!(
-        client.fingerprint().unwrap(),
+        client.fingerprint().wait().unwrap(),
         IdentityKeyPair::from_seed(&SEED).fingerprint()
     );
 }

@@ -25,6 +25,8 @@ export const PRE_KEY_IDS_EXHAUSTED: 110;
 export const CLIENT_BUSY: 120;
 /** The application's batch callback threw; nothing of the batch was committed. (CallbackFailed, Engine) */
 export const CALLBACK_FAILED: 121;
+/** The client was closed (Swift `close()`); open the store again to go on. (ClientClosed, Engine) */
+export const CLIENT_CLOSED: 122;
 /** A session can only be created from a PreKeyMessage. (NotAPreKeyMessage, Decrypt) */
 export const NOT_A_PRE_KEY_MESSAGE: 201;
 /** The PreKeyMessage carries another identity than the session's remote identity. (RemoteIdentityChanged, Decrypt) */
@@ -116,6 +118,7 @@ export type ErrorCode =
   | 110
   | 120
   | 121
+  | 122
   | 201
   | 204
   | 205
@@ -176,7 +179,8 @@ export type EngineErrorKind =
   | 'BatchAborted'
   | 'PreKeyIdsExhausted'
   | 'ClientBusy'
-  | 'CallbackFailed';
+  | 'CallbackFailed'
+  | 'ClientClosed';
 
 /** The kind names of the Decrypt family. */
 export type DecryptErrorKind =

@@ -27,6 +27,8 @@ export const PRE_KEY_IDS_EXHAUSTED = 110;
 export const CLIENT_BUSY = 120;
 /** The application's batch callback threw; nothing of the batch was committed. (CallbackFailed, Engine) */
 export const CALLBACK_FAILED = 121;
+/** The client was closed (Swift `close()`); open the store again to go on. (ClientClosed, Engine) */
+export const CLIENT_CLOSED = 122;
 /** A session can only be created from a PreKeyMessage. (NotAPreKeyMessage, Decrypt) */
 export const NOT_A_PRE_KEY_MESSAGE = 201;
 /** The PreKeyMessage carries another identity than the session's remote identity. (RemoteIdentityChanged, Decrypt) */
@@ -118,6 +120,7 @@ export const ERROR_KINDS = Object.freeze({
   110: 'PreKeyIdsExhausted',
   120: 'ClientBusy',
   121: 'CallbackFailed',
+  122: 'ClientClosed',
   201: 'NotAPreKeyMessage',
   204: 'RemoteIdentityChanged',
   205: 'UnknownSessionTag',
@@ -172,6 +175,7 @@ export const ERROR_FAMILIES = Object.freeze({
   110: 'Engine',
   120: 'Engine',
   121: 'Engine',
+  122: 'Engine',
   201: 'Decrypt',
   204: 'Decrypt',
   205: 'Decrypt',

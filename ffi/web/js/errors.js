@@ -3,6 +3,7 @@
 
 import {
   CLIENT_BUSY,
+  CLIENT_CLOSED,
   ERROR_FAMILIES,
   ERROR_KINDS,
   INTERNAL,
@@ -84,9 +85,7 @@ export function notFoundError(name) {
 export const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;
 
 export function closedError() {
-  const e = new Error('the client is closed');
-  e.name = 'ClientClosedError';
-  return e;
+  return failure(CLIENT_CLOSED, 'the client is closed; open the store again to go on');
 }
 
 /** `f()`, a call into the wasm client; its errors are ProteusErrors. */

@@ -40,8 +40,8 @@ import type {
 /**
  * Every failure of the client. `code` and `kind` are stable and the same as natively
  * (Rust `ClientError::code()`/`kind()`, Kotlin, Swift): 1xx engine, 2xx decryption,
- * 3xx decoding, 4xx input, 5xx system. Use of a closed client throws a plain Error named
- * "ClientClosedError" instead; bad argument types throw TypeError or RangeError.
+ * 3xx decoding, 4xx input, 5xx system. Use of a closed client fails with ClientClosed (122);
+ * bad argument types throw TypeError or RangeError.
  */
 export class ProteusError extends Error {
   readonly name: 'ProteusError';

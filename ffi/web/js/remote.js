@@ -11,7 +11,7 @@
 // Arguments are checked on the page, as Client checks them (a TypeError or RangeError is thrown
 // at once); bytes are copied to the worker (a batch's in one buffer, transferred).
 
-import { Client, ProteusError } from './index.js';
+import { CLIENT_CLOSED, Client, ProteusError } from './index.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { fromWire, own, owned, port, split, toWire } from './wire.js';
 
@@ -352,7 +352,5 @@ export class RemoteClient {
 }
 
 function closedError() {
-  const e = new Error('the client is closed');
-  e.name = 'ClientClosedError';
-  return e;
+  return new ProteusError('the client is closed; open the store again to go on', CLIENT_CLOSED, 'ClientClosed');
 }

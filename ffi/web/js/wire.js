@@ -46,7 +46,7 @@ export function toWire(e) {
 /**
  * The error a message carried, as its original type: a ProteusError (made by `makeProteusError`)
  * when it has a numeric code and a kind, a TypeError or RangeError as such, else an Error with
- * the same name (e.g. "ClientClosedError").
+ * the same name (e.g. "WorkerError").
  */
 export function fromWire(wire, makeProteusError, cause) {
   const options = cause === undefined ? undefined : { cause };

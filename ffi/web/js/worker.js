@@ -9,7 +9,7 @@
 // The clients are the package's own (index.js): IndexedDB and Web Locks work in a Worker as in
 // a page, so the commit, locking and error rules are the same.
 
-import { Client, bundleFingerprint, init, messageId, prekeyMessageFingerprint } from './index.js';
+import { CLIENT_CLOSED, Client, ProteusError, bundleFingerprint, init, messageId, prekeyMessageFingerprint } from './index.js';
 import { CHUNK, join, owned, port, split, toWire } from './wire.js';
 
 const FUNCTIONS = { messageId, bundleFingerprint, prekeyMessageFingerprint };
@@ -36,7 +36,7 @@ export function serveClient(scope = globalThis, defaults = {}) {
 
   const client = (handle) => {
     const c = clients.get(handle);
-    if (c === undefined) throw Object.assign(new Error('the client is closed'), { name: 'ClientClosedError' });
+    if (c === undefined) throw new ProteusError('the client is closed; open the store again to go on', CLIENT_CLOSED, 'ClientClosed');
     return c;
   };
   const adopt = (c) => {

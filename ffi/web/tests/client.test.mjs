@@ -444,7 +444,7 @@ describe('lifecycle', () => {
     const closing = alice.close();
     assert.ok((await pending) instanceof Uint8Array);
     await closing;
-    await assert.rejects(alice.fingerprint(), (e) => e.name === 'ClientClosedError');
+    await assert.rejects(alice.fingerprint(), (e) => e instanceof ProteusError && e.code === 122 && e.kind === 'ClientClosed');
     await alice.close();
   });
 

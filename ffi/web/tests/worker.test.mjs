@@ -98,7 +98,8 @@ describe('the API surface', () => {
       assert.equal(answer.error.name, 'TypeError', JSON.stringify(request));
     }
     const closed = await ask({ id: 9, op: 'call', handle: 99, method: 'fingerprint', args: [] });
-    assert.equal(closed.error.name, 'ClientClosedError');
+    assert.equal(closed.error.name, 'ProteusError');
+    assert.equal(closed.error.code, 122);
   });
 });
 
@@ -130,7 +131,7 @@ describe('a client in a worker, over a MessageChannel', () => {
     assert.equal(await bob.hasSession('alice'), true);
     assert.equal((await bob.exportIdentity()).length > 0, true);
     await bob.close();
-    await assert.rejects(bob.fingerprint(), { name: 'ClientClosedError' });
+    await assert.rejects(bob.fingerprint(), { name: 'ProteusError', code: 122, kind: 'ClientClosed' });
   });
 
   test('errors are the package\'s: ProteusError with code and kind; bad arguments throw at once', async () => {

@@ -471,38 +471,6 @@ private let UNIFFI_CALLBACK_UNEXPECTED_ERROR: Int32 = 2
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
-    typealias FfiType = UInt16
-    typealias SwiftType = UInt16
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt16 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
-    typealias FfiType = UInt32
-    typealias SwiftType = UInt32
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt32 {
-        return try lift(readInt(&buf))
-    }
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        writeInt(&buf, lower(value))
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
     typealias FfiType = Int32
     typealias SwiftType = Int32
@@ -512,6 +480,38 @@ fileprivate struct FfiConverterInt32: FfiConverterPrimitive {
     }
 
     public static func write(_ value: Int32, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
+    typealias FfiType = UInt64
+    typealias SwiftType = UInt64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
+    typealias FfiType = Int64
+    typealias SwiftType = Int64
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Int64 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: Int64, into buf: inout [UInt8]) {
         writeInt(&buf, lower(value))
     }
 }
@@ -608,27 +608,126 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 
 
 /**
- * A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store (or in
- * memory).
+ * A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store
+ * (optionally sealed with a key) or in memory.
  *
- * Safe to share between threads: calls run one at a time, and a call waits for the one in
- * progress (see `ClientOptions.waitTimeoutMs`). Every call that changes state has committed it
- * when it returns; a failed call changes nothing. In Kotlin, close it (`use {}`) to close the
- * store; in Swift, the store closes when the last reference goes.
+ * Safe to share between threads and coroutines/tasks: calls run one at a time, and a call
+ * waits for the one in progress (see `ClientOptions.waitTimeoutMs`). Every call that changes
+ * state has committed it when it returns; a failed or cancelled call changes nothing. Close it
+ * to close the store (Kotlin `close()`/`use {}`, Swift `close()`).
  */
 public protocol ClientProtocol: AnyObject, Sendable {
+    
+    /**
+     * Waits for the call in progress, then closes the store and wipes the keys in memory.
+     * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
+     * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
+     */
+    func close() async throws 
     
     /**
      * Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
      * application's choice, such as `"user:device"`.
      */
-    func createSession(sessionId: String, bundle: Data) throws 
+    func createSession(sessionId: String, bundle: Data) async throws 
+    
+    /**
+     * Deletes a session (nothing happens if there is none).
+     */
+    func deleteSession(sessionId: String) async throws 
+    
+    /**
+     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
+     * the array after use.
+     */
+    func exportIdentity() async throws  -> Data
+    
+    /**
+     * A session, serialised as Wire's Proteus does. It holds secret keys.
+     */
+    func exportSession(sessionId: String) async throws  -> Data
+    
+    /**
+     * Our fingerprint: lowercase hex of the identity key (64 characters).
+     */
+    func fingerprint() async throws  -> String
+    
+    /**
+     * Generates `count` one-time prekeys and returns their bundles, for publishing.
+     */
+    func generatePrekeys(count: Int32) async throws  -> [PreKeyBundle]
+    
+    /**
+     * Whether a session with this id exists.
+     */
+    func hasSession(sessionId: String) async throws  -> Bool
+    
+    /**
+     * Our identity's public key: the 32 bytes of the Ed25519 key.
+     */
+    func identityKey() async throws  -> Data
+    
+    /**
+     * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
+     * allowed while there are no sessions (`IdentityInUse`, 107).
+     */
+    func importIdentity(identity: Data) async throws 
+    
+    /**
+     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
+     * same id; returns its id.
+     */
+    func importPrekey(prekey: Data) async throws  -> Int32
+    
+    /**
+     * Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
+     */
+    func importSession(sessionId: String, session: Data) async throws 
+    
+    /**
+     * The bundle of the last-resort prekey (id 65535), which is never used up.
+     */
+    func lastResortBundle() async throws  -> PreKeyBundle
+    
+    /**
+     * The bundle of a stored prekey (id 0 to 65535).
+     */
+    func prekeyBundle(id: Int32) async throws  -> PreKeyBundle
+    
+    /**
+     * How many one-time prekeys are left (the last-resort prekey is not counted).
+     */
+    func prekeysRemaining() async throws  -> Int32
+    
+    /**
+     * The peer's fingerprint in a session.
+     */
+    func remoteFingerprint(sessionId: String) async throws  -> String
+    
+    /**
+     * The ids of all sessions.
+     */
+    func sessionIds() async throws  -> [String]
+    
+    /**
+     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
+     * to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
+     * oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
+     */
+    func setMaxCounterGap(gap: Int32) async throws 
+    
+    /**
+     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
+     * server's authentication challenge; it verifies with `identityKey()`. Prefix the message
+     * with a context string of your own: the identity key also signs prekey bundles.
+     */
+    func sign(message: Data) async throws  -> Data
     
     /**
      * Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
      * session (its one-time prekey is deleted in the same commit).
      */
-    func decrypt(sessionId: String, envelope: Data) throws  -> Data
+    func decrypt(sessionId: String, envelope: Data) async throws  -> Data
     
     /**
      * Decrypts a queue of messages (mixed senders, new sessions, duplicates welcome) and commits
@@ -636,129 +735,50 @@ public protocol ClientProtocol: AnyObject, Sendable {
      *
      * Results reach `delivery` in queue order, in chunks: a chunk is delivered when it holds
      * `max_chunk` results, when `progress_interval_ms` have passed since the last delivery (0:
-     * never for that reason), and at the end. So a progress display is updated at a steady
-     * rate however fast the messages decrypt, and few calls cross the boundary (each costs
-     * tens of microseconds on the JVM). Each result carries its stable message id. If the
-     * process dies before the commit, the same envelopes decrypt again (same ids) the next
+     * never for that reason), and at the end. Each result carries its stable message id. If
+     * the process dies before the commit, the same envelopes decrypt again (same ids) the next
      * time; after the commit they come back as `already_seen`. So no message is lost, and
      * deduplicating by message id makes delivery exactly-once.
      *
      * Per-message rejections are results, not exceptions; the call throws only if the store
      * fails, or `delivery` returns false (`BatchAborted`, 108) or throws: then nothing of the
-     * batch is committed. While `delivery` runs, the client is busy: see [`BatchDelivery`].
+     * batch is committed. Cancelling the call (the coroutine or the Task) stops the batch at
+     * its next chunk, before the commit: nothing of it is committed either. `delivery` runs on
+     * a worker thread of the library, while the client is busy: see [`BatchDelivery`].
      */
-    func decryptBatch(queue: [QueuedMessage], delivery: BatchDelivery, maxChunk: UInt32, progressIntervalMs: UInt32) throws  -> BatchSummary
-    
-    /**
-     * Deletes a session (nothing happens if there is none).
-     */
-    func deleteSession(sessionId: String) throws 
+    func decryptBatch(queue: [QueuedMessage], delivery: BatchDelivery, maxChunk: Int32, progressIntervalMs: Int64) async throws  -> BatchSummary
     
     /**
      * Encrypts for the session's peer. The advanced sending chain is committed before the
      * envelope is returned.
      */
-    func encrypt(sessionId: String, plaintext: Data) throws  -> Data
+    func encrypt(sessionId: String, plaintext: Data) async throws  -> Data
     
     /**
      * Encrypts several messages (for one or several sessions) with one commit, made before any
      * envelope is returned. Envelopes come back in order; if one fails, none is returned and
      * nothing is committed.
      */
-    func encryptBatch(messages: [OutgoingMessage]) throws  -> [Data]
+    func encryptBatch(messages: [OutgoingMessage]) async throws  -> [Data]
     
     /**
-     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
-     * the array after use.
+     * Encrypts one plaintext for each of `session_ids` (every device of a conversation), with
+     * one commit made before any envelope is returned. Each recipient gets a result, in order:
+     * a missing or broken session is an `error` in its place and the others are encrypted.
+     * The call fails as a whole only if the commit fails (then nothing is stored). Linear in
+     * the number of recipients.
      */
-    func exportIdentity() throws  -> Data
-    
-    /**
-     * A session, serialised as Wire's Proteus does. It holds secret keys.
-     */
-    func exportSession(sessionId: String) throws  -> Data
-    
-    /**
-     * Our fingerprint: lowercase hex of the identity key (64 characters).
-     */
-    func fingerprint() throws  -> String
-    
-    /**
-     * Generates `count` one-time prekeys and returns their bundles, for publishing.
-     */
-    func generatePrekeys(count: UInt32) throws  -> [PreKeyBundle]
-    
-    /**
-     * Whether a session with this id exists.
-     */
-    func hasSession(sessionId: String) throws  -> Bool
-    
-    /**
-     * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
-     * allowed while there are no sessions (`IdentityInUse`, 107).
-     */
-    func importIdentity(identity: Data) throws 
-    
-    /**
-     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
-     * same id; returns its id.
-     */
-    func importPrekey(prekey: Data) throws  -> UInt16
-    
-    /**
-     * Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-     */
-    func importSession(sessionId: String, session: Data) throws 
-    
-    /**
-     * The bundle of the last-resort prekey (id 65535), which is never used up.
-     */
-    func lastResortBundle() throws  -> PreKeyBundle
-    
-    /**
-     * The bundle of a stored prekey.
-     */
-    func prekeyBundle(id: UInt16) throws  -> PreKeyBundle
-    
-    /**
-     * How many one-time prekeys are left (the last-resort prekey is not counted).
-     */
-    func prekeysRemaining() throws  -> UInt32
-    
-    /**
-     * The peer's fingerprint in a session.
-     */
-    func remoteFingerprint(sessionId: String) throws  -> String
-    
-    /**
-     * The ids of all sessions.
-     */
-    func sessionIds() throws  -> [String]
-    
-    /**
-     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
-     * to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
-     * oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
-     */
-    func setMaxCounterGap(gap: UInt32) throws 
-    
-    /**
-     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
-     * server's authentication challenge; it verifies with the public key of `fingerprint()`.
-     * Prefix the message with a context string of your own: the identity key also signs
-     * prekey bundles.
-     */
-    func sign(message: Data) throws  -> Data
+    func encryptFor(sessionIds: [String], plaintext: Data) async throws  -> [FanoutResult]
     
 }
 /**
- * A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store (or in
- * memory).
+ * A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store
+ * (optionally sealed with a key) or in memory.
  *
- * Safe to share between threads: calls run one at a time, and a call waits for the one in
- * progress (see `ClientOptions.waitTimeoutMs`). Every call that changes state has committed it
- * when it returns; a failed call changes nothing. In Kotlin, close it (`use {}`) to close the
- * store; in Swift, the store closes when the last reference goes.
+ * Safe to share between threads and coroutines/tasks: calls run one at a time, and a call
+ * waits for the one in progress (see `ClientOptions.waitTimeoutMs`). Every call that changes
+ * state has committed it when it returns; a failed or cancelled call changes nothing. Close it
+ * to close the store (Kotlin `close()`/`use {}`, Swift `close()`).
  */
 open class Client: ClientProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -814,81 +834,434 @@ open class Client: ClientProtocol, @unchecked Sendable {
     /**
      * A client whose state lives in memory only (tests, throwaway identities).
      */
-public static func inMemory()throws  -> Client  {
-    return try  FfiConverterTypeClient_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_constructor_client_in_memory(uniffiCallStatus
-    )
-})
+public static func inMemory(options: ClientOptions = ClientOptions())async throws  -> Client  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_constructor_client_in_memory(FfiConverterTypeClientOptions_lower(options)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeClient_lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
     /**
-     * A client in memory, with options.
+     * Opens the SQLite store at `path`. With `store_key` (32 bytes, e.g. from the Android
+     * Keystore or the iOS Keychain: see the README) every record is sealed; a new store is
+     * created sealed. A sealed store opened without its key fails with `StoreKeyRequired`
+     * (510), with another key `WrongStoreKey` (508), an unsealed one given a key
+     * `StoreNotSealed` (509); none of them changes anything. `mode` null is `ExistingOrNew`.
      */
-public static func inMemoryWith(options: ClientOptions)throws  -> Client  {
-    return try  FfiConverterTypeClient_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_constructor_client_in_memory_with(
-        FfiConverterTypeClientOptions_lower(options),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Opens the SQLite store at `path`, creating it (with a new identity) if there is none.
-     */
-public static func `open`(path: String)throws  -> Client  {
-    return try  FfiConverterTypeClient_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_constructor_client_open(
-        FfiConverterString.lower(path),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Opens the SQLite store at `path` as `mode` says.
-     */
-public static func openWith(path: String, mode: OpenMode, options: ClientOptions)throws  -> Client  {
-    return try  FfiConverterTypeClient_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_constructor_client_open_with(
-        FfiConverterString.lower(path),
-        FfiConverterTypeOpenMode_lower(mode),
-        FfiConverterTypeClientOptions_lower(options),uniffiCallStatus
-    )
-})
+public static func `open`(path: String, storeKey: Data? = nil, mode: OpenMode? = nil, options: ClientOptions = ClientOptions())async throws  -> Client  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_constructor_client_open(FfiConverterString.lower(path),FfiConverterOptionData.lower(storeKey),FfiConverterOptionTypeOpenMode.lower(mode),FfiConverterTypeClientOptions_lower(options)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeClient_lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
 
     
     /**
+     * Waits for the call in progress, then closes the store and wipes the keys in memory.
+     * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
+     * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
+     */
+open func close()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_close(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
      * Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
      * application's choice, such as `"user:device"`.
      */
-open func createSession(sessionId: String, bundle: Data)throws   {try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_create_session(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterData.lower(bundle),uniffiCallStatus
-    )
+open func createSession(sessionId: String, bundle: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_create_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(bundle)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
+    
+    /**
+     * Deletes a session (nothing happens if there is none).
+     */
+open func deleteSession(sessionId: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_delete_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
+     * the array after use.
+     */
+open func exportIdentity()async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_export_identity(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * A session, serialised as Wire's Proteus does. It holds secret keys.
+     */
+open func exportSession(sessionId: String)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_export_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Our fingerprint: lowercase hex of the identity key (64 characters).
+     */
+open func fingerprint()async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_fingerprint(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Generates `count` one-time prekeys and returns their bundles, for publishing.
+     */
+open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_generate_prekeys(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(count)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Whether a session with this id exists.
+     */
+open func hasSession(sessionId: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_has_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Our identity's public key: the 32 bytes of the Ed25519 key.
+     */
+open func identityKey()async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_identity_key(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
+     * allowed while there are no sessions (`IdentityInUse`, 107).
+     */
+open func importIdentity(identity: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_identity(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(identity)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
+     * same id; returns its id.
+     */
+open func importPrekey(prekey: Data)async throws  -> Int32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_prekey(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(prekey)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i32,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i32,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i32,
+            liftFunc: FfiConverterInt32.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
+     */
+open func importSession(sessionId: String, session: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(session)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The bundle of the last-resort prekey (id 65535), which is never used up.
+     */
+open func lastResortBundle()async throws  -> PreKeyBundle  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_last_resort_bundle(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePreKeyBundle_lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The bundle of a stored prekey (id 0 to 65535).
+     */
+open func prekeyBundle(id: Int32)async throws  -> PreKeyBundle  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_prekey_bundle(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(id)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePreKeyBundle_lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * How many one-time prekeys are left (the last-resort prekey is not counted).
+     */
+open func prekeysRemaining()async throws  -> Int32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_prekeys_remaining(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i32,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i32,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i32,
+            liftFunc: FfiConverterInt32.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The peer's fingerprint in a session.
+     */
+open func remoteFingerprint(sessionId: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_remote_fingerprint(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The ids of all sessions.
+     */
+open func sessionIds()async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_session_ids(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
+     * to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
+     * oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
+     */
+open func setMaxCounterGap(gap: Int32)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(gap)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
+     * server's authentication challenge; it verifies with `identityKey()`. Prefix the message
+     * with a context string of your own: the identity key also signs prekey bundles.
+     */
+open func sign(message: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_sign(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(message)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
     /**
      * Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
      * session (its one-time prekey is deleted in the same commit).
      */
-open func decrypt(sessionId: String, envelope: Data)throws  -> Data  {
-    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_decrypt(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterData.lower(envelope),uniffiCallStatus
-    )
-})
+open func decrypt(sessionId: String, envelope: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_decrypt(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(envelope)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
     /**
@@ -897,55 +1270,51 @@ open func decrypt(sessionId: String, envelope: Data)throws  -> Data  {
      *
      * Results reach `delivery` in queue order, in chunks: a chunk is delivered when it holds
      * `max_chunk` results, when `progress_interval_ms` have passed since the last delivery (0:
-     * never for that reason), and at the end. So a progress display is updated at a steady
-     * rate however fast the messages decrypt, and few calls cross the boundary (each costs
-     * tens of microseconds on the JVM). Each result carries its stable message id. If the
-     * process dies before the commit, the same envelopes decrypt again (same ids) the next
+     * never for that reason), and at the end. Each result carries its stable message id. If
+     * the process dies before the commit, the same envelopes decrypt again (same ids) the next
      * time; after the commit they come back as `already_seen`. So no message is lost, and
      * deduplicating by message id makes delivery exactly-once.
      *
      * Per-message rejections are results, not exceptions; the call throws only if the store
      * fails, or `delivery` returns false (`BatchAborted`, 108) or throws: then nothing of the
-     * batch is committed. While `delivery` runs, the client is busy: see [`BatchDelivery`].
+     * batch is committed. Cancelling the call (the coroutine or the Task) stops the batch at
+     * its next chunk, before the commit: nothing of it is committed either. `delivery` runs on
+     * a worker thread of the library, while the client is busy: see [`BatchDelivery`].
      */
-open func decryptBatch(queue: [QueuedMessage], delivery: BatchDelivery, maxChunk: UInt32 = UInt32(1000), progressIntervalMs: UInt32 = UInt32(100))throws  -> BatchSummary  {
-    return try  FfiConverterTypeBatchSummary_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_decrypt_batch(
-            self.uniffiCloneHandle(),
-        FfiConverterSequenceTypeQueuedMessage.lower(queue),
-        FfiConverterCallbackInterfaceBatchDelivery_lower(delivery),
-        FfiConverterUInt32.lower(maxChunk),
-        FfiConverterUInt32.lower(progressIntervalMs),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Deletes a session (nothing happens if there is none).
-     */
-open func deleteSession(sessionId: String)throws   {try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_delete_session(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),uniffiCallStatus
-    )
-}
+open func decryptBatch(queue: [QueuedMessage], delivery: BatchDelivery, maxChunk: Int32 = 1000, progressIntervalMs: Int64 = Int64(100))async throws  -> BatchSummary  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_decrypt_batch(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypeQueuedMessage.lower(queue),FfiConverterCallbackInterfaceBatchDelivery_lower(delivery),FfiConverterInt32.lower(maxChunk),FfiConverterInt64.lower(progressIntervalMs)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeBatchSummary_lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
     /**
      * Encrypts for the session's peer. The advanced sending chain is committed before the
      * envelope is returned.
      */
-open func encrypt(sessionId: String, plaintext: Data)throws  -> Data  {
-    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_encrypt(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterData.lower(plaintext),uniffiCallStatus
-    )
-})
+open func encrypt(sessionId: String, plaintext: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_encrypt(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(plaintext)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
     /**
@@ -953,210 +1322,43 @@ open func encrypt(sessionId: String, plaintext: Data)throws  -> Data  {
      * envelope is returned. Envelopes come back in order; if one fails, none is returned and
      * nothing is committed.
      */
-open func encryptBatch(messages: [OutgoingMessage])throws  -> [Data]  {
-    return try  FfiConverterSequenceData.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_encrypt_batch(
-            self.uniffiCloneHandle(),
-        FfiConverterSequenceTypeOutgoingMessage.lower(messages),uniffiCallStatus
-    )
-})
+open func encryptBatch(messages: [OutgoingMessage])async throws  -> [Data]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_encrypt_batch(
+                        self.uniffiCloneHandle(),FfiConverterSequenceTypeOutgoingMessage.lower(messages)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
     /**
-     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
-     * the array after use.
+     * Encrypts one plaintext for each of `session_ids` (every device of a conversation), with
+     * one commit made before any envelope is returned. Each recipient gets a result, in order:
+     * a missing or broken session is an `error` in its place and the others are encrypted.
+     * The call fails as a whole only if the commit fails (then nothing is stored). Linear in
+     * the number of recipients.
      */
-open func exportIdentity()throws  -> Data  {
-    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_export_identity(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * A session, serialised as Wire's Proteus does. It holds secret keys.
-     */
-open func exportSession(sessionId: String)throws  -> Data  {
-    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_export_session(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Our fingerprint: lowercase hex of the identity key (64 characters).
-     */
-open func fingerprint()throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_fingerprint(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Generates `count` one-time prekeys and returns their bundles, for publishing.
-     */
-open func generatePrekeys(count: UInt32)throws  -> [PreKeyBundle]  {
-    return try  FfiConverterSequenceTypePreKeyBundle.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_generate_prekeys(
-            self.uniffiCloneHandle(),
-        FfiConverterUInt32.lower(count),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Whether a session with this id exists.
-     */
-open func hasSession(sessionId: String)throws  -> Bool  {
-    return try  FfiConverterBool.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_has_session(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
-     * allowed while there are no sessions (`IdentityInUse`, 107).
-     */
-open func importIdentity(identity: Data)throws   {try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_import_identity(
-            self.uniffiCloneHandle(),
-        FfiConverterData.lower(identity),uniffiCallStatus
-    )
-}
-}
-    
-    /**
-     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
-     * same id; returns its id.
-     */
-open func importPrekey(prekey: Data)throws  -> UInt16  {
-    return try  FfiConverterUInt16.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_import_prekey(
-            self.uniffiCloneHandle(),
-        FfiConverterData.lower(prekey),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-     */
-open func importSession(sessionId: String, session: Data)throws   {try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_import_session(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),
-        FfiConverterData.lower(session),uniffiCallStatus
-    )
-}
-}
-    
-    /**
-     * The bundle of the last-resort prekey (id 65535), which is never used up.
-     */
-open func lastResortBundle()throws  -> PreKeyBundle  {
-    return try  FfiConverterTypePreKeyBundle_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_last_resort_bundle(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * The bundle of a stored prekey.
-     */
-open func prekeyBundle(id: UInt16)throws  -> PreKeyBundle  {
-    return try  FfiConverterTypePreKeyBundle_lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_prekey_bundle(
-            self.uniffiCloneHandle(),
-        FfiConverterUInt16.lower(id),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * How many one-time prekeys are left (the last-resort prekey is not counted).
-     */
-open func prekeysRemaining()throws  -> UInt32  {
-    return try  FfiConverterUInt32.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_prekeys_remaining(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * The peer's fingerprint in a session.
-     */
-open func remoteFingerprint(sessionId: String)throws  -> String  {
-    return try  FfiConverterString.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_remote_fingerprint(
-            self.uniffiCloneHandle(),
-        FfiConverterString.lower(sessionId),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * The ids of all sessions.
-     */
-open func sessionIds()throws  -> [String]  {
-    return try  FfiConverterSequenceString.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_session_ids(
-            self.uniffiCloneHandle(),uniffiCallStatus
-    )
-})
-}
-    
-    /**
-     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
-     * to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
-     * oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
-     */
-open func setMaxCounterGap(gap: UInt32)throws   {try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(
-            self.uniffiCloneHandle(),
-        FfiConverterUInt32.lower(gap),uniffiCallStatus
-    )
-}
-}
-    
-    /**
-     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
-     * server's authentication challenge; it verifies with the public key of `fingerprint()`.
-     * Prefix the message with a context string of your own: the identity key also signs
-     * prekey bundles.
-     */
-open func sign(message: Data)throws  -> Data  {
-    return try  FfiConverterData.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
-        uniffiCallStatus in
-    uniffi_proteus_uniffi_fn_method_client_sign(
-            self.uniffiCloneHandle(),
-        FfiConverterData.lower(message),uniffiCallStatus
-    )
-})
+open func encryptFor(sessionIds: [String], plaintext: Data)async throws  -> [FanoutResult]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_encrypt_for(
+                        self.uniffiCloneHandle(),FfiConverterSequenceString.lower(sessionIds),FfiConverterData.lower(plaintext)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypeFanoutResult.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
     
 
@@ -1214,21 +1416,21 @@ public struct BatchProgress: Equatable, Hashable {
     /**
      * Messages processed so far.
      */
-    public let done: UInt32
+    public let done: Int32
     /**
      * Messages in the batch.
      */
-    public let total: UInt32
+    public let total: Int32
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
          * Messages processed so far.
-         */done: UInt32, 
+         */done: Int32, 
         /**
          * Messages in the batch.
-         */total: UInt32) {
+         */total: Int32) {
         self.done = done
         self.total = total
     }
@@ -1249,14 +1451,14 @@ public struct FfiConverterTypeBatchProgress: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchProgress {
         return
             try BatchProgress(
-                done: FfiConverterUInt32.read(from: &buf), 
-                total: FfiConverterUInt32.read(from: &buf)
+                done: FfiConverterInt32.read(from: &buf), 
+                total: FfiConverterInt32.read(from: &buf)
         )
     }
 
     public static func write(_ value: BatchProgress, into buf: inout [UInt8]) {
-        FfiConverterUInt32.write(value.done, into: &buf)
-        FfiConverterUInt32.write(value.total, into: &buf)
+        FfiConverterInt32.write(value.done, into: &buf)
+        FfiConverterInt32.write(value.total, into: &buf)
     }
 }
 
@@ -1306,7 +1508,7 @@ public struct BatchResult: Equatable, Hashable {
     /**
      * Why it did not: the stable kind name.
      */
-    public let errorKind: String?
+    public let errorKind: ErrorKind?
     /**
      * The message was decrypted before (a duplicate or an outdated message).
      */
@@ -1338,7 +1540,7 @@ public struct BatchResult: Equatable, Hashable {
          */errorCode: Int32?, 
         /**
          * Why it did not: the stable kind name.
-         */errorKind: String?, 
+         */errorKind: ErrorKind?, 
         /**
          * The message was decrypted before (a duplicate or an outdated message).
          */alreadySeen: Bool, 
@@ -1360,6 +1562,30 @@ public struct BatchResult: Equatable, Hashable {
     
 
     
+// The local Rust `Eq` implementation - only `eq` is used.
+public static func == (self: BatchResult, other: BatchResult) -> Bool {
+    return try!  FfiConverterBool.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_batchresult_uniffi_trait_eq_eq(
+            FfiConverterTypeBatchResult_lower(self),
+        FfiConverterTypeBatchResult_lower(other),uniffiCallStatus
+    )
+}
+    )
+}
+// The local Rust `Hash` implementation
+public func hash(into hasher: inout Hasher) {
+    let val = try!  FfiConverterUInt64.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_batchresult_uniffi_trait_hash(
+            FfiConverterTypeBatchResult_lower(self),uniffiCallStatus
+    )
+}
+    )
+    hasher.combine(val)
+}
 }
 
 #if compiler(>=6)
@@ -1377,7 +1603,7 @@ public struct FfiConverterTypeBatchResult: FfiConverterRustBuffer {
                 sessionId: FfiConverterString.read(from: &buf), 
                 plaintext: FfiConverterOptionData.read(from: &buf), 
                 errorCode: FfiConverterOptionInt32.read(from: &buf), 
-                errorKind: FfiConverterOptionString.read(from: &buf), 
+                errorKind: FfiConverterOptionTypeErrorKind.read(from: &buf), 
                 alreadySeen: FfiConverterBool.read(from: &buf), 
                 sender: FfiConverterOptionString.read(from: &buf)
         )
@@ -1388,7 +1614,7 @@ public struct FfiConverterTypeBatchResult: FfiConverterRustBuffer {
         FfiConverterString.write(value.sessionId, into: &buf)
         FfiConverterOptionData.write(value.plaintext, into: &buf)
         FfiConverterOptionInt32.write(value.errorCode, into: &buf)
-        FfiConverterOptionString.write(value.errorKind, into: &buf)
+        FfiConverterOptionTypeErrorKind.write(value.errorKind, into: &buf)
         FfiConverterBool.write(value.alreadySeen, into: &buf)
         FfiConverterOptionString.write(value.sender, into: &buf)
     }
@@ -1417,35 +1643,35 @@ public struct BatchSummary: Equatable, Hashable {
     /**
      * Messages in the batch.
      */
-    public let total: UInt32
+    public let total: Int32
     /**
      * Messages that decrypted.
      */
-    public let decrypted: UInt32
+    public let decrypted: Int32
     /**
      * Messages decrypted before (duplicates, outdated), to be dropped silently.
      */
-    public let alreadySeen: UInt32
+    public let alreadySeen: Int32
     /**
      * Other rejected messages.
      */
-    public let failed: UInt32
+    public let failed: Int32
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
          * Messages in the batch.
-         */total: UInt32, 
+         */total: Int32, 
         /**
          * Messages that decrypted.
-         */decrypted: UInt32, 
+         */decrypted: Int32, 
         /**
          * Messages decrypted before (duplicates, outdated), to be dropped silently.
-         */alreadySeen: UInt32, 
+         */alreadySeen: Int32, 
         /**
          * Other rejected messages.
-         */failed: UInt32) {
+         */failed: Int32) {
         self.total = total
         self.decrypted = decrypted
         self.alreadySeen = alreadySeen
@@ -1468,18 +1694,18 @@ public struct FfiConverterTypeBatchSummary: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> BatchSummary {
         return
             try BatchSummary(
-                total: FfiConverterUInt32.read(from: &buf), 
-                decrypted: FfiConverterUInt32.read(from: &buf), 
-                alreadySeen: FfiConverterUInt32.read(from: &buf), 
-                failed: FfiConverterUInt32.read(from: &buf)
+                total: FfiConverterInt32.read(from: &buf), 
+                decrypted: FfiConverterInt32.read(from: &buf), 
+                alreadySeen: FfiConverterInt32.read(from: &buf), 
+                failed: FfiConverterInt32.read(from: &buf)
         )
     }
 
     public static func write(_ value: BatchSummary, into buf: inout [UInt8]) {
-        FfiConverterUInt32.write(value.total, into: &buf)
-        FfiConverterUInt32.write(value.decrypted, into: &buf)
-        FfiConverterUInt32.write(value.alreadySeen, into: &buf)
-        FfiConverterUInt32.write(value.failed, into: &buf)
+        FfiConverterInt32.write(value.total, into: &buf)
+        FfiConverterInt32.write(value.decrypted, into: &buf)
+        FfiConverterInt32.write(value.alreadySeen, into: &buf)
+        FfiConverterInt32.write(value.failed, into: &buf)
     }
 }
 
@@ -1500,20 +1726,20 @@ public func FfiConverterTypeBatchSummary_lower(_ value: BatchSummary) -> RustBuf
 
 
 /**
- * Options of `Client.openWith` and `Client.inMemoryWith`.
+ * Options of `Client.open` and `Client.inMemory`.
  */
 public struct ClientOptions: Equatable, Hashable {
     /**
      * How long a call waits while another client on the same store (another process, such as
      * an app's notification extension, or another client of this one) is in a call, before it
-     * fails with `StoreBusy` (502). SQLite stores only.
+     * fails with `StoreBusy` (502). SQLite stores only. 0 to 2^31-1.
      */
-    public let busyTimeoutMs: UInt32
+    public let busyTimeoutMs: Int64
     /**
-     * How long a call waits for another call of the same client, running on another thread,
-     * before it fails with `ClientBusy` (120).
+     * How long a call waits for another call of the same client before it fails with
+     * `ClientBusy` (120). 0 to 2^31-1.
      */
-    public let waitTimeoutMs: UInt32
+    public let waitTimeoutMs: Int64
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1521,12 +1747,12 @@ public struct ClientOptions: Equatable, Hashable {
         /**
          * How long a call waits while another client on the same store (another process, such as
          * an app's notification extension, or another client of this one) is in a call, before it
-         * fails with `StoreBusy` (502). SQLite stores only.
-         */busyTimeoutMs: UInt32 = UInt32(5000), 
+         * fails with `StoreBusy` (502). SQLite stores only. 0 to 2^31-1.
+         */busyTimeoutMs: Int64 = Int64(5000), 
         /**
-         * How long a call waits for another call of the same client, running on another thread,
-         * before it fails with `ClientBusy` (120).
-         */waitTimeoutMs: UInt32 = UInt32(30000)) {
+         * How long a call waits for another call of the same client before it fails with
+         * `ClientBusy` (120). 0 to 2^31-1.
+         */waitTimeoutMs: Int64 = Int64(30000)) {
         self.busyTimeoutMs = busyTimeoutMs
         self.waitTimeoutMs = waitTimeoutMs
     }
@@ -1547,14 +1773,14 @@ public struct FfiConverterTypeClientOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ClientOptions {
         return
             try ClientOptions(
-                busyTimeoutMs: FfiConverterUInt32.read(from: &buf), 
-                waitTimeoutMs: FfiConverterUInt32.read(from: &buf)
+                busyTimeoutMs: FfiConverterInt64.read(from: &buf), 
+                waitTimeoutMs: FfiConverterInt64.read(from: &buf)
         )
     }
 
     public static func write(_ value: ClientOptions, into buf: inout [UInt8]) {
-        FfiConverterUInt32.write(value.busyTimeoutMs, into: &buf)
-        FfiConverterUInt32.write(value.waitTimeoutMs, into: &buf)
+        FfiConverterInt64.write(value.busyTimeoutMs, into: &buf)
+        FfiConverterInt64.write(value.waitTimeoutMs, into: &buf)
     }
 }
 
@@ -1675,6 +1901,97 @@ public func FfiConverterTypeErrorCodeEntry_lower(_ value: ErrorCodeEntry) -> Rus
 
 
 /**
+ * The result of one recipient of `encryptFor`: its envelope, or why there is none.
+ */
+public struct FanoutResult: Equatable, Hashable {
+    /**
+     * The recipient's session id, as given.
+     */
+    public let sessionId: String
+    /**
+     * The envelope for this recipient, if its session encrypted.
+     */
+    public let envelope: Data?
+    /**
+     * Why it did not (`SessionNotFound`, 104, for a missing session, ...).
+     */
+    public let error: ProteusError?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The recipient's session id, as given.
+         */sessionId: String, 
+        /**
+         * The envelope for this recipient, if its session encrypted.
+         */envelope: Data?, 
+        /**
+         * Why it did not (`SessionNotFound`, 104, for a missing session, ...).
+         */error: ProteusError?) {
+        self.sessionId = sessionId
+        self.envelope = envelope
+        self.error = error
+    }
+
+    
+
+    
+// The local Rust `Eq` implementation - only `eq` is used.
+public static func == (self: FanoutResult, other: FanoutResult) -> Bool {
+    return try!  FfiConverterBool.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_fanoutresult_uniffi_trait_eq_eq(
+            FfiConverterTypeFanoutResult_lower(self),
+        FfiConverterTypeFanoutResult_lower(other),uniffiCallStatus
+    )
+}
+    )
+}
+}
+
+#if compiler(>=6)
+extension FanoutResult: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeFanoutResult: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> FanoutResult {
+        return
+            try FanoutResult(
+                sessionId: FfiConverterString.read(from: &buf), 
+                envelope: FfiConverterOptionData.read(from: &buf), 
+                error: FfiConverterOptionTypeProteusError.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: FanoutResult, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.sessionId, into: &buf)
+        FfiConverterOptionData.write(value.envelope, into: &buf)
+        FfiConverterOptionTypeProteusError.write(value.error, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFanoutResult_lift(_ buf: RustBuffer) throws -> FanoutResult {
+    return try FfiConverterTypeFanoutResult.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeFanoutResult_lower(_ value: FanoutResult) -> RustBuffer {
+    return FfiConverterTypeFanoutResult.lower(value)
+}
+
+
+/**
  * One message to encrypt in `encryptBatch`.
  */
 public struct OutgoingMessage: Equatable, Hashable {
@@ -1703,6 +2020,30 @@ public struct OutgoingMessage: Equatable, Hashable {
     
 
     
+// The local Rust `Eq` implementation - only `eq` is used.
+public static func == (self: OutgoingMessage, other: OutgoingMessage) -> Bool {
+    return try!  FfiConverterBool.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_outgoingmessage_uniffi_trait_eq_eq(
+            FfiConverterTypeOutgoingMessage_lower(self),
+        FfiConverterTypeOutgoingMessage_lower(other),uniffiCallStatus
+    )
+}
+    )
+}
+// The local Rust `Hash` implementation
+public func hash(into hasher: inout Hasher) {
+    let val = try!  FfiConverterUInt64.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_outgoingmessage_uniffi_trait_hash(
+            FfiConverterTypeOutgoingMessage_lower(self),uniffiCallStatus
+    )
+}
+    )
+    hasher.combine(val)
+}
 }
 
 #if compiler(>=6)
@@ -1745,12 +2086,13 @@ public func FfiConverterTypeOutgoingMessage_lower(_ value: OutgoingMessage) -> R
 
 /**
  * A prekey bundle as published: its prekey id and its CBOR bytes (what `createSession` takes).
+ * Equal when the contents are (`equals`/`==` compare the bytes, not the arrays).
  */
 public struct PreKeyBundle: Equatable, Hashable {
     /**
      * The prekey id (65535 is the last-resort prekey).
      */
-    public let id: UInt16
+    public let id: Int32
     /**
      * The bundle's CBOR, as Wire's Proteus serialises it.
      */
@@ -1761,7 +2103,7 @@ public struct PreKeyBundle: Equatable, Hashable {
     public init(
         /**
          * The prekey id (65535 is the last-resort prekey).
-         */id: UInt16, 
+         */id: Int32, 
         /**
          * The bundle's CBOR, as Wire's Proteus serialises it.
          */bytes: Data) {
@@ -1772,6 +2114,30 @@ public struct PreKeyBundle: Equatable, Hashable {
     
 
     
+// The local Rust `Eq` implementation - only `eq` is used.
+public static func == (self: PreKeyBundle, other: PreKeyBundle) -> Bool {
+    return try!  FfiConverterBool.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_prekeybundle_uniffi_trait_eq_eq(
+            FfiConverterTypePreKeyBundle_lower(self),
+        FfiConverterTypePreKeyBundle_lower(other),uniffiCallStatus
+    )
+}
+    )
+}
+// The local Rust `Hash` implementation
+public func hash(into hasher: inout Hasher) {
+    let val = try!  FfiConverterUInt64.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_prekeybundle_uniffi_trait_hash(
+            FfiConverterTypePreKeyBundle_lower(self),uniffiCallStatus
+    )
+}
+    )
+    hasher.combine(val)
+}
 }
 
 #if compiler(>=6)
@@ -1785,13 +2151,13 @@ public struct FfiConverterTypePreKeyBundle: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> PreKeyBundle {
         return
             try PreKeyBundle(
-                id: FfiConverterUInt16.read(from: &buf), 
+                id: FfiConverterInt32.read(from: &buf), 
                 bytes: FfiConverterData.read(from: &buf)
         )
     }
 
     public static func write(_ value: PreKeyBundle, into buf: inout [UInt8]) {
-        FfiConverterUInt16.write(value.id, into: &buf)
+        FfiConverterInt32.write(value.id, into: &buf)
         FfiConverterData.write(value.bytes, into: &buf)
     }
 }
@@ -1841,6 +2207,30 @@ public struct QueuedMessage: Equatable, Hashable {
     
 
     
+// The local Rust `Eq` implementation - only `eq` is used.
+public static func == (self: QueuedMessage, other: QueuedMessage) -> Bool {
+    return try!  FfiConverterBool.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_queuedmessage_uniffi_trait_eq_eq(
+            FfiConverterTypeQueuedMessage_lower(self),
+        FfiConverterTypeQueuedMessage_lower(other),uniffiCallStatus
+    )
+}
+    )
+}
+// The local Rust `Hash` implementation
+public func hash(into hasher: inout Hasher) {
+    let val = try!  FfiConverterUInt64.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_method_queuedmessage_uniffi_trait_hash(
+            FfiConverterTypeQueuedMessage_lower(self),uniffiCallStatus
+    )
+}
+    )
+    hasher.combine(val)
+}
 }
 
 #if compiler(>=6)
@@ -1882,7 +2272,543 @@ public func FfiConverterTypeQueuedMessage_lower(_ value: QueuedMessage) -> RustB
 
 
 /**
- * How `Client.openWith` treats the path.
+ * The stable name of an error's condition (`ProteusError.kind`). A kind spans a few codes
+ * only where positions of one condition are told apart (InvalidSignature 206/207/210).
+ */
+
+public enum ErrorKind: Equatable, Hashable {
+    
+    /**
+     * A key is degenerate, or a Diffie-Hellman result was all zero.
+     */
+    case degeneratedKey
+    /**
+     * The prekey a message or a call names is not stored (used up, or never ours).
+     */
+    case preKeyNotFound
+    /**
+     * The session has no state for its current tag (a corrupt session).
+     */
+    case noSessionForTag
+    /**
+     * The sending chain has used all its counters; the peer must reply first.
+     */
+    case chainExhausted
+    /**
+     * There is no session with this id.
+     */
+    case sessionNotFound
+    /**
+     * A session with this id exists already; delete it first to replace it.
+     */
+    case sessionExists
+    /**
+     * A session id is empty, too long or not UTF-8.
+     */
+    case invalidSessionId
+    /**
+     * The identity cannot be replaced while sessions made with it exist.
+     */
+    case identityInUse
+    /**
+     * The application stopped a batch before its commit; nothing of it was committed.
+     */
+    case batchAborted
+    /**
+     * Fewer one-time prekey ids are free than were asked for.
+     */
+    case preKeyIdsExhausted
+    /**
+     * A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout.
+     */
+    case clientBusy
+    /**
+     * The application's batch callback threw; nothing of the batch was committed.
+     */
+    case callbackFailed
+    /**
+     * The client was closed (Swift `close()`); open the store again to go on.
+     */
+    case clientClosed
+    /**
+     * A session can only be created from a PreKeyMessage.
+     */
+    case notAPreKeyMessage
+    /**
+     * The PreKeyMessage carries another identity than the session's remote identity.
+     */
+    case remoteIdentityChanged
+    /**
+     * The session has no state for the message's session tag.
+     */
+    case unknownSessionTag
+    /**
+     * Codes 206, 207, 210: see `ErrorCode` for each.
+     */
+    case invalidSignature
+    /**
+     * The message is older than the oldest kept key of its chain and was decrypted before.
+     */
+    case outdatedMessage
+    /**
+     * The message was already decrypted.
+     */
+    case duplicateMessage
+    /**
+     * Codes 211, 212: see `ErrorCode` for each.
+     */
+    case tooDistantFuture
+    /**
+     * The message's key was evicted (or cannot be told apart from one); it was not decrypted.
+     */
+    case messageKeyEvicted
+    /**
+     * A session belongs to another local identity than this one.
+     */
+    case localIdentityChanged
+    /**
+     * A value had another CBOR type than the format requires.
+     */
+    case unexpectedType
+    /**
+     * The message type is neither cipher (1) nor prekey (2).
+     */
+    case unknownMessageType
+    /**
+     * A fixed-size byte string had the wrong length.
+     */
+    case invalidLength
+    /**
+     * A length or count exceeded a decoder limit.
+     */
+    case limitExceeded
+    /**
+     * A map repeated a key.
+     */
+    case duplicateField
+    /**
+     * The input ended in the middle of a value.
+     */
+    case truncated
+    /**
+     * Bytes were left over after the value.
+     */
+    case trailingBytes
+    /**
+     * A CBOR feature Proteus never uses (indefinite lengths, tags, floats).
+     */
+    case unsupportedCbor
+    /**
+     * An integer did not fit its field.
+     */
+    case integerOutOfRange
+    /**
+     * A required field was absent.
+     */
+    case missingField
+    /**
+     * Values were nested deeper than the decoder allows.
+     */
+    case tooDeep
+    /**
+     * A public key is not a valid prime-order point, or a secret key does not match its public half.
+     */
+    case invalidKey
+    /**
+     * The plaintext is longer than the engine allows.
+     */
+    case plaintextTooLong
+    /**
+     * The prekey store failed.
+     */
+    case preKeyStore
+    /**
+     * Another process holds the store and did not release it in time.
+     */
+    case storeBusy
+    /**
+     * The store cannot be read as a Proteus store; it was left as it is.
+     */
+    case storeCorrupt
+    /**
+     * There is no store at this location.
+     */
+    case storeNotFound
+    /**
+     * A store already exists where a new one was to be created.
+     */
+    case storeAlreadyExists
+    /**
+     * The store was written by a newer version of this library.
+     */
+    case unsupportedSchema
+    /**
+     * The storage backend failed (I/O, SQLite, IndexedDB).
+     */
+    case storageFailure
+    /**
+     * The store is sealed with another key than the one given.
+     */
+    case wrongStoreKey
+    /**
+     * A key was given, but the store is not sealed.
+     */
+    case storeNotSealed
+    /**
+     * The store is sealed: open it with its key.
+     */
+    case storeKeyRequired
+    /**
+     * The store is older than the application's record of it (restored from a copy).
+     */
+    case storeRolledBack
+    /**
+     * Another client of the store (another tab) committed first; nothing of this call was stored.
+     */
+    case storeConflict
+    /**
+     * A bug: a panic or trap inside the library. Close the client and open the store again.
+     */
+    case `internal`
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension ErrorKind: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorKind
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ErrorKind {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .degeneratedKey
+        
+        case 2: return .preKeyNotFound
+        
+        case 3: return .noSessionForTag
+        
+        case 4: return .chainExhausted
+        
+        case 5: return .sessionNotFound
+        
+        case 6: return .sessionExists
+        
+        case 7: return .invalidSessionId
+        
+        case 8: return .identityInUse
+        
+        case 9: return .batchAborted
+        
+        case 10: return .preKeyIdsExhausted
+        
+        case 11: return .clientBusy
+        
+        case 12: return .callbackFailed
+        
+        case 13: return .clientClosed
+        
+        case 14: return .notAPreKeyMessage
+        
+        case 15: return .remoteIdentityChanged
+        
+        case 16: return .unknownSessionTag
+        
+        case 17: return .invalidSignature
+        
+        case 18: return .outdatedMessage
+        
+        case 19: return .duplicateMessage
+        
+        case 20: return .tooDistantFuture
+        
+        case 21: return .messageKeyEvicted
+        
+        case 22: return .localIdentityChanged
+        
+        case 23: return .unexpectedType
+        
+        case 24: return .unknownMessageType
+        
+        case 25: return .invalidLength
+        
+        case 26: return .limitExceeded
+        
+        case 27: return .duplicateField
+        
+        case 28: return .truncated
+        
+        case 29: return .trailingBytes
+        
+        case 30: return .unsupportedCbor
+        
+        case 31: return .integerOutOfRange
+        
+        case 32: return .missingField
+        
+        case 33: return .tooDeep
+        
+        case 34: return .invalidKey
+        
+        case 35: return .plaintextTooLong
+        
+        case 36: return .preKeyStore
+        
+        case 37: return .storeBusy
+        
+        case 38: return .storeCorrupt
+        
+        case 39: return .storeNotFound
+        
+        case 40: return .storeAlreadyExists
+        
+        case 41: return .unsupportedSchema
+        
+        case 42: return .storageFailure
+        
+        case 43: return .wrongStoreKey
+        
+        case 44: return .storeNotSealed
+        
+        case 45: return .storeKeyRequired
+        
+        case 46: return .storeRolledBack
+        
+        case 47: return .storeConflict
+        
+        case 48: return .`internal`
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: ErrorKind, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .degeneratedKey:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .preKeyNotFound:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .noSessionForTag:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .chainExhausted:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .sessionNotFound:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .sessionExists:
+            writeInt(&buf, Int32(6))
+        
+        
+        case .invalidSessionId:
+            writeInt(&buf, Int32(7))
+        
+        
+        case .identityInUse:
+            writeInt(&buf, Int32(8))
+        
+        
+        case .batchAborted:
+            writeInt(&buf, Int32(9))
+        
+        
+        case .preKeyIdsExhausted:
+            writeInt(&buf, Int32(10))
+        
+        
+        case .clientBusy:
+            writeInt(&buf, Int32(11))
+        
+        
+        case .callbackFailed:
+            writeInt(&buf, Int32(12))
+        
+        
+        case .clientClosed:
+            writeInt(&buf, Int32(13))
+        
+        
+        case .notAPreKeyMessage:
+            writeInt(&buf, Int32(14))
+        
+        
+        case .remoteIdentityChanged:
+            writeInt(&buf, Int32(15))
+        
+        
+        case .unknownSessionTag:
+            writeInt(&buf, Int32(16))
+        
+        
+        case .invalidSignature:
+            writeInt(&buf, Int32(17))
+        
+        
+        case .outdatedMessage:
+            writeInt(&buf, Int32(18))
+        
+        
+        case .duplicateMessage:
+            writeInt(&buf, Int32(19))
+        
+        
+        case .tooDistantFuture:
+            writeInt(&buf, Int32(20))
+        
+        
+        case .messageKeyEvicted:
+            writeInt(&buf, Int32(21))
+        
+        
+        case .localIdentityChanged:
+            writeInt(&buf, Int32(22))
+        
+        
+        case .unexpectedType:
+            writeInt(&buf, Int32(23))
+        
+        
+        case .unknownMessageType:
+            writeInt(&buf, Int32(24))
+        
+        
+        case .invalidLength:
+            writeInt(&buf, Int32(25))
+        
+        
+        case .limitExceeded:
+            writeInt(&buf, Int32(26))
+        
+        
+        case .duplicateField:
+            writeInt(&buf, Int32(27))
+        
+        
+        case .truncated:
+            writeInt(&buf, Int32(28))
+        
+        
+        case .trailingBytes:
+            writeInt(&buf, Int32(29))
+        
+        
+        case .unsupportedCbor:
+            writeInt(&buf, Int32(30))
+        
+        
+        case .integerOutOfRange:
+            writeInt(&buf, Int32(31))
+        
+        
+        case .missingField:
+            writeInt(&buf, Int32(32))
+        
+        
+        case .tooDeep:
+            writeInt(&buf, Int32(33))
+        
+        
+        case .invalidKey:
+            writeInt(&buf, Int32(34))
+        
+        
+        case .plaintextTooLong:
+            writeInt(&buf, Int32(35))
+        
+        
+        case .preKeyStore:
+            writeInt(&buf, Int32(36))
+        
+        
+        case .storeBusy:
+            writeInt(&buf, Int32(37))
+        
+        
+        case .storeCorrupt:
+            writeInt(&buf, Int32(38))
+        
+        
+        case .storeNotFound:
+            writeInt(&buf, Int32(39))
+        
+        
+        case .storeAlreadyExists:
+            writeInt(&buf, Int32(40))
+        
+        
+        case .unsupportedSchema:
+            writeInt(&buf, Int32(41))
+        
+        
+        case .storageFailure:
+            writeInt(&buf, Int32(42))
+        
+        
+        case .wrongStoreKey:
+            writeInt(&buf, Int32(43))
+        
+        
+        case .storeNotSealed:
+            writeInt(&buf, Int32(44))
+        
+        
+        case .storeKeyRequired:
+            writeInt(&buf, Int32(45))
+        
+        
+        case .storeRolledBack:
+            writeInt(&buf, Int32(46))
+        
+        
+        case .storeConflict:
+            writeInt(&buf, Int32(47))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(48))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorKind_lift(_ buf: RustBuffer) throws -> ErrorKind {
+    return try FfiConverterTypeErrorKind.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeErrorKind_lower(_ value: ErrorKind) -> RustBuffer {
+    return FfiConverterTypeErrorKind.lower(value)
+}
+
+
+
+/**
+ * How `Client.open` treats the path.
  */
 
 public enum OpenMode: Equatable, Hashable {
@@ -1967,10 +2893,13 @@ public func FfiConverterTypeOpenMode_lower(_ value: OpenMode) -> RustBuffer {
 
 
 /**
- * Every failure of the client, in Kotlin as `ProteusException` and in Swift as `ProteusError`.
+ * Every failure of the client, in Kotlin as `ProteusException` and in Swift as `ProteusError`:
+ * one variant per family (the hundreds digit of the code), so that an app can catch a family
+ * (`ProteusException.Decrypt`, `catch ProteusError.decrypt`) and branch on `kind`, an enum.
  *
  * `code` and `kind` are stable and the same in Rust (`ClientError::code`/`kind`), Kotlin, Swift
- * and JavaScript: 1xx engine, 2xx decryption, 3xx decoding, 4xx input, 5xx system.
+ * and JavaScript: 1xx engine, 2xx decryption, 3xx decoding, 4xx input, 5xx system. `detail` is
+ * for logs and never contains key material or user data.
  */
 public 
 enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -1978,17 +2907,74 @@ enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     
     
     /**
-     * The only variant: match on `code` or `kind`, not on the type.
+     * 1xx: the engine or the client refused the call (no session, a busy client, an aborted
+     * batch, ...).
      */
-    case Failure(
+    case engine(
         /**
          * The stable numeric code.
          */code: Int32, 
         /**
-         * The stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, ...).
-         */kind: String, 
+         * The stable name of the condition.
+         */kind: ErrorKind, 
         /**
-         * What happened, for logs; never contains key material.
+         * What happened, for logs.
+         */detail: String
+    )
+    /**
+     * 2xx: a message was rejected (duplicate, bad MAC, changed identity, ...).
+     */
+    case decrypt(
+        /**
+         * The stable numeric code.
+         */code: Int32, 
+        /**
+         * The stable name of the condition.
+         */kind: ErrorKind, 
+        /**
+         * What happened, for logs.
+         */detail: String
+    )
+    /**
+     * 3xx: bytes did not decode (or an integer argument was out of range, 309).
+     */
+    case decode(
+        /**
+         * The stable numeric code.
+         */code: Int32, 
+        /**
+         * The stable name of the condition.
+         */kind: ErrorKind, 
+        /**
+         * What happened, for logs.
+         */detail: String
+    )
+    /**
+     * 4xx: an input decoded but is not acceptable (an invalid key, a plaintext too long).
+     */
+    case input(
+        /**
+         * The stable numeric code.
+         */code: Int32, 
+        /**
+         * The stable name of the condition.
+         */kind: ErrorKind, 
+        /**
+         * What happened, for logs.
+         */detail: String
+    )
+    /**
+     * 5xx: the store (busy, corrupt, wrong key, ...), the system, or a bug (599).
+     */
+    case system(
+        /**
+         * The stable numeric code.
+         */code: Int32, 
+        /**
+         * The stable name of the condition.
+         */kind: ErrorKind, 
+        /**
+         * What happened, for logs.
          */detail: String
     )
 
@@ -2020,9 +3006,29 @@ public struct FfiConverterTypeProteusError: FfiConverterRustBuffer {
         
 
         
-        case 1: return .Failure(
+        case 1: return .engine(
             code: try FfiConverterInt32.read(from: &buf), 
-            kind: try FfiConverterString.read(from: &buf), 
+            kind: try FfiConverterTypeErrorKind.read(from: &buf), 
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 2: return .decrypt(
+            code: try FfiConverterInt32.read(from: &buf), 
+            kind: try FfiConverterTypeErrorKind.read(from: &buf), 
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 3: return .decode(
+            code: try FfiConverterInt32.read(from: &buf), 
+            kind: try FfiConverterTypeErrorKind.read(from: &buf), 
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 4: return .input(
+            code: try FfiConverterInt32.read(from: &buf), 
+            kind: try FfiConverterTypeErrorKind.read(from: &buf), 
+            detail: try FfiConverterString.read(from: &buf)
+            )
+        case 5: return .system(
+            code: try FfiConverterInt32.read(from: &buf), 
+            kind: try FfiConverterTypeErrorKind.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf)
             )
 
@@ -2037,10 +3043,38 @@ public struct FfiConverterTypeProteusError: FfiConverterRustBuffer {
 
         
         
-        case let .Failure(code,kind,detail):
+        case let .engine(code,kind,detail):
             writeInt(&buf, Int32(1))
             FfiConverterInt32.write(code, into: &buf)
-            FfiConverterString.write(kind, into: &buf)
+            FfiConverterTypeErrorKind.write(kind, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .decrypt(code,kind,detail):
+            writeInt(&buf, Int32(2))
+            FfiConverterInt32.write(code, into: &buf)
+            FfiConverterTypeErrorKind.write(kind, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .decode(code,kind,detail):
+            writeInt(&buf, Int32(3))
+            FfiConverterInt32.write(code, into: &buf)
+            FfiConverterTypeErrorKind.write(kind, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .input(code,kind,detail):
+            writeInt(&buf, Int32(4))
+            FfiConverterInt32.write(code, into: &buf)
+            FfiConverterTypeErrorKind.write(kind, into: &buf)
+            FfiConverterString.write(detail, into: &buf)
+            
+        
+        case let .system(code,kind,detail):
+            writeInt(&buf, Int32(5))
+            FfiConverterInt32.write(code, into: &buf)
+            FfiConverterTypeErrorKind.write(kind, into: &buf)
             FfiConverterString.write(detail, into: &buf)
             
         }
@@ -2294,6 +3328,78 @@ fileprivate struct FfiConverterOptionData: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeErrorKind: FfiConverterRustBuffer {
+    typealias SwiftType = ErrorKind?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeErrorKind.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeErrorKind.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeOpenMode: FfiConverterRustBuffer {
+    typealias SwiftType = OpenMode?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeOpenMode.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeOpenMode.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionTypeProteusError: FfiConverterRustBuffer {
+    typealias SwiftType = ProteusError?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeProteusError.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeProteusError.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -2394,6 +3500,31 @@ fileprivate struct FfiConverterSequenceTypeErrorCodeEntry: FfiConverterRustBuffe
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeFanoutResult: FfiConverterRustBuffer {
+    typealias SwiftType = [FanoutResult]
+
+    public static func write(_ value: [FanoutResult], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeFanoutResult.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [FanoutResult] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [FanoutResult]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeFanoutResult.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeOutgoingMessage: FfiConverterRustBuffer {
     typealias SwiftType = [OutgoingMessage]
 
@@ -2465,6 +3596,54 @@ fileprivate struct FfiConverterSequenceTypeQueuedMessage: FfiConverterRustBuffer
         return seq
     }
 }
+private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
+private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
+
+fileprivate let uniffiContinuationHandleMap = UniffiHandleMap<UnsafeContinuation<Int8, Never>>()
+
+fileprivate func uniffiRustCallAsync<F, T>(
+    rustFutureFunc: () -> UInt64,
+    pollFunc: (UInt64, @escaping UniffiRustFutureContinuationCallback, UInt64) -> (),
+    completeFunc: (UInt64, UnsafeMutablePointer<RustCallStatus>) -> F,
+    freeFunc: (UInt64) -> (),
+    liftFunc: (F) throws -> T,
+    errorHandler: ((RustBuffer) throws -> Swift.Error)?
+) async throws -> T {
+    // Make sure to call the ensure init function since future creation doesn't have a
+    // RustCallStatus param, so doesn't use makeRustCall()
+    uniffiEnsureProteusUniffiInitialized()
+    let rustFuture = rustFutureFunc()
+    defer {
+        freeFunc(rustFuture)
+    }
+    var pollResult: Int8;
+    repeat {
+        pollResult = await withUnsafeContinuation {
+            pollFunc(
+                rustFuture,
+                { handle, pollResult in
+                    uniffiFutureContinuationCallback(handle: handle, pollResult: pollResult)
+                },
+                uniffiContinuationHandleMap.insert(obj: $0)
+            )
+        }
+    } while pollResult != UNIFFI_RUST_FUTURE_POLL_READY
+
+    return try liftFunc(makeRustCall(
+        { completeFunc(rustFuture, $0) },
+        errorHandler: errorHandler
+    ))
+}
+
+// Callback handlers for an async calls.  These are invoked by Rust when the future is ready.  They
+// lift the return value or error and resume the suspended function.
+fileprivate func uniffiFutureContinuationCallback(handle: UInt64, pollResult: Int8) {
+    if let continuation = try? uniffiContinuationHandleMap.remove(handle: handle) {
+        continuation.resume(returning: pollResult)
+    } else {
+        print("uniffiFutureContinuationCallback invalid handle")
+    }
+}
 /**
  * The fingerprint of the identity in a prekey bundle (lowercase hex, 64 characters), to compare
  * with `remoteFingerprint` or show to the user before a session exists.
@@ -2489,6 +3668,77 @@ public func messageId(envelope: Data) -> String  {
         FfiConverterData.lower(envelope),uniffiCallStatus
     )
 })
+}
+/**
+ * The sender's identity fingerprint (lowercase hex) if `envelope` holds a PreKeyMessage, which
+ * carries it; null for other messages. What to show when a peer's identity changed
+ * (`RemoteIdentityChanged`, 204) before accepting it. Not authenticated: only a message that
+ * decrypts proves its sender.
+ */
+public func prekeyMessageFingerprint(envelope: Data)throws  -> String?  {
+    return try  FfiConverterOptionString.lift(try rustCallWithError(FfiConverterTypeProteusError_lift) {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_func_prekey_message_fingerprint(
+        FfiConverterData.lower(envelope),uniffiCallStatus
+    )
+})
+}
+/**
+ * `Client.deleteStore`: deletes the store at `path` with its SQLite side files (`-wal`,
+ * `-shm`). Nothing happens if there is none; a file that is not a Proteus store is refused
+ * (`StoreCorrupt`, 503) and left alone. Clients on it must be closed.
+ */
+public func clientDeleteStore(path: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_func_client_delete_store(FfiConverterString.lower(path)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+/**
+ * `Client.rekeyStore`: re-encrypts a sealed store from `old_key` to `new_key` in one
+ * transaction (key rotation). A wrong `old_key` gives `WrongStoreKey` (508) and changes
+ * nothing.
+ */
+public func clientRekeyStore(path: String, oldKey: Data, newKey: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_func_client_rekey_store(FfiConverterString.lower(path),FfiConverterData.lower(oldKey),FfiConverterData.lower(newKey)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+/**
+ * `Client.sealStore`: encrypts an existing unsealed SQLite store in place with `key` (32
+ * bytes), in one transaction; no plaintext record remains in the file. Clients on it must be
+ * closed. Called as `Client.sealStore` (Kotlin companion, Swift static).
+ */
+public func clientSealStore(path: String, key: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_func_client_seal_store(FfiConverterString.lower(path),FfiConverterData.lower(key)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
 }
 /**
  * Every error code of the library, ascending: the registry the bindings' constants come from.
@@ -2522,82 +3772,97 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_func_message_id() != 59903) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_func_prekey_message_fingerprint() != 4239) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_func_client_delete_store() != 61109) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_func_client_rekey_store() != 7805) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_func_client_seal_store() != 37794) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_func_error_codes() != 3547) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_create_session() != 4047) {
+    if (uniffi_proteus_uniffi_checksum_method_client_close() != 45817) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_decrypt() != 52548) {
+    if (uniffi_proteus_uniffi_checksum_method_client_create_session() != 61304) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_decrypt_batch() != 3123) {
+    if (uniffi_proteus_uniffi_checksum_method_client_delete_session() != 2077) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_delete_session() != 13392) {
+    if (uniffi_proteus_uniffi_checksum_method_client_export_identity() != 1621) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_encrypt() != 26549) {
+    if (uniffi_proteus_uniffi_checksum_method_client_export_session() != 2040) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_encrypt_batch() != 39156) {
+    if (uniffi_proteus_uniffi_checksum_method_client_fingerprint() != 28077) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_export_identity() != 58165) {
+    if (uniffi_proteus_uniffi_checksum_method_client_generate_prekeys() != 59241) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_export_session() != 53454) {
+    if (uniffi_proteus_uniffi_checksum_method_client_has_session() != 26869) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_fingerprint() != 39410) {
+    if (uniffi_proteus_uniffi_checksum_method_client_identity_key() != 53875) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_generate_prekeys() != 54986) {
+    if (uniffi_proteus_uniffi_checksum_method_client_import_identity() != 33745) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_has_session() != 17677) {
+    if (uniffi_proteus_uniffi_checksum_method_client_import_prekey() != 10786) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_import_identity() != 24991) {
+    if (uniffi_proteus_uniffi_checksum_method_client_import_session() != 16051) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_import_prekey() != 11932) {
+    if (uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle() != 6666) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_import_session() != 39076) {
+    if (uniffi_proteus_uniffi_checksum_method_client_prekey_bundle() != 58445) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle() != 56073) {
+    if (uniffi_proteus_uniffi_checksum_method_client_prekeys_remaining() != 30292) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_prekey_bundle() != 61059) {
+    if (uniffi_proteus_uniffi_checksum_method_client_remote_fingerprint() != 13750) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_prekeys_remaining() != 39197) {
+    if (uniffi_proteus_uniffi_checksum_method_client_session_ids() != 14943) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_remote_fingerprint() != 24753) {
+    if (uniffi_proteus_uniffi_checksum_method_client_set_max_counter_gap() != 54569) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_session_ids() != 27100) {
+    if (uniffi_proteus_uniffi_checksum_method_client_sign() != 45710) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_set_max_counter_gap() != 27439) {
+    if (uniffi_proteus_uniffi_checksum_method_client_decrypt() != 4785) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_sign() != 15387) {
+    if (uniffi_proteus_uniffi_checksum_method_client_decrypt_batch() != 15284) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_constructor_client_in_memory() != 27731) {
+    if (uniffi_proteus_uniffi_checksum_method_client_encrypt() != 11732) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_constructor_client_in_memory_with() != 4985) {
+    if (uniffi_proteus_uniffi_checksum_method_client_encrypt_batch() != 35078) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_constructor_client_open() != 6852) {
+    if (uniffi_proteus_uniffi_checksum_method_client_encrypt_for() != 4866) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_constructor_client_open_with() != 44323) {
+    if (uniffi_proteus_uniffi_checksum_constructor_client_in_memory() != 30509) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_constructor_client_open() != 22634) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_batchdelivery_deliver() != 62538) {

@@ -1,27 +1,24 @@
-// Hand-written companion of the generated bindings (Proteus.swift): the stable code and kind of
-// every ProteusError as properties of the error itself.
+// Hand-written companion of the generated bindings (Proteus.swift): the stable code, kind and
+// detail of every ProteusError, whatever its family, as properties of the error itself.
 
 extension ProteusError {
+    private var parts: (code: Int32, kind: ErrorKind, detail: String) {
+        switch self {
+        case let .engine(code, kind, detail), let .decrypt(code, kind, detail),
+             let .decode(code, kind, detail), let .input(code, kind, detail),
+             let .system(code, kind, detail):
+            return (code, kind, detail)
+        }
+    }
+
     /// The stable numeric code, the same in Rust, Kotlin, Swift and JavaScript.
-    public var code: Int32 {
-        switch self {
-        case let .Failure(code, _, _): return code
-        }
-    }
+    public var code: Int32 { parts.code }
 
-    /// The stable name of the condition, such as "DuplicateMessage" or "StoreBusy".
-    public var kind: String {
-        switch self {
-        case let .Failure(_, kind, _): return kind
-        }
-    }
+    /// The stable name of the condition, such as `.duplicateMessage` or `.storeBusy`.
+    public var kind: ErrorKind { parts.kind }
 
-    /// What happened, for logs (never key material).
-    public var detail: String {
-        switch self {
-        case let .Failure(_, _, detail): return detail
-        }
-    }
+    /// What happened, for logs (never key material or user data).
+    public var detail: String { parts.detail }
 
     /// The registered code of this error; nil only for a code newer than these constants.
     public var errorCode: ProteusErrorCode? {

@@ -29,6 +29,8 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     case clientBusy = 120
     /// The application's batch callback threw; nothing of the batch was committed.
     case callbackFailed = 121
+    /// The client was closed (Swift `close()`); open the store again to go on.
+    case clientClosed = 122
     /// A session can only be created from a PreKeyMessage.
     case notAPreKeyMessage = 201
     /// The PreKeyMessage carries another identity than the session's remote identity.
@@ -121,6 +123,7 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
         case .preKeyIdsExhausted: return "PreKeyIdsExhausted"
         case .clientBusy: return "ClientBusy"
         case .callbackFailed: return "CallbackFailed"
+        case .clientClosed: return "ClientClosed"
         case .notAPreKeyMessage: return "NotAPreKeyMessage"
         case .remoteIdentityChanged: return "RemoteIdentityChanged"
         case .unknownSessionTag: return "UnknownSessionTag"

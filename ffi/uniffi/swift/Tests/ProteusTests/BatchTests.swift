@@ -3,141 +3,143 @@ import XCTest
 @testable import Proteus
 
 final class BatchTests: XCTestCase {
-    func test1000QueuedMessagesWithProgressDeliveredBeforeTheCommit() throws {
-        let (alice, bob) = try pair()
-        let queue = try queueFrom(alice, 1000)
+    func test1000QueuedMessagesWithProgressDeliveredBeforeTheCommit() async throws {
+        let (alice, bob) = try await pair()
+        let queue = try await queueFrom(alice, 1000)
         let collector = Collector()
-        let summary = try bob.decryptBatch(queue: queue, delivery: collector, maxChunk: 100, progressIntervalMs: 0)
-        XCTAssertEqual(summary, BatchSummary(total: 1000, decrypted: 1000, alreadySeen: 0, failed: 0))
-        XCTAssertEqual(collector.progress.map { $0.done }, (1...10).map { UInt32($0 * 100) })
-        XCTAssertTrue(collector.progress.allSatisfy { $0.total == 1000 })
+        let summary = try await bob.decryptBatch(queue: queue, delivery: collector, maxChunk: 100, progressIntervalMs: 0)
+        await assertEqual(summary, BatchSummary(total: 1000, decrypted: 1000, alreadySeen: 0, failed: 0))
+        await assertEqual(collector.progress.map { $0.done }, (1...10).map { Int32($0 * 100) })
+        await assertTrue(collector.progress.allSatisfy { $0.total == 1000 })
         let results = collector.results
-        XCTAssertEqual(results.count, 1000)
+        await assertEqual(results.count, 1000)
         for (i, r) in results.enumerated() {
-            XCTAssertEqual(text(r.plaintext), "message \(i)")
-            XCTAssertEqual(r.messageId, messageId(envelope: queue[i].envelope))
-            XCTAssertNil(r.errorCode)
+            await assertEqual(text(r.plaintext), "message \(i)")
+            await assertEqual(r.messageId, messageId(envelope: queue[i].envelope))
+            await assertNil(r.errorCode)
         }
         // Delivered again after the commit: all already seen.
         let again = Collector()
-        XCTAssertEqual(try bob.decryptBatch(queue: queue, delivery: again, maxChunk: 1000, progressIntervalMs: 0),
+        await assertEqual(try await bob.decryptBatch(queue: queue, delivery: again, maxChunk: 1000, progressIntervalMs: 0),
                        BatchSummary(total: 1000, decrypted: 0, alreadySeen: 1000, failed: 0))
-        XCTAssertTrue(again.results.allSatisfy { $0.alreadySeen && $0.plaintext == nil && $0.errorCode == 209 })
+        await assertTrue(again.results.allSatisfy { $0.alreadySeen && $0.plaintext == nil && $0.errorCode == 209 })
     }
 
-    func testAMixedQueueGivesOneResultPerMessage() throws {
-        let (alice, bob) = try establishedPair()
-        let carol = try Client.inMemory()
-        try carol.createSession(sessionId: "bob", bundle: try bob.generatePrekeys(count: 1)[0].bytes)
-        let good = try alice.encrypt(sessionId: "bob", plaintext: bytes("from alice"))
-        var tampered = try alice.encrypt(sessionId: "bob", plaintext: bytes("tampered"))
+    func testAMixedQueueGivesOneResultPerMessage() async throws {
+        let (alice, bob) = try await establishedPair()
+        let carol = try await Client.inMemory()
+        try await carol.createSession(sessionId: "bob", bundle: try await bob.generatePrekeys(count: 1)[0].bytes)
+        let good = try await alice.encrypt(sessionId: "bob", plaintext: bytes("from alice"))
+        var tampered = try await alice.encrypt(sessionId: "bob", plaintext: bytes("tampered"))
         tampered[tampered.count - 1] &+= 1
         let collector = Collector()
-        let summary = try bob.decryptBatch(queue: [
+        let summary = try await bob.decryptBatch(queue: [
             QueuedMessage(sessionId: "alice", envelope: good),
             QueuedMessage(sessionId: "alice", envelope: Data([1, 2, 3])),
-            QueuedMessage(sessionId: "carol", envelope: try carol.encrypt(sessionId: "bob", plaintext: bytes("from carol"))),
+            QueuedMessage(sessionId: "carol", envelope: try await carol.encrypt(sessionId: "bob", plaintext: bytes("from carol"))),
             QueuedMessage(sessionId: "alice", envelope: tampered),
             QueuedMessage(sessionId: "alice", envelope: good),
         ], delivery: collector)
-        XCTAssertEqual(summary, BatchSummary(total: 5, decrypted: 2, alreadySeen: 1, failed: 2))
+        await assertEqual(summary, BatchSummary(total: 5, decrypted: 2, alreadySeen: 1, failed: 2))
         let r = collector.results
-        XCTAssertEqual(text(r[0].plaintext), "from alice")
-        XCTAssertEqual((r[1].errorCode ?? 0) / 100, 3)
-        XCTAssertEqual(text(r[2].plaintext), "from carol")
+        await assertEqual(text(r[0].plaintext), "from alice")
+        await assertEqual((r[1].errorCode ?? 0) / 100, 3)
+        await assertEqual(text(r[2].plaintext), "from carol")
         // Carol's first message names her; Alice's (a session already answered) names no one.
-        XCTAssertEqual(r[2].sender, try carol.fingerprint())
-        XCTAssertNil(r[0].sender)
-        XCTAssertEqual(r[3].errorCode, 206)
-        XCTAssertEqual(r[3].errorKind, "InvalidSignature")
-        XCTAssertEqual(r[4].errorCode, 209)
-        XCTAssertTrue(r[4].alreadySeen)
+        await assertEqual(r[2].sender, try await carol.fingerprint())
+        await assertNil(r[0].sender)
+        await assertEqual(r[3].errorCode, 206)
+        await assertEqual(r[3].errorKind, .invalidSignature)
+        await assertEqual(r[4].errorCode, 209)
+        await assertTrue(r[4].alreadySeen)
     }
 
-    func testReturningFalseStopsTheBatchAndCommitsNothing() throws {
-        let (alice, bob) = try pair()
-        let queue = try queueFrom(alice, 300)
+    func testReturningFalseStopsTheBatchAndCommitsNothing() async throws {
+        let (alice, bob) = try await pair()
+        let queue = try await queueFrom(alice, 300)
         let collector = Collector { _, progress in progress.done < 200 }
-        expectError(108, "BatchAborted") { _ = try bob.decryptBatch(queue: queue, delivery: collector, maxChunk: 100, progressIntervalMs: 0) }
-        XCTAssertEqual(collector.progress.map { $0.done }, [100, 200])
-        XCTAssertFalse(try bob.hasSession(sessionId: "alice"))
-        XCTAssertEqual(try bob.prekeysRemaining(), 1)
-        XCTAssertEqual(try bob.decryptBatch(queue: queue, delivery: Collector()).decrypted, 300)
+        await expectError(108, .batchAborted) { _ = try await bob.decryptBatch(queue: queue, delivery: collector, maxChunk: 100, progressIntervalMs: 0) }
+        await assertEqual(collector.progress.map { $0.done }, [100, 200])
+        await assertFalse(try await bob.hasSession(sessionId: "alice"))
+        await assertEqual(try await bob.prekeysRemaining(), 1)
+        await assertEqual(try await bob.decryptBatch(queue: queue, delivery: Collector()).decrypted, 300)
     }
 
-    func testAThrowingCallbackStopsTheBatch() throws {
+    func testAThrowingCallbackStopsTheBatch() async throws {
         struct AppError: Error {}
-        let (alice, bob) = try pair()
-        let queue = try queueFrom(alice, 10)
-        expectError(121, "CallbackFailed") { _ = try bob.decryptBatch(queue: queue, delivery: Collector { _, _ in throw AppError() }) }
-        XCTAssertEqual(try bob.decryptBatch(queue: queue, delivery: Collector()).decrypted, 10)
+        let (alice, bob) = try await pair()
+        let queue = try await queueFrom(alice, 10)
+        await expectError(121, .callbackFailed) { _ = try await bob.decryptBatch(queue: queue, delivery: Collector { _, _ in throw AppError() }) }
+        await assertEqual(try await bob.decryptBatch(queue: queue, delivery: Collector()).decrypted, 10)
     }
 
-    func testCallingTheClientFromItsOwnCallbackFailsWithClientBusy() throws {
-        let (alice, bob) = try pair()
+    func testCallingTheClientFromItsOwnCallbackFailsWithClientBusy() async throws {
+        // From a callback, Swift reaches the client through a Task on another thread: that call
+        // waits for the batch (here 200 ms), then fails with ClientBusy rather than deadlocking.
+        let (alice, bob) = try await pair(wait: 200)
         var inner: ProteusError?
         let collector = Collector { _, _ in
-            do { _ = try bob.encrypt(sessionId: "alice", plaintext: bytes("re-entrant")) } catch let e as ProteusError { inner = e }
+            do { _ = try blocking { try await bob.encrypt(sessionId: "alice", plaintext: bytes("re-entrant")) } } catch let e as ProteusError { inner = e }
             return true
         }
-        XCTAssertEqual(try bob.decryptBatch(queue: try queueFrom(alice, 5), delivery: collector).decrypted, 5)
-        XCTAssertEqual(inner?.code, 120)
-        XCTAssertEqual(inner?.kind, "ClientBusy")
+        await assertEqual(try await bob.decryptBatch(queue: try await queueFrom(alice, 5), delivery: collector).decrypted, 5)
+        await assertEqual(inner?.code, 120)
+        await assertEqual(inner?.kind, .clientBusy)
         // Thrown out of the callback, it is what decryptBatch throws.
-        let queue = try queueFrom(alice, 5, "second")
-        expectError(120, "ClientBusy") { _ = try bob.decryptBatch(queue: queue, delivery: Collector { _, _ in _ = try bob.fingerprint(); return true }) }
-        XCTAssertEqual(try bob.decryptBatch(queue: queue, delivery: Collector()).decrypted, 5)
+        let queue = try await queueFrom(alice, 5, "second")
+        await expectError(120, .clientBusy) { _ = try await bob.decryptBatch(queue: queue, delivery: Collector { _, _ in _ = try blocking { try await bob.fingerprint() }; return true }) }
+        await assertEqual(try await bob.decryptBatch(queue: queue, delivery: Collector()).decrypted, 5)
     }
 
-    func testByDefaultProgressComesAtASteadyRateAndAtTheEnd() throws {
-        let (alice, bob) = try pair()
+    func testByDefaultProgressComesAtASteadyRateAndAtTheEnd() async throws {
+        let (alice, bob) = try await pair()
         let collector = Collector()
-        _ = try bob.decryptBatch(queue: try queueFrom(alice, 2500), delivery: collector)
+        _ = try await bob.decryptBatch(queue: try await queueFrom(alice, 2500), delivery: collector)
         let done = collector.progress.map { $0.done }
-        XCTAssertGreaterThanOrEqual(done.count, 3)
-        XCTAssertEqual(done, done.sorted())
-        XCTAssertEqual(done.last, 2500)
-        XCTAssertEqual(collector.results.count, 2500)
+        await assertGreaterThanOrEqual(done.count, 3)
+        await assertEqual(done, done.sorted())
+        await assertEqual(done.last, 2500)
+        await assertEqual(collector.results.count, 2500)
     }
 }
 
 final class PersistenceTests: XCTestCase {
-    func testIdentityPrekeysAndSessionsSurviveCloseAndReopen() throws {
+    func testIdentityPrekeysAndSessionsSurviveCloseAndReopen() async throws {
         let path = tempStore()
-        let peer = try Client.inMemory()
+        let peer = try await Client.inMemory()
         var fingerprint = ""
         do {
-            let bob = try Client.open(path: path)
-            fingerprint = try bob.fingerprint()
-            let bundles = try bob.generatePrekeys(count: 3)
-            try peer.createSession(sessionId: "bob", bundle: bundles[0].bytes)
-            XCTAssertEqual(text(try bob.decrypt(sessionId: "peer", envelope: try peer.encrypt(sessionId: "bob", plaintext: bytes("one")))), "one")
-            XCTAssertEqual(text(try peer.decrypt(sessionId: "bob", envelope: try bob.encrypt(sessionId: "peer", plaintext: bytes("two")))), "two")
+            let bob = try await Client.open(path: path)
+            fingerprint = try await bob.fingerprint()
+            let bundles = try await bob.generatePrekeys(count: 3)
+            try await peer.createSession(sessionId: "bob", bundle: bundles[0].bytes)
+            await assertEqual(text(try await bob.decrypt(sessionId: "peer", envelope: try await peer.encrypt(sessionId: "bob", plaintext: bytes("one")))), "one")
+            await assertEqual(text(try await peer.decrypt(sessionId: "bob", envelope: try await bob.encrypt(sessionId: "peer", plaintext: bytes("two")))), "two")
         } // the last reference goes: the store is closed
-        let bob = try Client.openWith(path: path, mode: .existing, options: ClientOptions())
-        XCTAssertEqual(try bob.fingerprint(), fingerprint)
-        XCTAssertEqual(try bob.prekeysRemaining(), 2)
-        XCTAssertEqual(try bob.sessionIds(), ["peer"])
-        XCTAssertEqual(text(try bob.decrypt(sessionId: "peer", envelope: try peer.encrypt(sessionId: "bob", plaintext: bytes("three")))), "three")
-        XCTAssertEqual(text(try peer.decrypt(sessionId: "bob", envelope: try bob.encrypt(sessionId: "peer", plaintext: bytes("four")))), "four")
+        let bob = try await Client.open(path: path, mode: .existing)
+        await assertEqual(try await bob.fingerprint(), fingerprint)
+        await assertEqual(try await bob.prekeysRemaining(), 2)
+        await assertEqual(try await bob.sessionIds(), ["peer"])
+        await assertEqual(text(try await bob.decrypt(sessionId: "peer", envelope: try await peer.encrypt(sessionId: "bob", plaintext: bytes("three")))), "three")
+        await assertEqual(text(try await peer.decrypt(sessionId: "bob", envelope: try await bob.encrypt(sessionId: "peer", plaintext: bytes("four")))), "four")
     }
 
-    func testACommittedBatchStaysCommittedAndAnAbortedOneLeavesNothing() throws {
+    func testACommittedBatchStaysCommittedAndAnAbortedOneLeavesNothing() async throws {
         let path = tempStore()
-        let alice = try Client.inMemory()
+        let alice = try await Client.inMemory()
         do {
-            let bob = try Client.open(path: path)
-            try alice.createSession(sessionId: "bob", bundle: try bob.generatePrekeys(count: 1)[0].bytes)
+            let bob = try await Client.open(path: path)
+            try await alice.createSession(sessionId: "bob", bundle: try await bob.generatePrekeys(count: 1)[0].bytes)
         }
-        let first = try queueFrom(alice, 50, "first")
-        let second = try queueFrom(alice, 50, "second")
+        let first = try await queueFrom(alice, 50, "first")
+        let second = try await queueFrom(alice, 50, "second")
         do {
-            let bob = try Client.open(path: path)
-            XCTAssertEqual(try bob.decryptBatch(queue: first, delivery: Collector()).decrypted, 50)
-            expectError(108, "BatchAborted") { _ = try bob.decryptBatch(queue: second, delivery: Collector { _, _ in false }) }
+            let bob = try await Client.open(path: path)
+            await assertEqual(try await bob.decryptBatch(queue: first, delivery: Collector()).decrypted, 50)
+            await expectError(108, .batchAborted) { _ = try await bob.decryptBatch(queue: second, delivery: Collector { _, _ in false }) }
         }
-        let bob = try Client.open(path: path)
-        XCTAssertEqual(try bob.decryptBatch(queue: first, delivery: Collector()).alreadySeen, 50)
-        XCTAssertEqual(try bob.decryptBatch(queue: second, delivery: Collector()).decrypted, 50)
+        let bob = try await Client.open(path: path)
+        await assertEqual(try await bob.decryptBatch(queue: first, delivery: Collector()).alreadySeen, 50)
+        await assertEqual(try await bob.decryptBatch(queue: second, delivery: Collector()).decrypted, 50)
     }
 }

@@ -11,40 +11,80 @@ final class ErrorCodeTests: XCTestCase {
         name.prefix(1).lowercased() + name.dropFirst()
     }
 
-    func testEveryCaseMatchesTheNativeRegistry() {
+    func testEveryCaseMatchesTheNativeRegistry() async throws {
         let native = errorCodes()
         let swift = ProteusErrorCode.allCases
-        XCTAssertGreaterThanOrEqual(native.count, 50)
-        XCTAssertEqual(native.map { caseName($0.name) }, swift.map { String(describing: $0) })
+        await assertGreaterThanOrEqual(native.count, 50)
+        await assertEqual(native.map { caseName($0.name) }, swift.map { String(describing: $0) })
         for (n, s) in zip(native, swift) {
-            XCTAssertEqual(n.code, s.rawValue, n.name)
-            XCTAssertEqual(n.kind, s.kind, n.name)
-            XCTAssertEqual(n.family, s.family, n.name)
-            XCTAssertEqual(n.alreadySeen, s.isAlreadySeen, n.name)
+            await assertEqual(n.code, s.rawValue, n.name)
+            await assertEqual(n.kind, s.kind, n.name)
+            await assertEqual(n.family, s.family, n.name)
+            await assertEqual(n.alreadySeen, s.isAlreadySeen, n.name)
         }
-        XCTAssertNil(ProteusErrorCode(rawValue: 109), "109 is retired")
+        await assertNil(ProteusErrorCode(rawValue: 109), "109 is retired")
     }
 
-    func testErrorsAndBatchResultsCarryRegisteredCodes() throws {
-        let (alice, bob) = try establishedPair()
-        let e = expectError(ProteusErrorCode.sessionNotFound.rawValue, "SessionNotFound") {
-            _ = try alice.encrypt(sessionId: "carol:phone-7f3a", plaintext: bytes("x"))
+    func testErrorsAndBatchResultsCarryRegisteredCodes() async throws {
+        let (alice, bob) = try await establishedPair()
+        let e = await expectError(ProteusErrorCode.sessionNotFound.rawValue, .sessionNotFound) {
+            _ = try await alice.encrypt(sessionId: "carol:phone-7f3a", plaintext: bytes("x"))
         }
-        XCTAssertEqual(e?.errorCode, .sessionNotFound)
+        await assertEqual(e?.errorCode, .sessionNotFound)
         // Session ids are user data: never in an error's text.
-        XCTAssertFalse(e?.detail.contains("phone-7f3a") ?? true, e?.detail ?? "")
-        let envelope = try alice.encrypt(sessionId: "bob", plaintext: bytes("once"))
-        _ = try bob.decrypt(sessionId: "alice", envelope: envelope)
+        await assertFalse(e?.detail.contains("phone-7f3a") ?? true, e?.detail ?? "")
+        let envelope = try await alice.encrypt(sessionId: "bob", plaintext: bytes("once"))
+        _ = try await bob.decrypt(sessionId: "alice", envelope: envelope)
         let collector = Collector()
-        _ = try bob.decryptBatch(queue: [QueuedMessage(sessionId: "alice", envelope: envelope),
+        _ = try await bob.decryptBatch(queue: [QueuedMessage(sessionId: "alice", envelope: envelope),
                                          QueuedMessage(sessionId: "nobody", envelope: envelope)],
                                  delivery: collector)
         let codes = collector.results.map { ProteusErrorCode(rawValue: $0.errorCode ?? 0) }
-        XCTAssertEqual(codes, [.duplicateMessage, .sessionNotFound])
+        await assertEqual(codes, [.duplicateMessage, .sessionNotFound])
         for r in collector.results {
             let code = ProteusErrorCode(rawValue: r.errorCode ?? 0)
-            XCTAssertEqual(code?.kind, r.errorKind)
-            XCTAssertEqual(code?.isAlreadySeen, r.alreadySeen)
+            await assertEqual(code.map { caseName($0.kind) }, r.errorKind.map { String(describing: $0) })
+            await assertEqual(code?.isAlreadySeen, r.alreadySeen)
+        }
+    }
+
+    func testEveryKindOfTheRegistryIsAnErrorKindCase() async throws {
+        // ErrorKind is generated from the registry (ffi/uniffi/src/kind.rs); each code's kind
+        // name is one of its cases.
+        var names: [String] = []
+        for n in errorCodes() where !names.contains(caseName(n.kind)) { names.append(caseName(n.kind)) }
+        let (alice, bob) = try await establishedPair()
+        let e = await expectError(104, .sessionNotFound) { _ = try await alice.encrypt(sessionId: "x", plaintext: bytes("x")) }
+        XCTAssertTrue(names.contains(String(describing: e!.kind)))
+        XCTAssertEqual(names.count, errorCodes().count - 3, "a kind spans 206/207/210 and 211/212")
+        _ = bob
+    }
+
+    func testEachFamilyIsItsOwnCase() async throws {
+        let (alice, bob) = try await establishedPair()
+        var tampered = try await alice.encrypt(sessionId: "bob", plaintext: bytes("x"))
+        tampered[tampered.count - 1] &+= 1
+        let calls: [(String, () async throws -> Void)] = [
+            ("engine", { _ = try await alice.encrypt(sessionId: "nobody", plaintext: bytes("x")) }),
+            ("decrypt", { _ = try await bob.decrypt(sessionId: "alice", envelope: tampered) }),
+            ("decode", { _ = try await bob.decrypt(sessionId: "alice", envelope: Data([1])) }),
+            ("input", { _ = try await alice.encrypt(sessionId: "bob", plaintext: Data(count: 5 * 1024 * 1024)) }),
+            ("system", { _ = try await Client.open(path: tempStore(), mode: .existing) }),
+        ]
+        for (family, call) in calls {
+            do {
+                try await call()
+                XCTFail("\(family): nothing thrown")
+            } catch let e as ProteusError {
+                XCTAssertTrue(String(describing: e).hasPrefix(family + "("), "\(e)")
+                XCTAssertEqual(e.errorCode?.family.lowercased(), family)
+            }
+        }
+        // One catch for a whole family.
+        do {
+            _ = try await bob.decrypt(sessionId: "alice", envelope: Data([1]))
+        } catch ProteusError.decode(let code, _, _) {
+            XCTAssertEqual(code / 100, 3)
         }
     }
 }

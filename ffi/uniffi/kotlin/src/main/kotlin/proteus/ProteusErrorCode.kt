@@ -32,6 +32,8 @@ enum class ProteusErrorCode(val code: Int, val kind: String, val family: String,
     CLIENT_BUSY(120, "ClientBusy", "Engine", false),
     /** The application's batch callback threw; nothing of the batch was committed. */
     CALLBACK_FAILED(121, "CallbackFailed", "Engine", false),
+    /** The client was closed (Swift `close()`); open the store again to go on. */
+    CLIENT_CLOSED(122, "ClientClosed", "Engine", false),
     /** A session can only be created from a PreKeyMessage. */
     NOT_A_PRE_KEY_MESSAGE(201, "NotAPreKeyMessage", "Decrypt", false),
     /** The PreKeyMessage carries another identity than the session's remote identity. */

@@ -5,6 +5,7 @@ import java.nio.file.Files
 import java.nio.file.Path
 import java.nio.file.StandardCopyOption
 import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable
+import kotlinx.coroutines.runBlocking
 import kotlin.test.Test
 import kotlin.test.assertEquals
 
@@ -25,7 +26,7 @@ class BatchOverheadBench {
      */
     private val warmup = System.getenv("PROTEUS_BENCH_WARMUP")?.toInt() ?: 2000
     private val runs = System.getenv("PROTEUS_BENCH_RUNS")?.toInt() ?: 61
-    private val chunk = System.getenv("PROTEUS_BENCH_CHUNK")?.toUInt() ?: 1000u
+    private val chunk = System.getenv("PROTEUS_BENCH_CHUNK")?.toInt() ?: 1000
 
     /** Chat-like plaintexts of 100 to 200 bytes, as proteus-bench's `chat_plaintext`. */
     private fun chatPlaintext(i: Int): ByteArray {
@@ -49,9 +50,9 @@ class BatchOverheadBench {
         }
     }
 
-    private fun measure(
+    private suspend fun measure(
         store: String,
-        fresh: () -> Client,
+        fresh: suspend () -> Client,
         queue: List<QueuedMessage>,
         expected: List<ByteArray>,
         warmup: Int,
@@ -70,7 +71,7 @@ class BatchOverheadBench {
             val cpuMs = (bean.currentThreadCpuTime - cpuStart) / 1e6
             client.close()
             cleanUp()
-            assertEquals(1000u, summary.decrypted, store)
+            assertEquals(1000, summary.decrypted, store)
             if (run >= warmup || run % 100 == 0) {
                 keep.kept.forEachIndexed { i, r -> kotlin.test.assertContentEquals(expected[i], r.plaintext) }
             }
@@ -86,16 +87,16 @@ class BatchOverheadBench {
     private var lastCpuMedian = 0.0
 
     @Test
-    fun `decrypt 1000 queued messages with one batch call`() {
+    fun `decrypt 1000 queued messages with one batch call`() = runBlocking<Unit> {
         val (alice, bob) = establishedPair()
         val plaintexts = (0 until 1000).map { chatPlaintext(it) }
         val queue = plaintexts.map { QueuedMessage("alice", alice.encrypt("bob", it)) }
         val identity = bob.exportIdentity()
         val session = bob.exportSession("alice")
-        fun install(c: Client) = c.apply { importIdentity(identity); importSession("alice", session) }
+        suspend fun install(c: Client) = c.apply { importIdentity(identity); importSession("alice", session) }
 
         val templateDir = Files.createTempDirectory("proteus-bench-template-")
-        Client.openWith(templateDir.resolve("store.db").toString(), OpenMode.NEW, ClientOptions()).use { install(it) }
+        Client.open(templateDir.resolve("store.db").toString(), mode = OpenMode.NEW).use { install(it) }
         val runDirs = ArrayList<Path>()
         // Each run's copy is deleted as soon as its client is closed, as the native runner does:
         // left behind, its dirty pages would be written back during the next runs' fsyncs.
@@ -103,17 +104,17 @@ class BatchOverheadBench {
             runDirs.forEach { it.toFile().deleteRecursively() }
             runDirs.clear()
         }
-        fun freshSqlite(): Client {
+        suspend fun freshSqlite(): Client {
             val dir = Files.createTempDirectory("proteus-bench-run-").also { runDirs.add(it) }
             Files.list(templateDir).use { files ->
                 files.forEach { Files.copy(it, dir.resolve(it.fileName), StandardCopyOption.REPLACE_EXISTING) }
             }
-            return Client.openWith(dir.resolve("store.db").toString(), OpenMode.EXISTING, ClientOptions())
+            return Client.open(dir.resolve("store.db").toString(), mode = OpenMode.EXISTING)
         }
 
         val out = File(System.getenv("PROTEUS_BENCH_OUT"))
         out.writeText("")
-        for ((store, fresh) in listOf("memory" to { install(Client.inMemory()) }, "sqlite-batch" to ::freshSqlite)) {
+        for ((store, fresh) in listOf<Pair<String, suspend () -> Client>>("memory" to { install(Client.inMemory()) }, "sqlite-batch" to { freshSqlite() })) {
             val t = measure(store, fresh, queue, plaintexts, if (store == "memory") warmup else 10, ::deleteRunDirs)
             val line = "{\"scenario\":\"1x1000est\",\"store\":\"$store\",\"binding\":\"kotlin\"," +
                 "\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"runs\":%d,\"cpu_median_ms\":%.3f}".format(
@@ -133,12 +134,12 @@ class BatchOverheadBench {
      * Printed only; the comparison with native is the test above.
      */
     @Test
-    fun `where the time of a batch goes`() {
+    fun `where the time of a batch goes`() = runBlocking<Unit> {
         val (alice, bob) = establishedPair()
         val queue = (0 until 1000).map { QueuedMessage("alice", alice.encrypt("bob", chatPlaintext(it))) }
         val identity = bob.exportIdentity()
         val session = bob.exportSession("alice")
-        fun fresh() = Client.inMemory().apply { importIdentity(identity); importSession("alice", session) }
+        suspend fun fresh() = Client.inMemory().apply { importIdentity(identity); importSession("alice", session) }
         var firstDelivery = 0L
         var lastReturn = 0L
         var callbacks = 0
@@ -155,14 +156,14 @@ class BatchOverheadBench {
         fun note(name: String, ns: Long, run: Int) { if (run >= warmup / 2) splits.getOrPut(name) { ArrayList() }.add(ns / 1e3) }
         var callbacksPerBatch = 0
         repeat(warmup / 2 + runs * 3) { run ->
-            for (chunk in listOf(1000u, 10u)) {
+            for (chunk in listOf(1000, 10)) {
                 val client = fresh()
                 kept.clear(); callbacks = 0
                 val start = System.nanoTime()
                 client.decryptBatch(queue, delivery, maxChunk = chunk)
                 val end = System.nanoTime()
                 client.close()
-                if (chunk == 1000u) {
+                if (chunk == 1000) {
                     callbacksPerBatch = callbacks
                     note("batch call", end - start, run)
                     note("call to first delivery", firstDelivery - start, run)

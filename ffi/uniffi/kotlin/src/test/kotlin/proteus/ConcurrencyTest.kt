@@ -1,5 +1,6 @@
 package proteus
 
+import kotlinx.coroutines.test.runTest
 import java.util.concurrent.CountDownLatch
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
@@ -18,11 +19,11 @@ class ConcurrencyTest {
     private val threads = 8
 
     /** Runs [body] on [threads] threads started together; rethrows the first failure. */
-    private fun <T> onThreads(body: (Int) -> T): List<T> {
+    private fun <T> onThreads(body: suspend (Int) -> T): List<T> {
         val pool = Executors.newFixedThreadPool(threads)
         try {
             val start = CountDownLatch(1)
-            val futures = (0 until threads).map { t -> pool.submit<T> { start.await(); body(t) } }
+            val futures = (0 until threads).map { t -> pool.submit<T> { start.await(); runBlocking { body(t) } } }
             start.countDown()
             return futures.map { it.get(100, TimeUnit.SECONDS) }
         } finally {
@@ -31,22 +32,22 @@ class ConcurrencyTest {
     }
 
     @Test
-    fun `8 threads encrypt on one session and every message decrypts exactly once`() {
+    fun `8 threads encrypt on one session and every message decrypts exactly once`() = runTest {
         val (alice, bob) = establishedPair()
         val envelopes = onThreads { t -> (0 until 100).map { i -> alice.encrypt("bob", bytes("$t/$i")) } }.flatten()
         val collector = Collector()
         val summary = bob.decryptBatch(envelopes.shuffled().map { QueuedMessage("alice", it) }, collector)
-        assertEquals(800u, summary.decrypted)
+        assertEquals(800, summary.decrypted)
         val texts = collector.results.map { text(it.plaintext)!! }.toSet()
         assertEquals((0 until threads).flatMap { t -> (0 until 100).map { "$t/$it" } }.toSet(), texts)
     }
 
     @Test
-    fun `8 threads share a SQLite client, each with its own peer, reading and writing`() {
+    fun `8 threads share a SQLite client, each with its own peer, reading and writing`() = runTest {
         val path = tempStore().toString()
         val peers = (0 until threads).map { Client.inMemory() }
         Client.open(path).use { alice ->
-            peers.forEachIndexed { t, peer -> alice.createSession("peer:$t", peer.generatePrekeys(1u).single().bytes) }
+            peers.forEachIndexed { t, peer -> alice.createSession("peer:$t", peer.generatePrekeys(1).single().bytes) }
             val fingerprint = alice.fingerprint()
             onThreads { t ->
                 val peer = peers[t]
@@ -70,17 +71,17 @@ class ConcurrencyTest {
     }
 
     @Test
-    fun `batches on one thread, single calls on seven others`() {
+    fun `batches on one thread, single calls on seven others`() = runTest {
         val bob = Client.inMemory()
         val senders = (0 until threads).map { Client.inMemory() }
-        senders.forEach { it.createSession("bob", bob.generatePrekeys(1u).single().bytes) }
+        senders.forEach { it.createSession("bob", bob.generatePrekeys(1).single().bytes) }
         val queues = senders.mapIndexed { t, s ->
             (0 until 200).map { i -> QueuedMessage("sender:$t", s.encrypt("bob", bytes("$t:$i"))) }
         }
         val results = onThreads { t ->
             if (t == 0) {
                 // Thread 0 decrypts sender 0's queue in batches of 50 messages.
-                queues[0].chunked(50).sumOf { bob.decryptBatch(it, Collector(), maxChunk = 10u).decrypted.toInt() }
+                queues[0].chunked(50).sumOf { bob.decryptBatch(it, Collector(), maxChunk = 10).decrypted.toInt() }
             } else {
                 queues[t].count { text(bob.decrypt(it.sessionId, it.envelope)) != null }
             }
@@ -90,7 +91,7 @@ class ConcurrencyTest {
     }
 
     @Test
-    fun `coroutines on Dispatchers IO share a client`() = runBlocking {
+    fun `coroutines on Dispatchers IO share a client`() = runTest {
         val (alice, bob) = establishedPair()
         val envelopes = (0 until threads).map { t ->
             async(Dispatchers.IO) { (0 until 50).map { alice.encrypt("bob", bytes("c$t/$it")) } }
@@ -98,32 +99,32 @@ class ConcurrencyTest {
         val decrypted = envelopes.chunked(100).map { chunk ->
             async(Dispatchers.IO) { bob.decryptBatch(chunk.map { QueuedMessage("alice", it) }, Collector()) }
         }.awaitAll()
-        assertEquals(400u, decrypted.sumOf { it.decrypted })
+        assertEquals(400, decrypted.sumOf { it.decrypted })
     }
 
     @Test
-    fun `a callback waiting for another thread that uses the client gets ClientBusy, not a deadlock`() {
+    fun `a callback waiting for another thread that uses the client gets ClientBusy, not a deadlock`() = runTest {
         val alice = Client.inMemory()
-        val bob = Client.inMemoryWith(ClientOptions(waitTimeoutMs = 200u))
-        alice.createSession("bob", bob.generatePrekeys(1u).single().bytes)
+        val bob = Client.inMemory(ClientOptions(waitTimeoutMs = 200))
+        alice.createSession("bob", bob.generatePrekeys(1).single().bytes)
         val pool = Executors.newSingleThreadExecutor()
         var seen: Throwable? = null
         val started = System.nanoTime()
         bob.decryptBatch(queueFrom(alice, 1), Collector { _, _ ->
             // The other thread waits for this batch, which waits for it: after 200 ms it gives up.
-            seen = runCatching { pool.submit<List<String>> { bob.sessionIds() }.get(30, TimeUnit.SECONDS) }
+            seen = runCatching { pool.submit<List<String>> { runBlocking { bob.sessionIds() } }.get(30, TimeUnit.SECONDS) }
                 .exceptionOrNull()?.cause
             true
         })
         pool.shutdown()
         val e = seen as ProteusException
-        assertEquals(120 to "ClientBusy", e.code to e.kind)
+        assertEquals(120 to ErrorKind.CLIENT_BUSY, e.code to e.kind)
         assertTrue(System.nanoTime() - started < 10_000_000_000L)
         assertEquals(listOf("alice"), bob.sessionIds())
     }
 
     @Test
-    fun `close while other threads are calling is safe`() {
+    fun `close while other threads are calling is safe`() = runTest {
         val (alice, _) = establishedPair()
         val results = onThreads { t ->
             runCatching {

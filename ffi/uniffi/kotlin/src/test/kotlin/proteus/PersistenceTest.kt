@@ -1,5 +1,6 @@
 package proteus
 
+import kotlinx.coroutines.test.runTest
 import java.nio.file.Files
 import kotlin.test.Test
 import kotlin.test.assertEquals
@@ -7,20 +8,20 @@ import kotlin.test.assertTrue
 
 class PersistenceTest {
     @Test
-    fun `identity, prekeys and sessions survive close and reopen`() {
+    fun `identity, prekeys and sessions survive close and reopen`() = runTest {
         val path = tempStore().toString()
         val peer = Client.inMemory()
         val fingerprint = Client.open(path).use { bob ->
-            val bundles = bob.generatePrekeys(3u)
+            val bundles = bob.generatePrekeys(3)
             peer.createSession("bob", bundles[0].bytes)
             assertEquals("one", text(bob.decrypt("peer", peer.encrypt("bob", bytes("one")))))
             assertEquals("two", text(peer.decrypt("bob", bob.encrypt("peer", bytes("two")))))
             bob.fingerprint()
         }
         assertTrue(Files.exists(java.nio.file.Path.of(path)))
-        Client.openWith(path, OpenMode.EXISTING, ClientOptions()).use { bob ->
+        Client.open(path, mode = OpenMode.EXISTING, options = ClientOptions()).use { bob ->
             assertEquals(fingerprint, bob.fingerprint())
-            assertEquals(2u, bob.prekeysRemaining())
+            assertEquals(2, bob.prekeysRemaining())
             assertEquals(listOf("peer"), bob.sessionIds())
             assertEquals(peer.fingerprint(), bob.remoteFingerprint("peer"))
             assertEquals("three", text(bob.decrypt("peer", peer.encrypt("bob", bytes("three")))))
@@ -29,29 +30,29 @@ class PersistenceTest {
     }
 
     @Test
-    fun `a committed batch stays committed and an aborted one leaves nothing`() {
+    fun `a committed batch stays committed and an aborted one leaves nothing`() = runTest {
         val path = tempStore().toString()
         val alice = Client.inMemory()
         Client.open(path).use { bob ->
-            alice.createSession("bob", bob.generatePrekeys(1u).single().bytes)
+            alice.createSession("bob", bob.generatePrekeys(1).single().bytes)
         }
         val first = queueFrom(alice, 50, "first")
         val second = queueFrom(alice, 50, "second")
         Client.open(path).use { bob ->
-            assertEquals(50u, bob.decryptBatch(first, Collector()).decrypted)
-            expectError(108, "BatchAborted") { bob.decryptBatch(second, Collector { _, _ -> false }) }
+            assertEquals(50, bob.decryptBatch(first, Collector()).decrypted)
+            expectError(108, ErrorKind.BATCH_ABORTED) { bob.decryptBatch(second, Collector { _, _ -> false }) }
         }
         Client.open(path).use { bob ->
             // The first batch was committed before close: already seen. The second was not.
-            assertEquals(50u, bob.decryptBatch(first, Collector()).alreadySeen)
+            assertEquals(50, bob.decryptBatch(first, Collector()).alreadySeen)
             val collector = Collector()
-            assertEquals(50u, bob.decryptBatch(second, collector).decrypted)
+            assertEquals(50, bob.decryptBatch(second, collector).decrypted)
             assertEquals("second 49", text(collector.results.last().plaintext))
         }
     }
 
     @Test
-    fun `a closed client throws and its store can be opened again`() {
+    fun `a closed client throws and its store can be opened again`() = runTest {
         val path = tempStore().toString()
         val client = Client.open(path)
         client.close()

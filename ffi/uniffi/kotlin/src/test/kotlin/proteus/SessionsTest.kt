@@ -1,5 +1,6 @@
 package proteus
 
+import kotlinx.coroutines.test.runTest
 import kotlin.test.Test
 import kotlin.test.assertEquals
 import kotlin.test.assertFalse
@@ -7,15 +8,15 @@ import kotlin.test.assertTrue
 
 class SessionsTest {
     @Test
-    fun `a session from a bundle works both ways`() {
+    fun `a session from a bundle works both ways`() = runTest {
         val (alice, bob) = pair()
-        assertEquals(1u, bob.prekeysRemaining())
+        assertEquals(1, bob.prekeysRemaining())
         val hello = alice.encrypt("bob", bytes("hello bob"))
         // Bob has no session yet: the PreKeyMessage creates it and uses up the prekey.
         assertFalse(bob.hasSession("alice"))
         assertEquals("hello bob", text(bob.decrypt("alice", hello)))
         assertTrue(bob.hasSession("alice"))
-        assertEquals(0u, bob.prekeysRemaining())
+        assertEquals(0, bob.prekeysRemaining())
         assertEquals(alice.fingerprint(), bob.remoteFingerprint("alice"))
         assertEquals(bob.fingerprint(), alice.remoteFingerprint("bob"))
 
@@ -30,7 +31,7 @@ class SessionsTest {
     }
 
     @Test
-    fun `out of order messages decrypt`() {
+    fun `out of order messages decrypt`() = runTest {
         val (alice, bob) = establishedPair()
         val envelopes = (0 until 5).map { alice.encrypt("bob", bytes("m$it")) }
         for (i in listOf(4, 0, 3, 1, 2)) {
@@ -39,26 +40,26 @@ class SessionsTest {
     }
 
     @Test
-    fun `session ids, has session and delete`() {
+    fun `session ids, has session and delete`() = runTest {
         val alice = Client.inMemory()
         val peers = (0 until 3).map { Client.inMemory() }
         peers.forEachIndexed { i, peer ->
-            alice.createSession("peer:$i", peer.generatePrekeys(1u).single().bytes)
+            alice.createSession("peer:$i", peer.generatePrekeys(1).single().bytes)
         }
         assertEquals(listOf("peer:0", "peer:1", "peer:2"), alice.sessionIds().sorted())
         alice.deleteSession("peer:1")
         assertFalse(alice.hasSession("peer:1"))
         assertEquals(listOf("peer:0", "peer:2"), alice.sessionIds().sorted())
-        expectError(104, "SessionNotFound") { alice.encrypt("peer:1", bytes("x")) }
+        expectError(104, ErrorKind.SESSION_NOT_FOUND) { alice.encrypt("peer:1", bytes("x")) }
     }
 
     @Test
-    fun `encrypt batch commits several messages for several sessions at once`() {
+    fun `encrypt batch commits several messages for several sessions at once`() = runTest {
         val alice = Client.inMemory()
         val phone = Client.inMemory()
         val laptop = Client.inMemory()
-        alice.createSession("bob:phone", phone.generatePrekeys(1u).single().bytes)
-        alice.createSession("bob:laptop", laptop.generatePrekeys(1u).single().bytes)
+        alice.createSession("bob:phone", phone.generatePrekeys(1).single().bytes)
+        alice.createSession("bob:laptop", laptop.generatePrekeys(1).single().bytes)
         val envelopes = alice.encryptBatch(
             listOf(
                 OutgoingMessage("bob:phone", bytes("to phone")),
@@ -71,13 +72,13 @@ class SessionsTest {
         assertEquals("to laptop", text(laptop.decrypt("alice", envelopes[1])))
         assertEquals("phone again", text(phone.decrypt("alice", envelopes[2])))
         // One unknown session: nothing is encrypted or committed.
-        expectError(104, "SessionNotFound") {
+        expectError(104, ErrorKind.SESSION_NOT_FOUND) {
             alice.encryptBatch(listOf(OutgoingMessage("bob:phone", bytes("a")), OutgoingMessage("nobody", bytes("b"))))
         }
     }
 
     @Test
-    fun `an exported session continues in a client of the same identity`() {
+    fun `an exported session continues in a client of the same identity`() = runTest {
         val (alice, bob) = establishedPair()
         val copy = Client.inMemory()
         copy.importIdentity(alice.exportIdentity())

@@ -10,16 +10,16 @@ fun bytes(s: String): ByteArray = s.toByteArray(Charsets.UTF_8)
 fun text(b: ByteArray?): String? = b?.toString(Charsets.UTF_8)
 
 /** Alice with a session "bob" to Bob (from one of his one-time prekeys); nothing sent yet. */
-fun pair(): Pair<Client, Client> {
+suspend fun pair(): Pair<Client, Client> {
     val alice = Client.inMemory()
     val bob = Client.inMemory()
-    val bundle = bob.generatePrekeys(1u).single()
+    val bundle = bob.generatePrekeys(1).single()
     alice.createSession("bob", bundle.bytes)
     return alice to bob
 }
 
 /** A pair whose session is established both ways ("bob" at Alice's, "alice" at Bob's). */
-fun establishedPair(): Pair<Client, Client> {
+suspend fun establishedPair(): Pair<Client, Client> {
     val (alice, bob) = pair()
     assertEquals("hello", text(bob.decrypt("alice", alice.encrypt("bob", bytes("hello")))))
     assertEquals("hi", text(alice.decrypt("bob", bob.encrypt("alice", bytes("hi")))))
@@ -27,11 +27,11 @@ fun establishedPair(): Pair<Client, Client> {
 }
 
 /** `n` messages from Alice, queued for Bob. */
-fun queueFrom(alice: Client, n: Int, prefix: String = "message"): List<QueuedMessage> =
+suspend fun queueFrom(alice: Client, n: Int, prefix: String = "message"): List<QueuedMessage> =
     (0 until n).map { QueuedMessage("alice", alice.encrypt("bob", bytes("$prefix $it"))) }
 
 /** Asserts that [block] throws a ProteusException with this code and kind. */
-inline fun expectError(code: Int, kind: String, block: () -> Unit): ProteusException {
+inline fun expectError(code: Int, kind: ErrorKind, block: () -> Unit): ProteusException {
     val e = assertFailsWith<ProteusException> { block() }
     assertEquals(code to kind, e.code to e.kind, "unexpected error: ${e.message}")
     return e
