@@ -8,6 +8,9 @@
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS, isAlreadySeen } from './wasm/index.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
 
+/** The id of the last-resort prekey, which is never used up (Proteus's). */
+const LAST_RESORT_PREKEY_ID = 0xffff;
+
 /** Loads the addon; set by index.js. */
 let addon;
 export function useAddon(loaded) {
@@ -152,13 +155,13 @@ export class Client {
     return this.#run((raw) => raw.generatePrekeys(n));
   }
 
-  lastResortBundle() {
-    return this.#run((raw) => raw.lastResortBundle());
+  async lastResortBundle() {
+    return { id: LAST_RESORT_PREKEY_ID, bundle: await this.#run((raw) => raw.lastResortBundle()) };
   }
 
-  prekeyBundle(id) {
+  async prekeyBundle(id) {
     integer(id, 'id', 0xffff);
-    return this.#run((raw) => raw.prekeyBundle(id));
+    return { id, bundle: await this.#run((raw) => raw.prekeyBundle(id)) };
   }
 
   prekeysRemaining() {

@@ -116,7 +116,7 @@ async function announce() {
 async function topUp(remaining, withLastResort) {
   if (remaining >= LOW_PREKEYS && !withLastResort) return;
   const prekeys = remaining < LOW_PREKEYS ? await client.generatePrekeys(PREKEY_BATCH) : [];
-  const lastResort = await client.lastResortBundle();
+  const { bundle: lastResort } = await client.lastResortBundle();
   try {
     await relay.call('PUT', `/v1/prekeys/${me}`, { prekeys: prekeys.map((p) => b64(p.bundle)), last_resort: b64(lastResort) });
     if (prekeys.length > 0) note(`published ${prekeys.length} new one-time prekeys at the relay (${remaining} were left)`);

@@ -69,8 +69,8 @@ export function isInputError(e: unknown): e is FamilyError<'Input', InputErrorKi
 /** Whether `e` is a ProteusError of the System family (5xx: the store, the system or a bug). */
 export function isSystemError(e: unknown): e is FamilyError<'System', SystemErrorKind>;
 
-/** A one-time prekey's bundle, to publish. */
-export interface PrekeyBundle {
+/** A prekey's id and bundle, to publish (the same record in Kotlin and Swift). */
+export interface PreKeyBundle {
   id: number;
   /** The bundle's CBOR, as Wire's Proteus encodes it. */
   bundle: Uint8Array;
@@ -213,10 +213,10 @@ export class Client implements AsyncDisposable {
    */
   setMaxCounterGap(gap: number): Promise<void>;
 
-  generatePrekeys(n: number): Promise<PrekeyBundle[]>;
-  /** The bundle of the last-resort prekey (id 65535). */
-  lastResortBundle(): Promise<Uint8Array>;
-  prekeyBundle(id: number): Promise<Uint8Array>;
+  generatePrekeys(n: number): Promise<PreKeyBundle[]>;
+  /** The last-resort prekey (id 65535, never used up), in the shape of generatePrekeys' items. */
+  lastResortBundle(): Promise<PreKeyBundle>;
+  prekeyBundle(id: number): Promise<PreKeyBundle>;
   /** One-time prekeys left (the last-resort prekey not counted). */
   prekeysRemaining(): Promise<number>;
 

@@ -41,6 +41,9 @@ import {
 } from './errors.js';
 
 export { init };
+
+/** The id of the last-resort prekey, which is never used up (Proteus's). */
+const LAST_RESORT_PREKEY_ID = 0xffff;
 // Every error code, generated from the native registry (codes.js), and isAlreadySeen(code).
 export * from './codes.js';
 export { ProteusError };
@@ -394,15 +397,15 @@ export class Client {
     return this.#run((raw) => raw.generatePrekeys(n));
   }
 
-  /** The bundle of the last-resort prekey (id 65535), which is never used up. */
-  lastResortBundle() {
-    return this.#run((raw) => raw.lastResortBundle());
+  /** The last-resort prekey (id 65535, never used up): `{ id, bundle }`, as generatePrekeys. */
+  async lastResortBundle() {
+    return { id: LAST_RESORT_PREKEY_ID, bundle: await this.#run((raw) => raw.lastResortBundle()) };
   }
 
-  /** The bundle of a stored prekey. */
-  prekeyBundle(id) {
+  /** A stored prekey: `{ id, bundle }`, as generatePrekeys. */
+  async prekeyBundle(id) {
     integer(id, 'id', 0xffff);
-    return this.#run((raw) => raw.prekeyBundle(id));
+    return { id, bundle: await this.#run((raw) => raw.prekeyBundle(id)) };
   }
 
   /** How many one-time prekeys are left (the last-resort prekey is not counted). */

@@ -57,8 +57,9 @@ describe('identity and prekeys', () => {
     assert.equal(Buffer.from(key).toString('hex'), fp, 'the fingerprint is the hex of the identity key');
     assert.equal(await c.prekeysRemaining(), 0);
     const lastResort = await c.lastResortBundle();
-    assert.ok(lastResort instanceof Uint8Array);
-    assert.equal(bundleFingerprint(lastResort), fp);
+    assert.equal(lastResort.id, 0xffff);
+    assert.ok(lastResort.bundle instanceof Uint8Array);
+    assert.equal(bundleFingerprint(lastResort.bundle), fp);
     assert.deepEqual(await c.prekeyBundle(0xffff), lastResort);
     assert.notEqual((await Client.inMemory()).fingerprint(), fp);
   });
@@ -125,7 +126,7 @@ describe('identity and prekeys', () => {
       assert.ok(Number.isInteger(id) && id >= 0 && id < 0xffff);
       assert.ok(bundle instanceof Uint8Array);
       assert.equal(bundleFingerprint(bundle), await c.fingerprint());
-      assert.deepEqual(await c.prekeyBundle(id), bundle);
+      assert.deepEqual(await c.prekeyBundle(id), { id, bundle });
     }
     assert.equal(await c.prekeysRemaining(), 5);
     assert.deepEqual(await c.generatePrekeys(0), []);
@@ -164,7 +165,7 @@ describe('sessions', () => {
     const c = await Client.inMemory();
     await rejectsWith(c.encrypt('nobody', 'x'), 104, 'SessionNotFound');
     await rejectsWith(c.exportSession('nobody'), 104, 'SessionNotFound');
-    await rejectsWith(c.createSession('', await (await Client.inMemory()).lastResortBundle()), 106, 'InvalidSessionId');
+    await rejectsWith(c.createSession('', (await (await Client.inMemory()).lastResortBundle()).bundle), 106, 'InvalidSessionId');
     await rejectsWith(c.encrypt('x'.repeat(1025), 'a'), 106, 'InvalidSessionId');
     await assert.rejects(c.createSession('peer', new Uint8Array([0xa0])), (e) => e instanceof ProteusError && e.code >= 300 && e.code < 400);
     assert.throws(() => c.createSession(42, new Uint8Array()), TypeError);
@@ -432,7 +433,7 @@ describe('import and export', () => {
     const [{ prekey, bundle }] = wire.newPrekeys([7]);
     await c.importIdentity(wire.exportIdentity());
     assert.equal(await c.importPrekey(prekey), 7);
-    assert.deepEqual(await c.prekeyBundle(7), bundle);
+    assert.deepEqual((await c.prekeyBundle(7)).bundle, bundle);
     await assert.rejects(c.importPrekey(new Uint8Array([0xa1])), (e) => e instanceof ProteusError && e.code >= 300 && e.code < 400);
   });
 });

@@ -30,7 +30,7 @@ describe('a replayed PreKeyMessage on the last-resort prekey', () => {
   test('is a duplicate once the session has moved on, and the session lives on', async () => {
     const alice = await Client.inMemory();
     const bob = await Client.inMemory();
-    await alice.createSession('bob', await bob.lastResortBundle());
+    await alice.createSession('bob', (await bob.lastResortBundle()).bundle);
     const first = await alice.encrypt('bob', 'first');
     assert.equal(text(await bob.decrypt('alice', first)), 'first');
     // Six turns: the receive chain `first` was on is gone from Bob's state.
@@ -43,7 +43,7 @@ describe('a replayed PreKeyMessage on the last-resort prekey', () => {
   test('does not recreate a deleted session; a new handshake does', async () => {
     const alice = await Client.inMemory();
     const bob = await Client.inMemory();
-    await alice.createSession('bob', await bob.lastResortBundle());
+    await alice.createSession('bob', (await bob.lastResortBundle()).bundle);
     const first = await alice.encrypt('bob', 'first');
     assert.equal(text(await bob.decrypt('alice', first)), 'first');
     await bob.deleteSession('alice');
@@ -51,7 +51,7 @@ describe('a replayed PreKeyMessage on the last-resort prekey', () => {
     assert.equal(await bob.hasSession('alice'), false);
     // Alice starts over on the same last-resort prekey: a new base key, accepted.
     await alice.deleteSession('bob');
-    await alice.createSession('bob', await bob.lastResortBundle());
+    await alice.createSession('bob', (await bob.lastResortBundle()).bundle);
     assert.equal(text(await bob.decrypt('alice', await alice.encrypt('bob', 'again'))), 'again');
     await converse(alice, bob, 1);
   });

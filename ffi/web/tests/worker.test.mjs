@@ -124,7 +124,7 @@ describe('a client in a worker, over a MessageChannel', () => {
     const [reply] = await bob.encryptBatch([{ sessionId: 'alice', plaintext: 'hi Alice' }]);
     assert.equal(text(await alice.decrypt('bob', reply)), 'hi Alice');
     assert.equal(text(await alice.decrypt('bob', await bob.encrypt('alice', 'again'))), 'again');
-    assert.equal(await worker.bundleFingerprint(await bob.lastResortBundle()), await bob.fingerprint());
+    assert.equal(await worker.bundleFingerprint((await bob.lastResortBundle()).bundle), await bob.fingerprint());
     const exported = await bob.exportSession('alice');
     await bob.deleteSession('alice');
     await bob.importSession('alice', exported);

@@ -50,10 +50,10 @@ test('prekeys: bundles, the last-resort bundle, how many are left', async () => 
   assert.equal(bundles.length, 3);
   assert.equal(await c.prekeysRemaining(), 3);
   for (const b of bundles) {
-    assert.deepEqual(await c.prekeyBundle(b.id), b.bundle);
+    assert.deepEqual(await c.prekeyBundle(b.id), b);
     assert.equal(proteus.bundleFingerprint(b.bundle), await c.fingerprint());
   }
-  assert.equal(proteus.bundleFingerprint(await c.lastResortBundle()), await c.fingerprint());
+  assert.equal(proteus.bundleFingerprint((await c.lastResortBundle()).bundle), await c.fingerprint());
   await assert.rejects(c.prekeyBundle(60000), (e) => e instanceof ProteusError && e.kind === 'PreKeyNotFound');
   await c.close();
 });

@@ -6,14 +6,14 @@ import {
   backend,
   messageId,
   type BatchResult,
-  type PrekeyBundle,
+  type PreKeyBundle,
 } from '../../index.js';
 
 export async function use(path: string, key: Uint8Array): Promise<string> {
   const which: 'native' | 'wasm' = backend;
   const client: Client = await Client.open(path, { storeKey: key, create: false });
   const created: boolean = client.created;
-  const bundles: PrekeyBundle[] = await client.generatePrekeys(10);
+  const bundles: PreKeyBundle[] = await client.generatePrekeys(10);
   await client.createSession('peer', bundles[0].bundle);
   const envelope: Uint8Array = await client.encrypt('peer', 'text');
   // @ts-expect-error a session id is a string
