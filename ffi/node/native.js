@@ -5,8 +5,9 @@
 // addon's tagged errors into the web package's ProteusError (the same class, so `instanceof`
 // and the family guards work whichever backend runs).
 
-import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS, isAlreadySeen } from './wasm/index.js';
+import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS } from './wasm/index.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
+import { readChunk } from './wasm/delivery.js';
 
 /** The id of the last-resort prekey, which is never used up (Proteus's). */
 const LAST_RESORT_PREKEY_ID = 0xffff;
@@ -238,45 +239,13 @@ export class Client {
     const [sessionIds, index] = packed;
     const total = index.length;
     const results = new Array(total);
-    // A chunk of results (src/batch.rs): (code, plaintext length, names a sender) per message in
-    // meta, the ids (64 hex digits each), the plaintexts back to back (each result's plaintext is
-    // a view of its part), the kinds of the failed ones (each ending in a newline), the senders.
-    // Calls `each(result, i)` for each; stops when it returns false.
-    const unpack = ({ first, meta, ids, plaintexts, kinds, senders }, each) => {
-      let at = 0;
-      let kindAt = 0;
-      let senderAt = 0;
-      for (let j = 0; 3 * j < meta.length; j++) {
-        const i = first + j;
-        const code = meta[3 * j];
-        const length = meta[3 * j + 1];
-        let kind;
-        if (code !== 0) {
-          const end = kinds.indexOf('\n', kindAt);
-          kind = kinds.slice(kindAt, end);
-          kindAt = end + 1;
-        }
-        let sender;
-        if (meta[3 * j + 2] === 1) {
-          sender = senders.slice(senderAt, senderAt + 64);
-          senderAt += 64;
-        }
-        const result = {
-          messageId: ids.slice(64 * j, 64 * j + 64),
-          sessionId: sessionIds[index[i]],
-          plaintext: code === 0 ? plaintexts.subarray(at, at + length) : undefined,
-          errorCode: code === 0 ? undefined : code,
-          errorKind: kind,
-          // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
-          alreadySeen: isAlreadySeen(code),
-          sender,
-        };
-        at += length;
+    // A chunk of results (src/batch.rs, read as the web package reads its own): each result's
+    // plaintext is a view of the chunk's buffer.
+    const unpack = (chunk, each) =>
+      readChunk(chunk, sessionIds, index, (at, length) => chunk.plaintexts.subarray(at, at + length), (result, i) => {
         results[i] = result;
-        if (each !== undefined && each(result, i) === false) return false;
-      }
-      return true;
-    };
+        return each === undefined || each(result, i);
+      });
     // Without a callback the addon resolves to every result, as one chunk, once committed.
     if (onMessage === undefined) {
       return this.#run(async (raw) => {

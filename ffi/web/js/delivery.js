@@ -5,6 +5,50 @@ import { CALLBACK_FAILED, isAlreadySeen } from './codes.js';
 import { failure } from './errors.js';
 
 /**
+ * Reads one chunk of a batch's results (ffi/web/src/delivery.rs, ffi/node/src/batch.rs): `meta`
+ * holds (code, plaintext length, names a sender) per message; `ids` the message ids in hex, 64
+ * digits each; the plaintexts lie back to back, `plaintext(offset, length)` giving each one; `kinds`
+ * the error kinds of the failed ones, each ending in a newline; `senders` the sender fingerprints
+ * of those that name one, 64 digits each. Message i of the batch (from `first`) has session
+ * `sessionIds[index[i]]`. Calls `each(result, i)` per message and returns false as soon as it
+ * does, else true.
+ */
+export function readChunk({ first, meta, ids, kinds, senders }, sessionIds, index, plaintext, each) {
+  let at = 0;
+  let kindAt = 0;
+  let senderAt = 0;
+  for (let j = 0; 3 * j < meta.length; j++) {
+    const i = first + j;
+    const code = meta[3 * j];
+    const length = meta[3 * j + 1];
+    let kind;
+    if (code !== 0) {
+      const end = kinds.indexOf('\n', kindAt);
+      kind = kinds.slice(kindAt, end);
+      kindAt = end + 1;
+    }
+    let sender;
+    if (meta[3 * j + 2] === 1) {
+      sender = senders.slice(senderAt, senderAt + 64);
+      senderAt += 64;
+    }
+    const result = {
+      messageId: ids.slice(64 * j, 64 * j + 64),
+      sessionId: sessionIds[index[i]],
+      plaintext: code === 0 ? plaintext(at, length) : undefined,
+      errorCode: code === 0 ? undefined : code,
+      errorKind: kind,
+      // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
+      alreadySeen: isAlreadySeen(code),
+      sender,
+    };
+    at += length;
+    if (each(result, i) === false) return false;
+  }
+  return true;
+}
+
+/**
  * A sink for a batch of `index.length` messages (`sessionIds[index[i]]` is message i's session)
  * whose envelopes hold `size` bytes: `results` fills as `sink.deliver` is called; each result
  * goes to `onMessage(result, done, total)` if given, and the Promises it returns to `pending`.
@@ -17,59 +61,25 @@ export function deliverySink(sessionIds, index, size, onMessage, pending) {
   const buffer = new Uint8Array(size);
   let used = 0;
   const sink = {
-    // One call per chunk of results (ffi/web/src/delivery.rs): meta holds (code, plaintext
-    // length, names a sender) per message; ids the message ids in hex, 64 digits each; the
-    // plaintexts back to back (a view into wasm memory); the error kinds of the failed ones,
-    // each ending in a newline; the sender fingerprints of those that name one, 64 digits each.
-    // An exception of the callback leaves through here, as a CallbackFailed the batch returns.
+    // One call per chunk of results (readChunk). An exception of the callback leaves through
+    // here, as a CallbackFailed the batch returns.
     deliver(first, meta, ids, plaintexts, kinds, senders) {
       buffer.set(plaintexts, used);
-      let at = used;
+      const base = used;
       used += plaintexts.length;
-      let kindAt = 0;
-      let senderAt = 0;
-      for (let j = 0; 3 * j < meta.length; j++) {
-        const i = first + j;
-        const code = meta[3 * j];
-        const length = meta[3 * j + 1];
-        let kind;
-        if (code !== 0) {
-          const end = kinds.indexOf('\n', kindAt);
-          kind = kinds.slice(kindAt, end);
-          kindAt = end + 1;
-        }
-        let sender;
-        if (meta[3 * j + 2] === 1) {
-          sender = senders.slice(senderAt, senderAt + 64);
-          senderAt += 64;
-        }
-        const result = {
-          messageId: ids.slice(64 * j, 64 * j + 64),
-          sessionId: sessionIds[index[i]],
-          plaintext: code === 0 ? buffer.subarray(at, at + length) : undefined,
-          errorCode: code === 0 ? undefined : code,
-          errorKind: kind,
-          // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
-          alreadySeen: isAlreadySeen(code),
-          sender,
-        };
-        at += length;
+      const view = (at, length) => buffer.subarray(base + at, base + at + length);
+      return readChunk({ first, meta, ids, kinds, senders }, sessionIds, index, view, (result, i) => {
         results[i] = result;
-        if (onMessage !== undefined) {
-          let answer;
-          try {
-            answer = onMessage(result, i + 1, total);
-          } catch (e) {
-            throw failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
-          }
-          if (typeof answer?.then === 'function') {
-            pending.push(answer);
-          } else if (answer === false) {
-            return false;
-          }
+        if (onMessage === undefined) return true;
+        let answer;
+        try {
+          answer = onMessage(result, i + 1, total);
+        } catch (e) {
+          throw failure(CALLBACK_FAILED, 'the batch callback threw; nothing of the batch was committed', { cause: e });
         }
-      }
-      return true;
+        if (typeof answer?.then === 'function') pending.push(answer);
+        return answer !== false;
+      });
     },
   };
   return { results, sink };
