@@ -156,13 +156,13 @@ export class Client {
     return this.#run((raw) => raw.generatePrekeys(n));
   }
 
-  async lastResortBundle() {
-    return { id: LAST_RESORT_PREKEY_ID, bundle: await this.#run((raw) => raw.lastResortBundle()) };
+  lastResortBundle() {
+    return this.#run((raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
   }
 
-  async prekeyBundle(id) {
+  prekeyBundle(id) {
     integer(id, 'id', 0xffff);
-    return { id, bundle: await this.#run((raw) => raw.prekeyBundle(id)) };
+    return this.#run((raw) => raw.prekeyBundle(id)).then((bundle) => ({ id, bundle }));
   }
 
   prekeysRemaining() {

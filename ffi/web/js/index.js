@@ -398,14 +398,14 @@ export class Client {
   }
 
   /** The last-resort prekey (id 65535, never used up): `{ id, bundle }`, as generatePrekeys. */
-  async lastResortBundle() {
-    return { id: LAST_RESORT_PREKEY_ID, bundle: await this.#run((raw) => raw.lastResortBundle()) };
+  lastResortBundle() {
+    return this.#run((raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
   }
 
   /** A stored prekey: `{ id, bundle }`, as generatePrekeys. */
-  async prekeyBundle(id) {
+  prekeyBundle(id) {
     integer(id, 'id', 0xffff);
-    return { id, bundle: await this.#run((raw) => raw.prekeyBundle(id)) };
+    return this.#run((raw) => raw.prekeyBundle(id)).then((bundle) => ({ id, bundle }));
   }
 
   /** How many one-time prekeys are left (the last-resort prekey is not counted). */
