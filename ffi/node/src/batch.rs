@@ -17,6 +17,7 @@ use napi::bindgen_prelude::{Promise, Uint8Array, Uint32Array, block_on};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use proteus_client::{BatchError, Chunking, Client, Decrypted, QueuedMessage};
+use proteus_js_results::PackedResults;
 
 use crate::error::client_error;
 
@@ -27,11 +28,8 @@ const CHUNK: usize = 64;
 pub(crate) type Sink =
     ThreadsafeFunction<RawBatchChunk, Promise<bool>, RawBatchChunk, Status, false>;
 
-/// The results of messages `first`, `first + 1`, … of a batch, packed: `meta` holds three
-/// numbers per message, its error code (0 if it decrypted), its plaintext's length and whether
-/// it names a sender (1) or not (0); `ids` the message ids (64 lowercase hex digits each);
-/// `plaintexts` the plaintexts back to back; `kinds` the error kinds of the failed ones, each
-/// followed by a newline; `senders` the sender fingerprints of those that name one (64 digits).
+/// The results of messages `first`, `first + 1`, … of a batch, packed as the web package packs
+/// them (`proteus_js_results::PackedResults`, which documents the fields).
 #[napi(object)]
 pub struct RawBatchChunk {
     /// The index of the first result in the batch.
@@ -48,56 +46,16 @@ pub struct RawBatchChunk {
     pub senders: String,
 }
 
-/// The results gathered for the next chunk.
-#[derive(Default)]
-struct Packer {
-    meta: Vec<u32>,
-    ids: String,
-    plaintexts: Vec<u8>,
-    kinds: String,
-    senders: String,
-}
-
-impl Packer {
-    fn push(&mut self, decrypted: &Decrypted) {
-        // ASCII hex, so never the empty fallback; no String per message.
-        self.ids
-            .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
-        match &decrypted.outcome {
-            Ok(plaintext) => {
-                self.meta.push(0);
-                self.meta
-                    .push(u32::try_from(plaintext.len()).unwrap_or(u32::MAX));
-                self.plaintexts.extend_from_slice(plaintext);
-            }
-            Err(e) => {
-                self.meta.push(u32::from(e.code()));
-                self.meta.push(0);
-                self.kinds.push_str(e.kind());
-                self.kinds.push('\n');
-            }
-        }
-        match decrypted.sender {
-            Some(sender) => {
-                self.meta.push(1);
-                self.senders.push_str(&sender.fingerprint());
-            }
-            None => self.meta.push(0),
-        }
-    }
-
-    fn chunk(first: usize, results: &[Decrypted]) -> RawBatchChunk {
-        let mut packer = Packer::default();
-        for decrypted in results {
-            packer.push(decrypted);
-        }
-        RawBatchChunk {
+impl RawBatchChunk {
+    fn of(first: usize, results: &[Decrypted]) -> Self {
+        let packed = PackedResults::of(results);
+        Self {
             first: u32::try_from(first).unwrap_or(u32::MAX),
-            meta: Uint32Array::from(packer.meta),
-            ids: packer.ids,
-            plaintexts: Uint8Array::from(packer.plaintexts),
-            kinds: packer.kinds,
-            senders: packer.senders,
+            meta: Uint32Array::from(packed.meta),
+            ids: packed.ids,
+            plaintexts: Uint8Array::from(packed.plaintexts),
+            kinds: packed.kinds,
+            senders: packed.senders,
         }
     }
 }
@@ -148,11 +106,11 @@ pub(crate) fn decrypt(
         let results = client
             .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
             .map_err(|e| client_error(&e))?;
-        return Ok(Some(Packer::chunk(0, &results)));
+        return Ok(Some(RawBatchChunk::of(0, &results)));
     };
     let result =
         client.decrypt_batch_chunked(&queue, Chunking::every(CHUNK), |results, progress| {
-            let chunk = Packer::chunk(progress.done - results.len(), results);
+            let chunk = RawBatchChunk::of(progress.done - results.len(), results);
             let go_on = block_on(async { sink.call_async(chunk).await?.await })?;
             Ok(if go_on {
                 ControlFlow::Continue(())

@@ -3,6 +3,7 @@
 //! before the batch commits, as the batch contract requires.
 
 use proteus_client::Decrypted;
+use proteus_js_results::PackedResults;
 use wasm_bindgen::prelude::*;
 
 /// Results per call into JS.
@@ -36,12 +37,7 @@ extern "C" {
 #[derive(Default)]
 pub(crate) struct Chunk {
     first: usize,
-    meta: Vec<u32>,
-    /// The message ids in hex: one string for the chunk is much cheaper for JS than one per id.
-    ids: String,
-    plaintexts: Vec<u8>,
-    kinds: String,
-    senders: String,
+    results: PackedResults,
 }
 
 impl Chunk {
@@ -49,53 +45,16 @@ impl Chunk {
     pub(crate) fn fill(&mut self, first: usize, results: &[Decrypted]) {
         self.first = first;
         for decrypted in results {
-            self.push(decrypted);
-        }
-    }
-
-    fn push(&mut self, decrypted: &Decrypted) {
-        // ASCII, so never the empty fallback.
-        self.ids
-            .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
-        match &decrypted.outcome {
-            Ok(plaintext) => {
-                self.meta.push(0);
-                self.meta
-                    .push(u32::try_from(plaintext.len()).unwrap_or(u32::MAX));
-                self.plaintexts.extend_from_slice(plaintext);
-            }
-            Err(e) => {
-                self.meta.push(u32::from(e.code()));
-                self.meta.push(0);
-                self.kinds.push_str(e.kind());
-                self.kinds.push('\n');
-            }
-        }
-        match decrypted.sender {
-            Some(sender) => {
-                self.meta.push(1);
-                self.senders.push_str(&sender.fingerprint());
-            }
-            None => self.meta.push(0),
+            self.results.push(decrypted);
         }
     }
 
     /// Hands the waiting results to `sink` and empties the chunk.
     pub(crate) fn flush(&mut self, sink: &BatchSink) -> Result<bool, JsValue> {
         let first = u32::try_from(self.first).unwrap_or(u32::MAX);
-        let go_on = sink.deliver(
-            first,
-            &self.meta,
-            &self.ids,
-            &self.plaintexts,
-            &self.kinds,
-            &self.senders,
-        );
-        self.meta.clear();
-        self.ids.clear();
-        self.plaintexts.clear();
-        self.kinds.clear();
-        self.senders.clear();
+        let r = &self.results;
+        let go_on = sink.deliver(first, &r.meta, &r.ids, &r.plaintexts, &r.kinds, &r.senders);
+        self.results.clear();
         go_on
     }
 }

@@ -1,0 +1,72 @@
+//! A batch's decryption results packed for JavaScript, as the web package (wasm) and the Node
+//! addon hand them over and `ffi/web/js/delivery.js` (`readChunk`) reads them for both: a few
+//! conversions per chunk rather than several per message.
+
+use proteus_client::Decrypted;
+
+/// The results of consecutive messages of a batch: `meta` holds three numbers per message, its
+/// error code (0 if it decrypted), its plaintext's length and whether it names a sender (1) or
+/// not (0); `ids` the message ids (64 lowercase hex digits each); `plaintexts` the plaintexts
+/// back to back; `kinds` the error kinds of the failed ones, each followed by a newline;
+/// `senders` the sender fingerprints of those that name one (64 hex digits each).
+#[derive(Debug, Default)]
+pub struct PackedResults {
+    /// (code, plaintext length, names a sender) per message.
+    pub meta: Vec<u32>,
+    /// The message ids in hex: one string for the chunk is much cheaper for JS than one per id.
+    pub ids: String,
+    /// The plaintexts, back to back.
+    pub plaintexts: Vec<u8>,
+    /// The error kinds of the failed messages, each followed by a newline.
+    pub kinds: String,
+    /// The sender fingerprints of the messages that name one.
+    pub senders: String,
+}
+
+impl PackedResults {
+    /// `results`, packed.
+    pub fn of(results: &[Decrypted]) -> Self {
+        let mut packed = Self::default();
+        for decrypted in results {
+            packed.push(decrypted);
+        }
+        packed
+    }
+
+    /// Adds the result of the next message.
+    pub fn push(&mut self, decrypted: &Decrypted) {
+        // ASCII hex, so never the empty fallback; no String per message.
+        self.ids
+            .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
+        match &decrypted.outcome {
+            Ok(plaintext) => {
+                self.meta.push(0);
+                self.meta
+                    .push(u32::try_from(plaintext.len()).unwrap_or(u32::MAX));
+                self.plaintexts.extend_from_slice(plaintext);
+            }
+            Err(e) => {
+                self.meta.push(u32::from(e.code()));
+                self.meta.push(0);
+                self.kinds.push_str(e.kind());
+                self.kinds.push('\n');
+            }
+        }
+        match decrypted.sender {
+            Some(sender) => {
+                self.meta.push(1);
+                self.senders.push_str(&sender.fingerprint());
+            }
+            None => self.meta.push(0),
+        }
+    }
+
+    /// Empties it, keeping its buffers for the next chunk.
+    pub fn clear(&mut self) {
+        self.meta.clear();
+        self.ids.clear();
+        self.plaintexts.clear();
+        self.kinds.clear();
+        self.senders.clear();
+    }
+}
