@@ -142,7 +142,7 @@ pub(crate) fn chacha20(key: &[u8; 32], counter: u32, input: &[u8]) -> Vec<u8> {
 }
 
 /// A peer's public key, decompressed and validated, ready for Diffie-Hellman.
-#[derive(Clone, Zeroize)]
+#[derive(Clone)]
 pub(crate) struct DhPoint(EdwardsPoint);
 
 impl DhPoint {
@@ -150,11 +150,8 @@ impl DhPoint {
     /// not decompress, small-order points and points outside the prime-order subgroup
     /// (docs/protocol.md §2.3).
     pub(crate) fn from_ed25519(public: &[u8; 32]) -> Option<Self> {
-        let point = CompressedEdwardsY(*public).decompress()?;
-        if point.is_small_order() || !in_prime_order_subgroup(&point) {
-            return None;
-        }
-        Some(Self(point))
+        let point = Self::from_stored(public)?;
+        in_prime_order_subgroup(&point.0).then_some(point)
     }
 
     /// A key that passed [`from_ed25519`](Self::from_ed25519) before and was stored by us:
@@ -162,12 +159,11 @@ impl DhPoint {
     /// enough for [`DhScalar::dh`] never to fail on it: a clamped scalar is a multiple of 8 and
     /// below 8ℓ, so it maps the point's nonzero prime-order part to a point that is neither the
     /// identity nor of order 2, whose Montgomery u-coordinate is nonzero.
+    /// Not inlined: one copy of the decompression serves both.
+    #[inline(never)]
     pub(crate) fn from_stored(public: &[u8; 32]) -> Option<Self> {
         let point = CompressedEdwardsY(*public).decompress()?;
-        if point.is_small_order() {
-            return None;
-        }
-        Some(Self(point))
+        (!point.is_small_order()).then_some(Self(point))
     }
 }
 

@@ -187,20 +187,19 @@ impl SessionState {
         let mut seed = Zeroizing::new([0u8; 32]);
         rng.fill_bytes(seed.as_mut_slice());
         let degenerate = || DecryptError::DegeneratedKey;
-        let (recv_dh, root_key) = match &self.sending {
-            Sending::Ready(chain) => (chain.ratchet_key.dh(&their_point), None),
-            // Our previous step's sending half was never taken: its root and DH scalar are
-            // needed now, its public key is not.
-            Sending::Pending(step) => {
-                let (scalar, root, _) = step.root_after(&self.root_key).ok_or_else(degenerate)?;
-                (scalar.dh(&their_point), Some(root))
-            }
+        // Our previous step's sending half, if it was never taken, is taken now (on the side):
+        // its key and root are where this step starts.
+        let taken = match &self.sending {
+            Sending::Ready(_) => None,
+            Sending::Pending(step) => Some(step.take(&self.root_key).ok_or_else(degenerate)?),
         };
-        let recv_dh = recv_dh.ok_or_else(degenerate)?;
-        let (recv_root, recv_chain_key) = root_key
-            .as_ref()
-            .unwrap_or(&self.root_key)
-            .dh_ratchet(&recv_dh);
+        let (ours, root) = match (&taken, &self.sending) {
+            (Some((chain, root)), _) => (chain, root),
+            (None, Sending::Ready(chain)) => (chain, &self.root_key),
+            (None, Sending::Pending(_)) => return Err(degenerate()),
+        };
+        let recv_dh = ours.ratchet_key.dh(&their_point).ok_or_else(degenerate)?;
+        let (recv_root, recv_chain_key) = root.dh_ratchet(&recv_dh);
         let mut recv_chain = RecvChain::new(recv_chain_key, *their);
         let (plaintext, update) = recv_chain.decrypt(message_bytes, mac, msg, max_staged)?;
         recv_chain.apply(update, max_staged as usize);
