@@ -20,6 +20,8 @@ use crate::storage::{MemoryStorage, Storage, Table, Write};
 
 mod batch;
 mod fanout;
+#[cfg(not(target_arch = "wasm32"))]
+mod fanout_parallel;
 mod operation;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
