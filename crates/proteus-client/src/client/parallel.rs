@@ -126,10 +126,8 @@ impl Client {
     {
         let pool = self.batch_pool.pool();
         for window in queue.chunks(WINDOW) {
-            let decoded: Vec<_> = match &pool {
-                Some(pool) => pool.install(|| window.par_iter().map(decode).collect()),
-                None => window.iter().map(decode).collect(),
-            };
+            // Decoding is cheaper than handing it to another thread.
+            let decoded: Vec<_> = window.iter().map(decode).collect();
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
             match &pool {
