@@ -7,7 +7,8 @@
 //!   `client_queue` bench and the `proteus-bench` runner), plus a scale test of up to 100,000
 //!   queued messages over 1000 sessions ([`scale`]);
 //! * sending one message to a large conversation ([`fanout`]);
-//! * the same scenarios on another engine, vodozemac's Olm, beside ours ([`peers`]).
+//! * the same scenarios on another engine, vodozemac's Olm, beside ours ([`peers`]);
+//! * the client's batch threads off and on, side by side ([`threads_ab`]).
 //!
 //! Everything here uses only the public API of `proteus-core` and `proteus-client`.
 
@@ -26,6 +27,7 @@ pub mod scale;
 pub mod scenarios;
 pub mod stats;
 pub mod stores;
+pub mod threads_ab;
 
 pub use chat::chat_plaintext;
 pub use core_queue::{EstablishedPair, Party, Queue, decrypt_all, established_pair, queue_of};

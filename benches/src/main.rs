@@ -6,7 +6,11 @@
 //! cargo run --release -p proteus-bench -- --scale [--json] [--runs N]
 //! cargo run --release -p proteus-bench -- --fast-forward [--runs N]
 //! cargo run --release -p proteus-bench -- --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
+//! cargo run --release -p proteus-bench -- --threads-ab [--threads N] [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 //! ```
+//!
+//! `--threads N` gives every client of ours N batch threads (default: the client's default);
+//! `--threads-ab` runs one thread against N (default: the client's default), alternating.
 //!
 //! Without `--json` it prints a table; with it, one JSON object per line:
 //! `{"scenario":…,"store":…,"median_ms":…,"min_ms":…,"max_ms":…,"runs":…}`.
@@ -35,6 +39,7 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --scale [--json] [--runs N]
        proteus-bench --fast-forward [--runs N]
        proteus-bench --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
+       proteus-bench --threads-ab [--threads N] [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 
   --json         one JSON object per line instead of a table
   --runs N       runs per scenario and store (default: up to 15, fewer for slow ones; each
@@ -49,7 +54,12 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
                  genuine, on a fresh copy of the session each run (default 15 runs)
   --peers        ours (memory store, or the one --store names) and vodozemac (Olm) on the
                  same scenarios, runs alternating (--runs: pairs); JSON: one line per
-                 implementation and scenario, then one line of ratios (vodozemac / ours)";
+                 implementation and scenario, then one line of ratios (vodozemac / ours)
+  --threads N    our clients' batch threads (Client::set_batch_threads; default: the
+                 client's default, min(cores, 4)); applies to every mode
+  --threads-ab   batch threads 1 against N (--threads, or the default), runs alternating,
+                 with the load average; default scenarios 1x1000est, 50x20, conv10,
+                 fanout4000 and stores memory, sqlite-batch";
 
 /// Default runs: up to this many...
 const MAX_RUNS: usize = 15;
@@ -66,6 +76,8 @@ struct Options {
     scale: bool,
     fast_forward: bool,
     peers: bool,
+    threads: Option<usize>,
+    threads_ab: bool,
 }
 
 enum Mode {
@@ -89,6 +101,8 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         scale: false,
         fast_forward: false,
         peers: false,
+        threads: None,
+        threads_ab: false,
     };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -98,6 +112,14 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
             "--scale" => options.scale = true,
             "--fast-forward" => options.fast_forward = true,
             "--peers" => options.peers = true,
+            "--threads-ab" => options.threads_ab = true,
+            "--threads" => {
+                let threads: usize = value()?.parse()?;
+                if threads == 0 {
+                    return Err("--threads must be at least 1".into());
+                }
+                options.threads = Some(threads);
+            }
             "--runs" => {
                 let runs: usize = value()?.parse()?;
                 if runs == 0 {
@@ -135,17 +157,29 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         }
     }
     if options.scenarios.is_empty() {
-        options.scenarios = ScenarioKind::ALL.to_vec();
+        options.scenarios = if options.threads_ab {
+            proteus_bench::threads_ab::SCENARIOS.to_vec()
+        } else {
+            ScenarioKind::ALL.to_vec()
+        };
     }
     if options.stores.is_empty() {
-        options.stores = StoreKind::ALL.to_vec();
+        options.stores = if options.threads_ab {
+            proteus_bench::threads_ab::STORES.to_vec()
+        } else {
+            StoreKind::ALL.to_vec()
+        };
     }
     Ok(Mode::Bench(options))
 }
 
 fn main() -> Result<(), BoxError> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match parse(&args)? {
+    let mode = parse(&args)?;
+    if let Mode::Bench(options) = &mode {
+        proteus_bench::threads_ab::set_threads(options.threads);
+    }
+    match mode {
         Mode::Help => println!("{USAGE}"),
         Mode::ScaleChild {
             store,
@@ -157,6 +191,15 @@ fn main() -> Result<(), BoxError> {
             let result = measure(&store, &queue, sessions, count, batch)?;
             println!("{}", serde_json::to_string(&result)?);
         }
+        Mode::Bench(options) if options.threads_ab => proteus_bench::threads_ab::run(
+            &options.scenarios,
+            &options.stores,
+            options
+                .threads
+                .unwrap_or_else(proteus_client::Client::default_batch_threads),
+            options.runs,
+            options.json,
+        )?,
         Mode::Bench(options) if options.scale => scale(&options)?,
         Mode::Bench(options) if options.fast_forward => fast_forward(options.runs)?,
         Mode::Bench(options) if options.peers => peers(&options)?,

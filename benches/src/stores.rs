@@ -205,6 +205,14 @@ impl ClientSource {
 
     /// A fresh client on `store` in the seed's state.
     pub fn fresh(&self, store: StoreKind) -> Result<FreshClient, BoxError> {
+        let mut fresh = self.fresh_default(store)?;
+        if let Some(threads) = crate::threads_ab::threads() {
+            fresh.client.set_batch_threads(threads);
+        }
+        Ok(fresh)
+    }
+
+    fn fresh_default(&self, store: StoreKind) -> Result<FreshClient, BoxError> {
         let template = match store {
             StoreKind::Memory => {
                 return Ok(FreshClient {

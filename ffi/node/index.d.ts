@@ -22,6 +22,13 @@ export interface OpenOptions {
    * (508), a plain store with a key StoreNotSealed (509): nothing is changed.
    */
   storeKey?: Uint8Array;
+  /**
+   * The threads of one batch (decryptBatch, encryptFor), an integer from 1 to 256 (RangeError
+   * otherwise): its independent work (different sessions, the opening of messages, a fan-out's
+   * recipients) runs on that many, with the same results, order and single commit as one.
+   * Default: the processor's parallelism, at most 4. No effect on the wasm fallback.
+   */
+  batchThreads?: number;
 }
 
 /**
@@ -36,7 +43,7 @@ export const Client: {
    */
   open(path: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
-  inMemory(): Promise<Client>;
+  inMemory(options?: Pick<OpenOptions, 'batchThreads'>): Promise<Client>;
   /** Deletes the store at `path` (its clients must be closed). */
   deleteStore(path: string): Promise<void>;
   /**

@@ -6,7 +6,7 @@
 // and the family guards work whichever backend runs).
 
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS } from './wasm/index.js';
-import { bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
+import { batchThreads, bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
 import { readChunk } from './wasm/delivery.js';
 
 /** The id of the last-resort prekey, which is never used up (Proteus's). */
@@ -99,13 +99,15 @@ export class Client {
   static async open(path, options = {}) {
     storePath(path);
     const key = storeKey(options.storeKey);
-    const raw = await call(addon.openStore(path, key, options.create !== false));
+    const threads = batchThreads(options.batchThreads) ?? null;
+    const raw = await call(addon.openStore(path, key, options.create !== false, threads));
     return new Client(CONSTRUCT, raw);
   }
 
   /** A client whose records live in memory only. */
-  static async inMemory() {
-    return new Client(CONSTRUCT, await call(addon.inMemory()));
+  static async inMemory(options = {}) {
+    const threads = batchThreads(options.batchThreads) ?? null;
+    return new Client(CONSTRUCT, await call(addon.inMemory(threads)));
   }
 
   /** Deletes the store at `path` (clients on it must be closed). */

@@ -20,7 +20,11 @@ use crate::storage::{MemoryStorage, Storage, Table, Write};
 
 mod batch;
 mod fanout;
+#[cfg(not(target_arch = "wasm32"))]
+mod fanout_parallel;
 mod operation;
+#[cfg(not(target_arch = "wasm32"))]
+mod parallel;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
@@ -39,6 +43,11 @@ pub struct Client {
     identities: CheckedIdentities,
     /// Whether an operation of the commit protocol is open (see `operation.rs`).
     in_operation: bool,
+    /// The threads of a batch and their pool (see [`Client::set_batch_threads`]).
+    #[cfg(not(target_arch = "wasm32"))]
+    batch_pool: parallel::BatchPool,
+    #[cfg(target_arch = "wasm32")]
+    batch_threads: usize,
 }
 
 impl Client {
@@ -96,6 +105,10 @@ impl Client {
             replay_guard: ReplayGuard::default(),
             identities: CheckedIdentities::default(),
             in_operation: false,
+            #[cfg(not(target_arch = "wasm32"))]
+            batch_pool: parallel::BatchPool::new(Self::default_batch_threads()),
+            #[cfg(target_arch = "wasm32")]
+            batch_threads: 1,
         })
     }
 
@@ -125,6 +138,43 @@ impl Client {
     /// Sets what applies to every session, loaded now or later (see [`SessionConfig`]).
     pub fn set_session_config(&mut self, config: SessionConfig) {
         self.sessions.set_config(config);
+    }
+
+    /// How many threads a batch ([`decrypt_batch`](Self::decrypt_batch),
+    /// [`encrypt_for`](Self::encrypt_for)) uses.
+    pub fn batch_threads(&self) -> usize {
+        #[cfg(not(target_arch = "wasm32"))]
+        return self.batch_pool.threads();
+        #[cfg(target_arch = "wasm32")]
+        self.batch_threads
+    }
+
+    /// Sets how many threads a batch uses (at least 1; default
+    /// [`default_batch_threads`](Self::default_batch_threads)). With more than one, the
+    /// independent work of a batch (different sessions; the message keys, MAC check and
+    /// ChaCha20 of messages whose chain has been stepped; the recipients of a fan-out) runs on
+    /// a pool of that many threads, owned by this client and started by its first batch. The
+    /// results, their order, the delivery during the batch and the single commit are exactly
+    /// those of one thread. 1 runs everything on the calling thread. WebAssembly has no
+    /// threads: there the number is kept and has no effect.
+    pub fn set_batch_threads(&mut self, threads: usize) {
+        #[cfg(not(target_arch = "wasm32"))]
+        {
+            self.batch_pool = parallel::BatchPool::new(threads);
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            self.batch_threads = threads.max(1);
+        }
+    }
+
+    /// The default thread count of a batch: the processor's parallelism, at most 4 (a phone's
+    /// big cores), and 1 in WebAssembly.
+    pub fn default_batch_threads() -> usize {
+        #[cfg(not(target_arch = "wasm32"))]
+        return std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        #[cfg(target_arch = "wasm32")]
+        1
     }
 
     // --- prekeys --------------------------------------------------------------------------

@@ -45,7 +45,7 @@ impl SessionConfig {
         self
     }
 
-    fn apply(&self, session: &mut Session) {
+    pub(crate) fn apply(&self, session: &mut Session) {
         session.set_max_counter_gap(self.max_counter_gap);
     }
 }
@@ -180,6 +180,41 @@ impl SessionCache {
         self.config = config;
         for cached in self.sessions.values_mut() {
             config.apply(&mut cached.session);
+        }
+    }
+}
+
+/// Taking sessions out of the cache for a batch's worker threads and putting them back.
+#[cfg(not(target_arch = "wasm32"))]
+impl SessionCache {
+    /// Removes the session from the cache, loading it first if it is stored. `None` if there is
+    /// none. Put it back with [`put`](Self::put) once done; a session never put back is loaded
+    /// again from storage when next used.
+    pub(crate) fn take(
+        &mut self,
+        storage: &dyn Storage,
+        identity: &IdentityKey,
+        session_id: &str,
+    ) -> Result<Option<CachedSession>, ClientError> {
+        if self.get_or_load(storage, identity, session_id)?.is_none() {
+            return Ok(None);
+        }
+        Ok(self.sessions.remove(session_id))
+    }
+
+    /// Puts a session taken out with [`take`](Self::take) back.
+    pub(crate) fn put(&mut self, session_id: &str, cached: CachedSession) {
+        self.sessions.insert(session_id.to_owned(), cached);
+    }
+}
+
+impl CachedSession {
+    /// A session not stored yet (created by a batch's worker thread, already configured).
+    #[cfg(not(target_arch = "wasm32"))]
+    pub(crate) fn new_unstored(session: Session) -> Self {
+        Self {
+            session,
+            stored_staged: HashSet::default(),
         }
     }
 }

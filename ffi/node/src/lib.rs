@@ -103,26 +103,31 @@ impl RawClient {
 
 /// A client whose records live in memory only.
 #[napi]
-pub async fn in_memory() -> napi::Result<RawClient> {
+pub async fn in_memory(batch_threads: Option<u32>) -> napi::Result<RawClient> {
     let client = spawn_blocking(Client::in_memory)
         .await
         .map_err(|e| internal(&e.to_string()))?;
-    Ok(RawClient::new(js(client)?, true))
+    let mut client = js(client)?;
+    store::set_batch_threads(&mut client, batch_threads);
+    Ok(RawClient::new(client, true))
 }
 
 /// Opens the SQLite store at `path`, sealed with `store_key` (32 bytes) if given; creates it
 /// with a new identity if there is none and `create` is true (else StoreNotFound, 504).
+/// `batch_threads` (checked 1 to 256 by the JS layer) sets the client's batch threads.
 #[napi]
 pub async fn open_store(
     path: String,
     store_key: Option<Uint8Array>,
     create: bool,
+    batch_threads: Option<u32>,
 ) -> napi::Result<RawClient> {
     let key = store_key.map(|k| store::key(&k)).transpose()?;
-    let (client, created) = spawn_blocking(move || store::open(&path, key.as_ref(), create))
+    let (mut client, created) = spawn_blocking(move || store::open(&path, key.as_ref(), create))
         .await
         .map_err(|e| internal(&e.to_string()))?
         .map_err(|e| client_error(&e))?;
+    store::set_batch_threads(&mut client, batch_threads);
     Ok(RawClient::new(client, created))
 }
 

@@ -36,6 +36,13 @@ pub(crate) fn open(
     }
 }
 
+/// Sets the client's batch threads when the caller gave a number (the JS layer checked it).
+pub(crate) fn set_batch_threads(client: &mut Client, threads: Option<u32>) {
+    if let Some(threads) = threads.and_then(|n| usize::try_from(n).ok()) {
+        client.set_batch_threads(threads);
+    }
+}
+
 async fn blocking<F>(f: F) -> napi::Result<()>
 where
     F: FnOnce() -> Result<(), StoreError> + Send + 'static,

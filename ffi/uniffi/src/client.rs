@@ -50,6 +50,13 @@ pub struct ClientOptions {
     /// `ClientBusy` (120). 0 to 2^31-1.
     #[uniffi(default = 30000)]
     pub wait_timeout_ms: i64,
+    /// How many threads a batch (`decryptBatch`, `encryptFor`) uses: its independent work
+    /// (different sessions, the opening of messages whose chain is stepped, the recipients of
+    /// a fan-out) runs on a pool of that many, with the same results, delivery order and single
+    /// commit as one thread. 1 to 256; null is the default, the processor's parallelism up to 4;
+    /// 1 runs a batch on the call's own thread.
+    #[uniffi(default = None)]
+    pub batch_threads: Option<i32>,
 }
 
 impl Default for ClientOptions {
@@ -57,6 +64,7 @@ impl Default for ClientOptions {
         Self {
             busy_timeout_ms: 5000,
             wait_timeout_ms: 30_000,
+            batch_threads: None,
         }
     }
 }
@@ -66,6 +74,15 @@ fn millis(what: &str, ms: i64) -> Result<Duration, ProteusError> {
     match u64::try_from(ms) {
         Ok(v) if ms <= i64::from(i32::MAX) => Ok(Duration::from_millis(v)),
         _ => Err(ProteusError::out_of_range(what, ms)),
+    }
+}
+
+/// The batch threads of `ClientOptions`: `1..=256`, or the client's default.
+fn batch_threads(value: Option<i32>) -> Result<Option<usize>, ProteusError> {
+    match value {
+        None => Ok(None),
+        Some(0) => Err(ProteusError::out_of_range("batchThreads", 0)),
+        Some(n) => count("batchThreads", n, 256).map(Some),
     }
 }
 
@@ -165,11 +182,16 @@ impl Client {
         let wait = millis("waitTimeoutMs", options.wait_timeout_ms)?;
         let mode = mode.unwrap_or(OpenMode::ExistingOrNew).into();
         let key = store_key.as_deref().map(self::store_key).transpose()?;
+        let threads = batch_threads(options.batch_threads)?;
         let client = worker::spawn(move |_| {
-            Ok(match key {
+            let mut client = match key {
                 Some(key) => proteus_client::Client::open_sealed(path, mode, &sqlite, &key)?,
                 None => proteus_client::Client::open_with(path, mode, &sqlite)?,
-            })
+            };
+            if let Some(threads) = threads {
+                client.set_batch_threads(threads);
+            }
+            Ok(client)
         })
         .await?;
         Ok(Self::wrap(client, wait))
@@ -179,7 +201,15 @@ impl Client {
     #[uniffi::constructor(default(options))]
     pub async fn in_memory(options: ClientOptions) -> Result<Arc<Self>, ProteusError> {
         let wait = millis("waitTimeoutMs", options.wait_timeout_ms)?;
-        let client = worker::spawn(|_| Ok(proteus_client::Client::in_memory()?)).await?;
+        let threads = batch_threads(options.batch_threads)?;
+        let client = worker::spawn(move |_| {
+            let mut client = proteus_client::Client::in_memory()?;
+            if let Some(threads) = threads {
+                client.set_batch_threads(threads);
+            }
+            Ok(client)
+        })
+        .await?;
         Ok(Self::wrap(client, wait))
     }
 

@@ -494,3 +494,38 @@ fn no_input_reaches_a_panic() {
     }
     assert_eq!(victim.fingerprint().wait().unwrap().len(), 64);
 }
+
+#[test]
+fn batch_threads_is_an_option_of_the_client() {
+    for threads in [Some(1), Some(3), None] {
+        let options = ClientOptions {
+            batch_threads: threads,
+            ..ClientOptions::default()
+        };
+        let alice = Client::in_memory(ClientOptions::default()).wait().unwrap();
+        let bob = Client::in_memory(options).wait().unwrap();
+        let bundle = bob.generate_prekeys(1).wait().unwrap().remove(0);
+        alice
+            .create_session("bob".into(), bundle.bytes)
+            .wait()
+            .unwrap();
+        let recorder = Recorder::new(|_, _| Ok(true));
+        let summary = bob
+            .decrypt_batch(
+                queue(&alice, 300),
+                Box::new(Shared(recorder.clone())),
+                64,
+                0,
+            )
+            .wait()
+            .unwrap();
+        assert_eq!((summary.decrypted, summary.failed), (300, 0), "{threads:?}");
+        let results = recorder.results.lock().unwrap();
+        for (i, r) in results.iter().enumerate() {
+            assert_eq!(
+                r.plaintext.as_deref(),
+                Some(format!("message {i}").as_bytes())
+            );
+        }
+    }
+}

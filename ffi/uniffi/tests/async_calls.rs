@@ -118,6 +118,19 @@ fn integers_out_of_range_are_309() {
         Client::in_memory(ClientOptions {
             busy_timeout_ms: 0,
             wait_timeout_ms: -1,
+            batch_threads: None,
+        })
+        .wait()
+        .unwrap_err(),
+        Client::in_memory(ClientOptions {
+            batch_threads: Some(0),
+            ..ClientOptions::default()
+        })
+        .wait()
+        .unwrap_err(),
+        Client::in_memory(ClientOptions {
+            batch_threads: Some(257),
+            ..ClientOptions::default()
         })
         .wait()
         .unwrap_err(),

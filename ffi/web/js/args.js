@@ -26,6 +26,18 @@ export function integer(value, what, max) {
   return value;
 }
 
+/**
+ * The `batchThreads` option: undefined (the default) or an integer from 1 to 256. Natively (the
+ * Node addon) the threads of one batch; WebAssembly has no threads, so there it has no effect.
+ */
+export function batchThreads(value) {
+  if (value === undefined) return undefined;
+  if (!Number.isInteger(value) || value < 1 || value > 256) {
+    throw new RangeError('batchThreads must be an integer from 1 to 256');
+  }
+  return value;
+}
+
 /** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
 export function packBatch(messages, field, toBytes) {
   if (!Array.isArray(messages)) throw new TypeError('messages must be an array');

@@ -158,6 +158,13 @@ export interface OpenOptions {
    * changed. Seal a plain store with Client.sealStore, change the key with Client.rekeyStore.
    */
   storeKey?: StoreKey;
+  /**
+   * The threads of one batch (decryptBatch, encryptFor): an integer from 1 to 256, checked
+   * (RangeError otherwise). The same option as natively (the Node addon, Kotlin, Swift, Rust),
+   * where a batch's independent work runs on that many threads; WebAssembly has no threads,
+   * so here it has no effect.
+   */
+  batchThreads?: number;
 }
 
 /**
@@ -173,7 +180,7 @@ export class Client implements AsyncDisposable {
    */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
-  static inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<Client>;
+  static inMemory(options?: Pick<OpenOptions, 'wasm' | 'batchThreads'>): Promise<Client>;
   /** Deletes the IndexedDB database of store `name`. */
   static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
   /**

@@ -18,7 +18,7 @@
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
 import { RawClient, RawJournal } from './proteus_web.js';
-import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
+import { batchThreads, bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { init } from './init.js';
 import { TABLES } from './records.js';
 import { deliverySink } from './delivery.js';
@@ -114,6 +114,7 @@ export class Client {
    */
   static async open(name, options = {}) {
     storeName(name);
+    batchThreads(options.batchThreads);
     const locks = storeLocks(options);
     const create = options.create !== false;
     const sealer = await sealerOf(options.storeKey);
@@ -130,6 +131,7 @@ export class Client {
 
   /** A client whose records live in memory only. */
   static async inMemory(options = {}) {
+    batchThreads(options.batchThreads);
     await init(options.wasm);
     return Client.#start(new MemoryStore(), undefined, Promise.resolve(undefined));
   }

@@ -7,7 +7,7 @@ use crate::collections::HashSet;
 use std::convert::Infallible;
 use std::ops::ControlFlow;
 
-use proteus_core::{DecryptError, Envelope, Message};
+use proteus_core::{DecodeError, DecryptError, Envelope, Message, PreKeyId};
 
 use super::Client;
 use crate::batch::{
@@ -71,89 +71,162 @@ impl Client {
             .unwrap_or_else(|e| Err(BatchError::Client(e)))
     }
 
-    fn decrypt_batch_chunked_op<F, E>(
+    fn decrypt_batch_chunked_op<'q, F, E>(
         &mut self,
-        queue: &[QueuedMessage<'_>],
+        queue: &[QueuedMessage<'q>],
         chunking: Chunking,
         mut deliver: F,
     ) -> Result<Vec<Decrypted>, BatchError<E>>
     where
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
-        let mut removed = BTreeSet::new();
-        let mut touched: Vec<&str> = Vec::new();
-        let mut seen: HashSet<&str> = HashSet::default();
-        let mut results = Vec::with_capacity(queue.len());
-        let mut clock = HandOverClock::start(chunking);
-        let mut handed_over = 0;
-        for (i, queued) in queue.iter().enumerate() {
+        let mut batch = BatchState::new(queue.len(), chunking);
+        #[cfg(not(target_arch = "wasm32"))]
+        if self.batch_threads() > 1 && queue.len() > 1 {
+            self.decrypt_parallel(queue, &mut batch, &mut deliver)?;
+            self.commit_sessions(batch.touched.iter().copied(), &batch.removed)?;
+            return Ok(batch.results);
+        }
+        for queued in queue {
             // The envelope is decoded once, for its id and for decryption.
-            let (message_id, decoded) = match Envelope::from_bytes(queued.envelope) {
-                Ok(envelope) => (MessageId::of_decoded(&envelope), Ok(envelope)),
-                Err(e) => (MessageId::of_undecodable(queued.envelope), Err(e)),
-            };
-            let outcome = check_session_id(queued.session_id).and_then(|()| {
-                let envelope = decoded
-                    .as_ref()
-                    .map_err(|e| ClientError::Decode(e.clone()))?;
-                self.decrypt_uncommitted(queued.session_id, envelope, &mut removed)
-            });
-            match &outcome {
-                Ok(_) => {
-                    // A backlog comes in runs of one session: the last one needs no hashing.
-                    if touched.last() != Some(&queued.session_id) && seen.insert(queued.session_id)
-                    {
-                        touched.push(queued.session_id);
-                    }
-                }
-                // A damaged record concerns its own session only; a failing store stops the batch.
-                Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
-                    let e = e.clone();
-                    self.forget(&touched);
-                    return Err(ClientError::from(e).into());
-                }
-                Err(_) => {}
-            }
-            let sender = match (decoded.as_ref().map(Envelope::message), &outcome) {
-                (
-                    Ok(Message::PreKey(pkm)),
-                    Ok(_) | Err(ClientError::Decrypt(DecryptError::RemoteIdentityChanged)),
-                ) => Some(pkm.identity_key),
-                _ => None,
-            };
-            results.push(Decrypted {
+            let (message_id, decoded) = decode(queued);
+            let outcome = self.decrypt_queued(queued, decoded.as_ref(), &mut batch.removed);
+            self.hand_over(
+                &mut batch,
+                queued,
                 message_id,
-                session_id: queued.session_id.to_owned(),
+                decoded.as_ref(),
                 outcome,
-                sender,
-            });
-            let progress = Progress {
-                done: i + 1,
-                total: queue.len(),
-            };
-            let waiting = results.len() - handed_over;
-            if !(waiting >= chunking.max_len
-                || progress.done == progress.total
-                || clock.due(waiting))
-            {
-                continue;
+                &mut deliver,
+            )?;
+        }
+        self.commit_sessions(batch.touched.iter().copied(), &batch.removed)?;
+        Ok(batch.results)
+    }
+
+    /// Decrypts one queued message the ordinary way, into the cached session, uncommitted.
+    pub(super) fn decrypt_queued(
+        &mut self,
+        queued: &QueuedMessage<'_>,
+        decoded: Result<&Envelope<'_>, &DecodeError>,
+        removed: &mut BTreeSet<PreKeyId>,
+    ) -> Result<Vec<u8>, ClientError> {
+        check_session_id(queued.session_id).and_then(|()| {
+            let envelope = decoded.map_err(|e| ClientError::Decode(e.clone()))?;
+            self.decrypt_uncommitted(queued.session_id, envelope, removed)
+        })
+    }
+
+    /// Records the outcome of the next message of the batch, in queue order, and hands the
+    /// results over when a chunk is due. A failing store or an application that stops the
+    /// batch ends it: the cached sessions it changed are forgotten, nothing is committed.
+    pub(super) fn hand_over<'q, F, E>(
+        &mut self,
+        batch: &mut BatchState<'q>,
+        queued: &QueuedMessage<'q>,
+        message_id: MessageId,
+        decoded: Result<&Envelope<'_>, &DecodeError>,
+        outcome: Result<Vec<u8>, ClientError>,
+        deliver: &mut F,
+    ) -> Result<(), BatchError<E>>
+    where
+        F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
+    {
+        match &outcome {
+            Ok(_) => {
+                // A backlog comes in runs of one session: the last one needs no hashing.
+                if batch.touched.last() != Some(&queued.session_id)
+                    && batch.seen.insert(queued.session_id)
+                {
+                    batch.touched.push(queued.session_id);
+                }
             }
-            let answer = deliver(results.get(handed_over..).unwrap_or_default(), progress);
-            handed_over = results.len();
-            clock.handed_over();
-            match answer {
-                Ok(ControlFlow::Continue(())) => {}
-                Ok(ControlFlow::Break(())) => {
-                    self.forget(&touched);
-                    return Err(ClientError::BatchAborted.into());
-                }
-                Err(e) => {
-                    self.forget(&touched);
-                    return Err(BatchError::Delivery(e));
-                }
+            // A damaged record concerns its own session only; a failing store stops the batch.
+            Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
+                let e = e.clone();
+                self.forget(&batch.touched);
+                return Err(ClientError::from(e).into());
+            }
+            Err(_) => {}
+        }
+        let sender = match (decoded.map(Envelope::message), &outcome) {
+            (
+                Ok(Message::PreKey(pkm)),
+                Ok(_) | Err(ClientError::Decrypt(DecryptError::RemoteIdentityChanged)),
+            ) => Some(pkm.identity_key),
+            _ => None,
+        };
+        batch.results.push(Decrypted {
+            message_id,
+            session_id: queued.session_id.to_owned(),
+            outcome,
+            sender,
+        });
+        let progress = Progress {
+            done: batch.results.len(),
+            total: batch.total,
+        };
+        let waiting = batch.results.len() - batch.handed_over;
+        if !(waiting >= batch.chunking.max_len
+            || progress.done == progress.total
+            || batch.clock.due(waiting))
+        {
+            return Ok(());
+        }
+        let answer = deliver(
+            batch.results.get(batch.handed_over..).unwrap_or_default(),
+            progress,
+        );
+        batch.handed_over = batch.results.len();
+        batch.clock.handed_over();
+        match answer {
+            Ok(ControlFlow::Continue(())) => Ok(()),
+            Ok(ControlFlow::Break(())) => {
+                self.forget(&batch.touched);
+                Err(ClientError::BatchAborted.into())
+            }
+            Err(e) => {
+                self.forget(&batch.touched);
+                Err(BatchError::Delivery(e))
             }
         }
-        self.commit_sessions(touched.iter().copied(), &removed)?;
-        Ok(results)
+    }
+}
+
+/// A batch in progress: its results, what has been handed over, what it changed.
+pub(super) struct BatchState<'q> {
+    pub(super) results: Vec<Decrypted>,
+    pub(super) removed: BTreeSet<PreKeyId>,
+    /// Sessions with a decrypted message, in the order of their first one.
+    pub(super) touched: Vec<&'q str>,
+    seen: HashSet<&'q str>,
+    total: usize,
+    handed_over: usize,
+    chunking: Chunking,
+    clock: HandOverClock,
+}
+
+impl BatchState<'_> {
+    fn new(total: usize, chunking: Chunking) -> Self {
+        Self {
+            results: Vec::with_capacity(total),
+            removed: BTreeSet::new(),
+            touched: Vec::new(),
+            seen: HashSet::default(),
+            total,
+            handed_over: 0,
+            chunking,
+            clock: HandOverClock::start(chunking),
+        }
+    }
+}
+
+/// A queued envelope's id, and the envelope decoded (once, for its id and for decryption).
+pub(super) fn decode<'q>(
+    queued: &QueuedMessage<'q>,
+) -> (MessageId, Result<Envelope<'q>, DecodeError>) {
+    match Envelope::from_bytes(queued.envelope) {
+        Ok(envelope) => (MessageId::of_decoded(&envelope), Ok(envelope)),
+        Err(e) => (MessageId::of_undecodable(queued.envelope), Err(e)),
     }
 }

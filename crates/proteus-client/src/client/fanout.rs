@@ -29,6 +29,11 @@ impl Client {
         session_ids: &[&str],
         plaintext: &[u8],
     ) -> Result<Vec<Result<Vec<u8>, ClientError>>, ClientError> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some((results, advanced)) = self.encrypt_for_parallel(session_ids, plaintext) {
+            self.commit_sessions(advanced.iter().copied(), &BTreeSet::new())?;
+            return Ok(results);
+        }
         let mut results = Vec::with_capacity(session_ids.len());
         let mut seen = crate::collections::set_with_capacity(session_ids.len());
         let mut advanced = Vec::with_capacity(session_ids.len());

@@ -108,11 +108,14 @@ struct Speculative {
     used_staged: Vec<u32>,
 }
 
-/// How many messages a run plans at first, and again after the session did not do what a plan
-/// assumed (a forged or reordered message, a ratchet step): a plan past such a message is
-/// wasted, so a run that keeps diverging plans little ahead.
-const FIRST_SEGMENT: usize = 16;
-/// The most messages planned at once.
+/// How many messages a run plans after the session did not do what a plan assumed (a forged or
+/// reordered message, a ratchet step): a plan past such a message is wasted, so a run that
+/// keeps diverging plans little ahead, and twice as far after each segment that went as
+/// planned. Planning costs what stepping the chains one message at a time costs, so the waste
+/// is bounded by the work done.
+const AFTER_DIVERGENCE: usize = 8;
+/// The most messages planned at once, and how far a run plans at first: each segment is one
+/// round of jobs, and every round costs the caller a hand-over to its threads.
 const MAX_SEGMENT: usize = 512;
 
 impl Session {
@@ -313,7 +316,7 @@ impl Session {
         O: FnMut(&[OpenJob<'e>]) -> Vec<Opened>,
     {
         let mut results = Vec::with_capacity(envelopes.len());
-        let mut segment = FIRST_SEGMENT;
+        let mut segment = MAX_SEGMENT;
         let mut start = 0;
         while let Some(run) = envelopes.get(start..(start + segment).min(envelopes.len())) {
             if run.is_empty() {
@@ -356,7 +359,7 @@ impl Session {
             match diverged {
                 Some(i) => {
                     start += i + 1;
-                    segment = FIRST_SEGMENT;
+                    segment = AFTER_DIVERGENCE;
                 }
                 None => {
                     start += run.len();

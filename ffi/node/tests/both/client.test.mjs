@@ -171,3 +171,14 @@ test('close: waits for the calls before it; later calls fail with ClientClosed (
   await c.close();
   await assert.rejects(c.fingerprint(), (e) => e.name === 'ProteusError' && e.code === 122 && e.kind === 'ClientClosed');
 });
+
+test('batchThreads: checked (RangeError), and the same results with one thread or several', async () => {
+  await assert.rejects(Client.inMemory({ batchThreads: 0 }), RangeError);
+  await assert.rejects(Client.inMemory({ batchThreads: 1.5 }), RangeError);
+  for (const batchThreads of [1, 3]) {
+    const { alice, bob } = await pair(Client, { bob: await Client.inMemory({ batchThreads }) });
+    const envelopes = await alice.encryptBatch(Array.from({ length: 300 }, (_, i) => ({ sessionId: 'bob', plaintext: `m${i}` })));
+    const results = await bob.decryptBatch(envelopes.map((envelope) => ({ sessionId: 'alice', envelope })));
+    assert.deepEqual(results.map((r) => text(r.plaintext)), Array.from({ length: 300 }, (_, i) => `m${i}`));
+  }
+});

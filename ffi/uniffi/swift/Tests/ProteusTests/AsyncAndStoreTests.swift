@@ -63,6 +63,7 @@ final class AsyncTests: XCTestCase {
         await expectError(309, .integerOutOfRange) { _ = try await client.generatePrekeys(count: -1) }
         await expectError(309, .integerOutOfRange) { _ = try await client.prekeyBundle(id: 65_536) }
         await expectError(309, .integerOutOfRange) { _ = try await Client.inMemory(options: ClientOptions(waitTimeoutMs: -1)) }
+        await expectError(309, .integerOutOfRange) { _ = try await Client.inMemory(options: ClientOptions(batchThreads: 0)) }
         await assertEqual(try await client.prekeyBundle(id: 65_535), try await client.lastResortBundle())
     }
 }

@@ -19,11 +19,27 @@ class IdiomsTest {
         expectError(309, ErrorKind.INTEGER_OUT_OF_RANGE) { bob.decryptBatch(emptyList(), maxChunk = 0) { _, _ -> true } }
         expectError(309, ErrorKind.INTEGER_OUT_OF_RANGE) { bob.decryptBatch(emptyList(), progressIntervalMs = -1) { _, _ -> true } }
         expectError(309, ErrorKind.INTEGER_OUT_OF_RANGE) { Client.inMemory(ClientOptions(waitTimeoutMs = -1)) }
+        expectError(309, ErrorKind.INTEGER_OUT_OF_RANGE) { Client.inMemory(ClientOptions(batchThreads = 0)) }
         expectError(309, ErrorKind.INTEGER_OUT_OF_RANGE) {
             Client.open(tempStore().toString(), options = ClientOptions(busyTimeoutMs = Long.MAX_VALUE))
         }
         assertEquals(0, bob.prekeysRemaining())
         assertEquals(65_535, bob.prekeyBundle(65_535).id)
+    }
+
+    @Test
+    fun `batchThreads gives the same results with one thread or several`() = runTest {
+        for (threads in listOf(1, 3)) {
+            Client.inMemory(ClientOptions(batchThreads = threads)).use { receiver ->
+                Client.inMemory().use { sender ->
+                    sender.createSession("r", receiver.generatePrekeys(1).first().bytes)
+                    val queue = (0 until 50).map { QueuedMessage("s", sender.encrypt("r", "m$it".toByteArray())) }
+                    val texts = mutableListOf<String>()
+                    receiver.decryptBatch(queue) { chunk, _ -> chunk.forEach { texts += String(it.plaintext!!) }; true }
+                    assertEquals((0 until 50).map { "m$it" }, texts)
+                }
+            }
+        }
     }
 
     @Test

@@ -1,0 +1,462 @@
+//! Batch decryption on a small thread pool (native builds; see [`Client::set_batch_threads`]).
+//!
+//! The queue is taken a window at a time. The messages of a window are grouped by session;
+//! each session's run is a task that owns the session while it decrypts, on a worker thread,
+//! with the planned opens of its run on the pool too (`Session::decrypt_run`). What sessions
+//! share — the prekeys, the last-resort replay guard — is read before the tasks start, and a
+//! session that could see another one's change within the window (two sessions naming one
+//! one-time prekey or one last-resort handshake) is not a task: its messages go the ordinary
+//! way, in queue order. The results are then handed over in queue order, exactly as the
+//! sequential path does, so the delivery, the chunks, the abort and the single commit after
+//! the last hand-over are unchanged; so are the results and what is stored.
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use proteus_core::plan::{OpenJob, Opened, open_jobs};
+use proteus_core::{
+    CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
+    IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
+};
+use rayon::prelude::*;
+
+use super::Client;
+use super::batch::{BatchState, decode};
+use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
+use crate::checked_identities::CheckedIdentities;
+use crate::collections::HashMap;
+use crate::error::{ClientError, StoreError};
+use crate::prekeys::load_prekey;
+use crate::records::check_session_id;
+use crate::session_cache::{CachedSession, SessionConfig};
+
+/// Messages taken at a time: results are handed over per window, so a progress display moves
+/// during a batch, and a window is enough work to share out.
+const WINDOW: usize = 256;
+/// Opens handed to one worker at a time (a batched opener, e.g. SIMD lanes, gets this many).
+const OPEN_CHUNK: usize = 8;
+
+/// The thread count of a client's batches and, once a batch needs it, its pool.
+pub(crate) struct BatchPool {
+    threads: usize,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+/// The pools of the process, one per thread count: every client with that count shares it
+/// (an app may open several clients), and it lives as long as the process, idle between
+/// batches, so no batch pays for starting threads but the first.
+static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+
+impl BatchPool {
+    pub(crate) fn new(threads: usize) -> Self {
+        Self {
+            threads: threads.max(1),
+            pool: None,
+        }
+    }
+
+    pub(crate) fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The pool, found or started on first use. `None` if the system gives no threads: the
+    /// batch then runs on the calling thread.
+    pub(crate) fn pool(&mut self) -> Option<Arc<rayon::ThreadPool>> {
+        if self.pool.is_none() {
+            let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+            let threads = self.threads;
+            self.pool = match pools.iter().find(|(n, _)| *n == threads) {
+                Some((_, pool)) => Some(Arc::clone(pool)),
+                None => {
+                    let built = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .thread_name(|i| format!("proteus-batch-{i}"))
+                        .build();
+                    let pool = built.ok().map(Arc::new);
+                    if let Some(pool) = &pool {
+                        pools.push((threads, Arc::clone(pool)));
+                    }
+                    pool
+                }
+            };
+        }
+        self.pool.clone()
+    }
+}
+
+/// Where a message of a window gets its outcome.
+enum Slot {
+    /// The ordinary way, in queue order (undecodable, invalid id, shared prekey, store error).
+    Sequential,
+    /// Result `index` of task `task`.
+    Task { task: usize, index: usize },
+}
+
+/// The result of a message decrypted by a task, and the last-resort handshake it recorded.
+type TaskOutcome = (Result<Vec<u8>, ClientError>, Option<PublicKey>);
+
+/// One session's messages of a window, decrypted on a worker thread.
+struct SessionTask<'w, 'q> {
+    session_id: &'q str,
+    /// The session, taken out of the cache; `None` while it does not exist.
+    cached: Option<CachedSession>,
+    config: SessionConfig,
+    envelopes: Vec<&'w Envelope<'q>>,
+    /// The prekeys the run's PreKeyMessages name, as the store holds them at the window's start.
+    prekeys: BTreeMap<PreKeyId, Option<PreKey>>,
+    /// Last-resort base keys the replay guard already holds (for a session that does not exist).
+    replayed: Vec<PublicKey>,
+    removed: BTreeSet<PreKeyId>,
+    kept: Vec<CheckedIdentity>,
+    outcomes: Vec<Option<TaskOutcome>>,
+}
+
+impl Client {
+    /// The batch loop of `decrypt_batch_chunked` on the pool.
+    pub(super) fn decrypt_parallel<'q, F, E>(
+        &mut self,
+        queue: &[QueuedMessage<'q>],
+        batch: &mut BatchState<'q>,
+        deliver: &mut F,
+    ) -> Result<(), BatchError<E>>
+    where
+        F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
+    {
+        let pool = self.batch_pool.pool();
+        for window in queue.chunks(WINDOW) {
+            // Decoding is cheaper than handing it to another thread.
+            let decoded: Vec<_> = window.iter().map(decode).collect();
+            let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
+            let (identity, identities) = (&self.identity, &self.identities);
+            match &pool {
+                Some(pool) => pool.install(|| {
+                    tasks
+                        .par_iter_mut()
+                        .for_each(|task| task.run(identity, identities));
+                }),
+                None => tasks
+                    .iter_mut()
+                    .for_each(|task| task.run(identity, identities)),
+            }
+            for ((queued, (message_id, envelope)), slot) in window.iter().zip(&decoded).zip(&slots)
+            {
+                let outcome = match slot {
+                    Slot::Sequential => {
+                        self.decrypt_queued(queued, envelope.as_ref(), &mut batch.removed)
+                    }
+                    Slot::Task { task, index } => {
+                        let taken = tasks
+                            .get_mut(*task)
+                            .and_then(|t| t.outcomes.get_mut(*index))
+                            .and_then(Option::take);
+                        match taken {
+                            Some((outcome, recorded)) => {
+                                if let Some(base_key) = recorded {
+                                    self.replay_guard.record(&base_key);
+                                }
+                                outcome
+                            }
+                            None => Err(missing_result()),
+                        }
+                    }
+                };
+                self.hand_over(
+                    batch,
+                    queued,
+                    *message_id,
+                    envelope.as_ref(),
+                    outcome,
+                    deliver,
+                )?;
+            }
+            for task in tasks {
+                batch.removed.extend(task.removed);
+                for checked in task.kept {
+                    self.identities.keep(checked);
+                }
+                if let Some(cached) = task.cached {
+                    self.sessions.put(task.session_id, cached);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Groups a window's messages into session tasks, taking their sessions out of the cache
+    /// and reading what they share from the store.
+    fn plan_window<'w, 'q>(
+        &mut self,
+        window: &[QueuedMessage<'q>],
+        decoded: &'w [(MessageId, Result<Envelope<'q>, DecodeError>)],
+        removed: &BTreeSet<PreKeyId>,
+    ) -> (Vec<SessionTask<'w, 'q>>, Vec<Slot>) {
+        let mut groups: Vec<(&'q str, Vec<(usize, &'w Envelope<'q>)>)> = Vec::new();
+        let mut group_of: HashMap<&'q str, usize> = HashMap::default();
+        for (k, (queued, (_, envelope))) in window.iter().zip(decoded).enumerate() {
+            let (Ok(envelope), Ok(())) = (envelope, check_session_id(queued.session_id)) else {
+                continue;
+            };
+            let g = *group_of.entry(queued.session_id).or_insert_with(|| {
+                groups.push((queued.session_id, Vec::new()));
+                groups.len() - 1
+            });
+            if let Some((_, members)) = groups.get_mut(g) {
+                members.push((k, envelope));
+            }
+        }
+        let shared = shared_handshakes(&groups);
+        let mut slots: Vec<Slot> = window.iter().map(|_| Slot::Sequential).collect();
+        let mut tasks = Vec::with_capacity(groups.len());
+        for (g, (session_id, members)) in groups.into_iter().enumerate() {
+            if shared.contains(&g) {
+                continue;
+            }
+            let Some(task) = self.task_for(session_id, &members, removed) else {
+                continue;
+            };
+            for (index, (k, _)) in members.iter().enumerate() {
+                if let Some(slot) = slots.get_mut(*k) {
+                    *slot = Slot::Task {
+                        task: tasks.len(),
+                        index,
+                    };
+                }
+            }
+            tasks.push(task);
+        }
+        (tasks, slots)
+    }
+
+    /// The task of one session's run, or `None` if the store fails to give what it needs (its
+    /// messages then go the ordinary way, which meets the failure in queue order).
+    fn task_for<'w, 'q>(
+        &mut self,
+        session_id: &'q str,
+        members: &[(usize, &'w Envelope<'q>)],
+        removed: &BTreeSet<PreKeyId>,
+    ) -> Option<SessionTask<'w, 'q>> {
+        let storage = &*self.storage;
+        let identity = self.identity.public_key();
+        let cached = self.sessions.take(storage, identity, session_id).ok()?;
+        let mut prekeys = BTreeMap::new();
+        let mut replayed = Vec::new();
+        let mut failed = false;
+        for (_, envelope) in members {
+            let Message::PreKey(pkm) = envelope.message() else {
+                continue;
+            };
+            let id = pkm.prekey_id;
+            if let Entry::Vacant(slot) = prekeys.entry(id) {
+                let prekey = if removed.contains(&id) {
+                    Ok(None)
+                } else {
+                    load_prekey(storage, id)
+                };
+                match prekey {
+                    Ok(prekey) => {
+                        slot.insert(prekey);
+                    }
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+            if cached.is_none() && id.is_last_resort() {
+                match self.replay_guard.contains(storage, &pkm.base_key) {
+                    Ok(true) => replayed.push(pkm.base_key),
+                    Ok(false) => {}
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if failed {
+            if let Some(cached) = cached {
+                self.sessions.put(session_id, cached);
+            }
+            return None;
+        }
+        Some(SessionTask {
+            session_id,
+            cached,
+            config: self.sessions.config(),
+            envelopes: members.iter().map(|(_, e)| *e).collect(),
+            prekeys,
+            replayed,
+            removed: BTreeSet::new(),
+            kept: Vec::new(),
+            outcomes: Vec::new(),
+        })
+    }
+}
+
+/// The groups that share a one-time prekey or a last-resort handshake with another group of
+/// the window: one's use of it changes what the other sees, so they run in queue order.
+fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet<usize> {
+    #[derive(PartialEq, Eq, Hash)]
+    enum Claim {
+        PreKey(u16),
+        LastResort([u8; 32]),
+    }
+    let mut claimed: HashMap<Claim, usize> = HashMap::default();
+    let mut shared = BTreeSet::new();
+    for (g, (_, members)) in groups.iter().enumerate() {
+        for (_, envelope) in members {
+            let Message::PreKey(pkm) = envelope.message() else {
+                continue;
+            };
+            let claim = if pkm.prekey_id.is_last_resort() {
+                Claim::LastResort(*pkm.base_key.as_bytes())
+            } else {
+                Claim::PreKey(pkm.prekey_id.value())
+            };
+            let first = *claimed.entry(claim).or_insert(g);
+            if first != g {
+                shared.insert(first);
+                shared.insert(g);
+            }
+        }
+    }
+    shared
+}
+
+impl SessionTask<'_, '_> {
+    /// Decrypts the run, in order, as the ordinary path would one message at a time.
+    fn run(&mut self, identity: &IdentityKeyPair, shared: &CheckedIdentities) {
+        let mut prekeys = TaskPreKeys {
+            fetched: &self.prekeys,
+            removed: &mut self.removed,
+        };
+        let mut identities = TaskIdentities {
+            shared,
+            kept: &mut self.kept,
+        };
+        let mut outcomes = Vec::with_capacity(self.envelopes.len());
+        let mut rest = self.envelopes.as_slice();
+        while self.cached.is_none() {
+            let Some((envelope, tail)) = rest.split_first() else {
+                break;
+            };
+            rest = tail;
+            let Message::PreKey(pkm) = envelope.message() else {
+                let missing = ClientError::SessionNotFound(self.session_id.to_owned());
+                outcomes.push(Some((Err(missing), None)));
+                continue;
+            };
+            // As `Client::decrypt_uncommitted` for a session that does not exist.
+            let last_resort = pkm.prekey_id.is_last_resort();
+            let inbound = Session::init_from_message_with_cache(
+                &mut OsRng,
+                identity,
+                &mut prekeys,
+                &mut identities,
+                envelope,
+            );
+            let outcome = match inbound {
+                Ok(_) if last_resort && self.replayed.contains(&pkm.base_key) => {
+                    (Err(DecryptError::DuplicateMessage.into()), None)
+                }
+                Ok(inbound) => {
+                    let mut session = inbound.session;
+                    self.config.apply(&mut session);
+                    self.cached = Some(CachedSession::new_unstored(session));
+                    (Ok(inbound.plaintext), last_resort.then_some(pkm.base_key))
+                }
+                Err(e) => (Err(client_error(e)), None),
+            };
+            outcomes.push(Some(outcome));
+        }
+        if let Some(cached) = &mut self.cached {
+            let results = cached.session.decrypt_run(
+                &mut OsRng,
+                identity,
+                &mut prekeys,
+                &mut identities,
+                rest,
+                open_on_pool,
+            );
+            outcomes.extend(
+                results
+                    .into_iter()
+                    .map(|r| Some((r.map_err(client_error), None))),
+            );
+        }
+        self.outcomes = outcomes;
+    }
+}
+
+/// Opens a segment's jobs on the pool the batch runs on, a chunk per worker.
+fn open_on_pool(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
+    if jobs.len() <= OPEN_CHUNK {
+        return open_jobs(jobs);
+    }
+    let chunks: Vec<Vec<Opened>> = jobs.par_chunks(OPEN_CHUNK).map(open_jobs).collect();
+    chunks.into_iter().flatten().collect()
+}
+
+/// As `Client::decrypt_uncommitted` reports a protocol error.
+fn client_error(e: DecryptError) -> ClientError {
+    match e {
+        DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
+            Ok(store) => ClientError::Store(*store),
+            Err(other) => ClientError::Store(StoreError::Backend(other.to_string())),
+        },
+        other => ClientError::Decrypt(other),
+    }
+}
+
+/// A task's result that is not there: never expected; the batch stops and commits nothing.
+fn missing_result() -> ClientError {
+    ClientError::Store(StoreError::Backend(
+        "a batch worker gave no result for a message".into(),
+    ))
+}
+
+/// The prekeys as a task sees them: those read for it, less those its run used up.
+struct TaskPreKeys<'t> {
+    fetched: &'t BTreeMap<PreKeyId, Option<PreKey>>,
+    removed: &'t mut BTreeSet<PreKeyId>,
+}
+
+impl PreKeyStore for TaskPreKeys<'_> {
+    type Error = StoreError;
+
+    fn prekey(&mut self, id: PreKeyId) -> Result<Option<PreKey>, StoreError> {
+        if self.removed.contains(&id) {
+            return Ok(None);
+        }
+        match self.fetched.get(&id) {
+            Some(prekey) => Ok(prekey.clone()),
+            // Every prekey a PreKeyMessage of the run names was read before the task started.
+            None => Err(StoreError::Backend(format!("prekey {id} was not read"))),
+        }
+    }
+
+    fn remove(&mut self, id: PreKeyId) -> Result<(), StoreError> {
+        self.removed.insert(id);
+        Ok(())
+    }
+}
+
+/// The client's checked identities as a task sees them; what it checks is kept after the window.
+struct TaskIdentities<'t> {
+    shared: &'t CheckedIdentities,
+    kept: &'t mut Vec<CheckedIdentity>,
+}
+
+impl IdentityCache for TaskIdentities<'_> {
+    fn get(&self, key: &IdentityKey) -> Option<&CheckedIdentity> {
+        self.shared
+            .get(key)
+            .or_else(|| self.kept.iter().find(|c| c.key() == key))
+    }
+
+    fn keep(&mut self, checked: CheckedIdentity) {
+        self.kept.push(checked);
+    }
+}
