@@ -86,6 +86,7 @@ mod recorded_rng;
 mod rng;
 mod secret_vec;
 mod session;
+mod sha256x4;
 
 pub use codes::ErrorCode;
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};

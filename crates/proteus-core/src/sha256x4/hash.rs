@@ -1,0 +1,77 @@
+//! The padding of FIPS 180-4 §5.1.1 around [`compress4`]: four messages of any lengths, each
+//! continued from a chaining value of its own (the IV, or an HMAC key's precomputed state).
+
+use zeroize::Zeroizing;
+
+use super::{Lanes, State4, compress4, deinterleave, interleave};
+
+/// Block `index` of `msg` padded as the end of a message of `prefix + msg.len()` bytes whose
+/// first `prefix` bytes (whole blocks) are already in the chaining value.
+fn padded_block(msg: &[u8], prefix: u64, index: usize) -> Zeroizing<[u8; 64]> {
+    let mut block = Zeroizing::new([0u8; 64]);
+    let start = index * 64;
+    let data = msg.get(start..).unwrap_or_default();
+    for (out, byte) in block.iter_mut().zip(data) {
+        *out = *byte;
+    }
+    if let Some(end) = msg.len().checked_sub(start).filter(|n| *n < 64)
+        && let Some(marker) = block.get_mut(end)
+    {
+        *marker = 0x80;
+    }
+    if index + 1 == block_count(msg.len()) {
+        let bits = (prefix + msg.len() as u64) * 8;
+        for (out, byte) in block.iter_mut().skip(56).zip(bits.to_be_bytes()) {
+            *out = byte;
+        }
+    }
+    block
+}
+
+/// The number of blocks `len` bytes take once padded: the 0x80 byte and the 8-byte length.
+pub(crate) fn block_count(len: usize) -> usize {
+    (len + 9).div_ceil(64)
+}
+
+/// The lanes where `active` is true all ones, the others all zeros.
+fn lane_mask<L: Lanes>(active: [bool; 4]) -> L {
+    L::from_lanes(active.map(|a| 0u32.wrapping_sub(u32::from(a))))
+}
+
+/// Lane `i` of `states` absorbs `msgs[i]` and its padding, `prefix` bytes having been absorbed
+/// before; `states` then holds the four digests' words. Lanes with fewer blocks than the
+/// longest keep their state while the others go on (their lengths are public).
+pub(crate) fn finish4<L: Lanes>(states: &mut [[u32; 8]; 4], prefix: u64, msgs: [&[u8]; 4]) {
+    let counts = msgs.map(|m| block_count(m.len()));
+    let longest = counts.iter().copied().max().unwrap_or(0);
+    let mut state: State4<L> = interleave(states);
+    for index in 0..longest {
+        let blocks = msgs.map(|m| padded_block(m, prefix, index));
+        let mut next = state;
+        compress4(
+            &mut next,
+            [&*blocks[0], &*blocks[1], &*blocks[2], &*blocks[3]],
+        );
+        let mask = lane_mask::<L>(counts.map(|n| index < n));
+        for (s, n) in state.iter_mut().zip(next) {
+            *s = L::select(mask, n, *s);
+        }
+    }
+    *states = deinterleave(&state);
+}
+
+/// A chaining value as the 32 bytes of a digest (big-endian words).
+pub(crate) fn digest_bytes(state: &[u32; 8]) -> Zeroizing<[u8; 32]> {
+    let mut out = Zeroizing::new([0u8; 32]);
+    for (chunk, word) in out.chunks_exact_mut(4).zip(state) {
+        chunk.copy_from_slice(&word.to_be_bytes());
+    }
+    out
+}
+
+/// SHA-256 of four messages.
+pub(crate) fn sha256x4<L: Lanes>(msgs: [&[u8]; 4]) -> [Zeroizing<[u8; 32]>; 4] {
+    let mut states = [super::IV; 4];
+    finish4::<L>(&mut states, 0, msgs);
+    states.each_ref().map(digest_bytes)
+}
