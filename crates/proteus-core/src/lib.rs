@@ -68,8 +68,8 @@
 //!
 //! * `test-support`: tools for tests and interop vectors, never for applications:
 //!   `RecordedRng` (replays recorded random draws), `Envelope::from_message` (an envelope with
-//!   any MAC, for hostile inputs), `Session::clear_pending_prekey` and the `rand_core`
-//!   re-export.
+//!   any MAC, for hostile inputs), `Session::clear_pending_prekey`, the `rand_core`
+//!   re-export and `sha256x4_lanes` (the web build's four-lane SHA-256, for its fuzz target).
 
 #![forbid(unsafe_code)]
 
@@ -87,6 +87,10 @@ mod rng;
 mod secret_vec;
 mod session;
 mod sha256x4;
+/// The four-lane SHA-256, HMAC and HKDF of the web build, for the fuzz target that compares
+/// them with the `sha2`, `hmac` and `hkdf` crates (`test-support` only).
+#[cfg(feature = "test-support")]
+pub use sha256x4::testing as sha256x4_lanes;
 
 pub use codes::ErrorCode;
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};

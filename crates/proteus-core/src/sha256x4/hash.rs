@@ -5,27 +5,27 @@ use zeroize::Zeroizing;
 
 use super::{Lanes, State4, compress4, deinterleave, interleave};
 
-/// Block `index` of `msg` padded as the end of a message of `prefix + msg.len()` bytes whose
-/// first `prefix` bytes (whole blocks) are already in the chaining value.
-fn padded_block(msg: &[u8], prefix: u64, index: usize) -> Zeroizing<[u8; 64]> {
-    let mut block = Zeroizing::new([0u8; 64]);
-    let start = index * 64;
-    let data = msg.get(start..).unwrap_or_default();
-    for (out, byte) in block.iter_mut().zip(data) {
-        *out = *byte;
-    }
-    if let Some(end) = msg.len().checked_sub(start).filter(|n| *n < 64)
-        && let Some(marker) = block.get_mut(end)
+/// Writes block `index` of `msg` into `block`, padded as the end of a message of
+/// `prefix + msg.len()` bytes whose first `prefix` bytes (whole blocks) are already in the
+/// chaining value.
+fn padded_block(block: &mut [u8; 64], msg: &[u8], prefix: u64, index: usize) {
+    // `None` past the block where the message ended (then only zeros and the length remain).
+    let data = msg.get(index * 64..);
+    let n = data.map_or(0, |d| d.len().min(64));
+    let (head, tail) = block.split_at_mut(n);
+    head.copy_from_slice(data.and_then(|d| d.get(..n)).unwrap_or_default());
+    tail.fill(0);
+    if data.is_some()
+        && let Some(marker) = tail.first_mut()
     {
         *marker = 0x80;
     }
     if index + 1 == block_count(msg.len()) {
         let bits = (prefix + msg.len() as u64) * 8;
-        for (out, byte) in block.iter_mut().skip(56).zip(bits.to_be_bytes()) {
-            *out = byte;
+        if let Some(length) = block.last_chunk_mut::<8>() {
+            *length = bits.to_be_bytes();
         }
     }
-    block
 }
 
 /// The number of blocks `len` bytes take once padded: the 0x80 byte and the 8-byte length.
@@ -45,13 +45,15 @@ pub(crate) fn finish4<L: Lanes>(states: &mut [[u32; 8]; 4], prefix: u64, msgs: [
     let counts = msgs.map(|m| block_count(m.len()));
     let longest = counts.iter().copied().max().unwrap_or(0);
     let mut state: State4<L> = interleave(states);
+    // One buffer for every block, wiped once at the end (the messages may be secret).
+    let mut blocks = Zeroizing::new([[0u8; 64]; 4]);
     for index in 0..longest {
-        let blocks = msgs.map(|m| padded_block(m, prefix, index));
+        for (block, msg) in blocks.iter_mut().zip(msgs) {
+            padded_block(block, msg, prefix, index);
+        }
         let mut next = state;
-        compress4(
-            &mut next,
-            [&*blocks[0], &*blocks[1], &*blocks[2], &*blocks[3]],
-        );
+        let [b0, b1, b2, b3] = &*blocks;
+        compress4(&mut next, [b0, b1, b2, b3]);
         let mask = lane_mask::<L>(counts.map(|n| index < n));
         for (s, n) in state.iter_mut().zip(next) {
             *s = L::select(mask, n, *s);

@@ -16,6 +16,8 @@ pub(crate) mod hmac;
 mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
+#[cfg(feature = "test-support")]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 
@@ -48,6 +50,19 @@ pub(crate) trait Lanes: Copy {
     #[inline(always)]
     fn rotr(self, bits: u32) -> Self {
         self.shr(bits).or(self.shl(32 - bits))
+    }
+
+    /// The sixteen big-endian words of four blocks, word `t` of every block in `words[t]`.
+    #[inline(always)]
+    fn load_words(blocks: [&[u8; 64]; 4]) -> [Self; 16] {
+        let word = |b: &[u8; 64], t: usize| {
+            let mut x = [0u8; 4];
+            for (x, b) in x.iter_mut().zip(b.iter().skip(4 * t)) {
+                *x = *b;
+            }
+            u32::from_be_bytes(x)
+        };
+        core::array::from_fn(|t| Self::from_lanes(blocks.map(|b| word(b, t))))
     }
 }
 
@@ -91,32 +106,39 @@ pub(crate) fn deinterleave<L: Lanes>(state: &State4<L>) -> [[u32; 8]; 4] {
 // The message schedule is a ring of 16 words indexed by `t % 16`, always in bounds.
 #[allow(clippy::indexing_slicing)]
 pub(crate) fn compress4<L: Lanes>(state: &mut State4<L>, blocks: [&[u8; 64]; 4]) {
-    let mut w = [L::splat(0); 16];
-    for (t, word) in w.iter_mut().enumerate() {
-        let be = |b: &[u8; 64]| {
-            let mut x = [0u8; 4];
-            x.copy_from_slice(&b[4 * t..4 * t + 4]);
-            u32::from_be_bytes(x)
-        };
-        *word = L::from_lanes(blocks.map(be));
-    }
+    let mut w = L::load_words(blocks);
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
-    for (t, k) in K.iter().enumerate() {
-        if t >= 16 {
-            let (w2, w15) = (w[(t - 2) % 16], w[(t - 15) % 16]);
-            let s1 = w2.rotr(17).xor(w2.rotr(19)).xor(w2.shr(10));
-            let s0 = w15.rotr(7).xor(w15.rotr(18)).xor(w15.shr(3));
-            w[t % 16] = w[t % 16].add(s1).add(w[(t - 7) % 16]).add(s0);
-        }
-        let big_s1 = e.rotr(6).xor(e.rotr(11)).xor(e.rotr(25));
-        // Ch(e, f, g): f where e is 1, g where it is 0.
-        let ch = L::select(e, f, g);
-        let t1 = h.add(big_s1).add(ch).add(L::splat(*k)).add(w[t % 16]);
-        let big_s0 = a.rotr(2).xor(a.rotr(13)).xor(a.rotr(22));
-        // Maj(a, b, c): where a and b agree, a; where they differ, c.
-        let maj = L::select(a.xor(b), c, a);
-        let t2 = big_s0.add(maj);
-        (h, g, f, e, d, c, b, a) = (g, f, e, d.add(t1), c, b, a, t1.add(t2));
+    // Round t: the schedule's word t (computed in place from t = 16 on), then the round
+    // function; eight rounds per iteration so that the working variables rotate by renaming.
+    macro_rules! round {
+        ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident, $t:expr) => {{
+            let t = $t;
+            if t >= 16 {
+                let (w2, w15) = (w[(t + 14) % 16], w[(t + 1) % 16]);
+                let s1 = w2.rotr(17).xor(w2.rotr(19)).xor(w2.shr(10));
+                let s0 = w15.rotr(7).xor(w15.rotr(18)).xor(w15.shr(3));
+                w[t % 16] = w[t % 16].add(s1).add(w[(t + 9) % 16]).add(s0);
+            }
+            let big_s1 = $e.rotr(6).xor($e.rotr(11)).xor($e.rotr(25));
+            // Ch(e, f, g): f where e is 1, g where it is 0.
+            let ch = L::select($e, $f, $g);
+            let t1 = $h.add(big_s1).add(ch).add(L::splat(K[t])).add(w[t % 16]);
+            let big_s0 = $a.rotr(2).xor($a.rotr(13)).xor($a.rotr(22));
+            // Maj(a, b, c): where a and b agree, a; where they differ, c.
+            let maj = L::select($a.xor($b), $c, $a);
+            $d = $d.add(t1);
+            $h = t1.add(big_s0).add(maj);
+        }};
+    }
+    for t in (0..64).step_by(8) {
+        round!(a, b, c, d, e, f, g, h, t);
+        round!(h, a, b, c, d, e, f, g, t + 1);
+        round!(g, h, a, b, c, d, e, f, t + 2);
+        round!(f, g, h, a, b, c, d, e, t + 3);
+        round!(e, f, g, h, a, b, c, d, t + 4);
+        round!(d, e, f, g, h, a, b, c, t + 5);
+        round!(c, d, e, f, g, h, a, b, t + 6);
+        round!(b, c, d, e, f, g, h, a, t + 7);
     }
     for (s, x) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
         *s = s.add(x);

@@ -2,8 +2,8 @@
 //! safe functions when the build enables simd128 (ffi/web/build.sh does), so no `unsafe`.
 
 use core::arch::wasm32::{
-    u32x4, u32x4_add, u32x4_extract_lane, u32x4_shl, u32x4_shr, u32x4_splat, v128, v128_bitselect,
-    v128_or, v128_xor,
+    i8x16_shuffle, i32x4_shuffle, u32x4, u32x4_add, u32x4_extract_lane, u32x4_shl, u32x4_shr,
+    u32x4_splat, u64x2, v128, v128_bitselect, v128_or, v128_xor,
 };
 
 use super::Lanes;
@@ -53,5 +53,45 @@ impl Lanes for Simd128 {
     #[inline(always)]
     fn select(mask: Self, ones: Self, zeros: Self) -> Self {
         Self(v128_bitselect(ones.0, zeros.0, mask.0))
+    }
+
+    /// Sixteen bytes of each block at a time (two 8-byte loads), each word's bytes reversed by
+    /// one shuffle, then a 4 × 4 transpose: a quarter of the work of word-by-word lane inserts.
+    #[inline(always)]
+    fn load_words(blocks: [&[u8; 64]; 4]) -> [Self; 16] {
+        let row = |b: &[u8; 64], quarter: usize| {
+            let half = |at: usize| {
+                let mut x = [0u8; 8];
+                for (x, b) in x.iter_mut().zip(b.iter().skip(at)) {
+                    *x = *b;
+                }
+                u64::from_le_bytes(x)
+            };
+            let v = u64x2(half(16 * quarter), half(16 * quarter + 8));
+            i8x16_shuffle::<3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12>(v, v)
+        };
+        let mut words = [Self(u32x4_splat(0)); 16];
+        for (quarter, out) in words.chunks_exact_mut(4).enumerate() {
+            let [r0, r1, r2, r3] = blocks.map(|b| row(b, quarter));
+            // Rows are blocks, columns words: transpose so that rows are words.
+            let (lo01, hi01) = (
+                i32x4_shuffle::<0, 4, 1, 5>(r0, r1),
+                i32x4_shuffle::<2, 6, 3, 7>(r0, r1),
+            );
+            let (lo23, hi23) = (
+                i32x4_shuffle::<0, 4, 1, 5>(r2, r3),
+                i32x4_shuffle::<2, 6, 3, 7>(r2, r3),
+            );
+            let columns = [
+                i32x4_shuffle::<0, 1, 4, 5>(lo01, lo23),
+                i32x4_shuffle::<2, 3, 6, 7>(lo01, lo23),
+                i32x4_shuffle::<0, 1, 4, 5>(hi01, hi23),
+                i32x4_shuffle::<2, 3, 6, 7>(hi01, hi23),
+            ];
+            for (o, c) in out.iter_mut().zip(columns) {
+                *o = Self(c);
+            }
+        }
+        words
     }
 }
