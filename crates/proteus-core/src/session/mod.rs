@@ -4,9 +4,11 @@
 mod chain;
 mod derived;
 mod extensions;
+mod plan;
 mod staged;
 mod state;
 
+pub use plan::{OpenJob, Opened, open_jobs};
 pub use staged::{StagedKey, StagedKeyId};
 
 use std::fmt;
