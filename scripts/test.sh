@@ -93,6 +93,10 @@ suite_wasm() {
   CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
     CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
     cargo test --locked --release -p proteus-core --lib --target wasm32-wasip1 -- sha256x4 lanes
+  log "proteus-core's open plan in wasm: open_jobs opens four jobs at a time in v128 lanes"
+  CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
+    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
+    cargo test --locked --release -p proteus-core --target wasm32-wasip1 --test open_plan
 }
 
 suite_bench() {

@@ -6,8 +6,15 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf};
 use crate::error::DecodeError;
-use crate::sha256x4::Lanes;
-use crate::sha256x4::hmac::{hmac_verify4, kdf4_empty_salt};
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+use crate::sha256x4::{
+    Lanes,
+    hmac::{hmac_verify4, kdf4_empty_salt},
+};
 
 /// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
 #[derive(Clone, Zeroize)]
@@ -200,6 +207,11 @@ impl MessageKeys {
 
 /// Message keys four at a time, on the four-lane SHA-256 (crate::sha256x4): the web build
 /// opens a batch's messages four at a time.
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 impl MessageKeys {
     /// The message keys of a chain-key index from its `HMAC(CK_i, "0")`.
     pub(crate) fn from_base(base: &[u8; 32], counter: u32) -> Self {

@@ -8,6 +8,8 @@ mod plan;
 mod staged;
 mod state;
 
+#[cfg(feature = "test-support")]
+pub use plan::open_jobs_in_lanes;
 pub use plan::{OpenJob, Opened, open_jobs};
 pub use staged::{StagedKey, StagedKeyId};
 

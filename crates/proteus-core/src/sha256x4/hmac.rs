@@ -43,11 +43,7 @@ impl KeyStates4 {
         finish4::<L>(&mut inner, 64, msgs);
         let digests = inner.each_ref().map(digest_bytes);
         let mut outer = self.outer.clone();
-        finish4::<L>(
-            &mut outer,
-            64,
-            [&*digests[0], &*digests[1], &*digests[2], &*digests[3]],
-        );
+        finish4::<L>(&mut outer, 64, digests.each_ref().map(|d| d.as_slice()));
         outer.each_ref().map(digest_bytes)
     }
 }
@@ -62,10 +58,7 @@ fn pad_state<L: Lanes>(keys: [&[u8]; 4], pad: u8) -> States {
         block
     });
     let mut state = super::interleave::<L>(&[IV; 4]);
-    super::compress4(
-        &mut state,
-        [&*blocks[0], &*blocks[1], &*blocks[2], &*blocks[3]],
-    );
+    super::compress4(&mut state, blocks.each_ref().map(|b| &**b));
     Zeroizing::new(super::deinterleave(&state))
 }
 
@@ -94,7 +87,8 @@ fn empty_salt<L: Lanes>() -> KeyStates4 {
     static STATES: OnceLock<([u32; 8], [u32; 8])> = OnceLock::new();
     let (inner, outer) = STATES.get_or_init(|| {
         let states = KeyStates4::new::<L>([&[]; 4]);
-        (states.inner[0], states.outer[0])
+        let ([inner, ..], [outer, ..]) = (*states.inner, *states.outer);
+        (inner, outer)
     });
     KeyStates4::splat(inner, outer)
 }
