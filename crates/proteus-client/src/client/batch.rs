@@ -86,17 +86,31 @@ impl Client {
         let mut results = Vec::with_capacity(queue.len());
         let mut clock = HandOverClock::start(chunking);
         let mut handed_over = 0;
+        // The web build decrypts runs of messages to one session ahead, four at a time in SIMD
+        // lanes (client/runs.rs); the outcomes are handed over here in queue order as usual.
+        let mut ahead = super::runs::RunAhead::default();
         for (i, queued) in queue.iter().enumerate() {
             // The envelope is decoded once, for its id and for decryption.
             let (message_id, decoded) = match Envelope::from_bytes(queued.envelope) {
                 Ok(envelope) => (MessageId::of_decoded(&envelope), Ok(envelope)),
                 Err(e) => (MessageId::of_undecodable(queued.envelope), Err(e)),
             };
-            let outcome = check_session_id(queued.session_id).and_then(|()| {
-                let envelope = decoded
-                    .as_ref()
-                    .map_err(|e| ClientError::Decode(e.clone()))?;
-                self.decrypt_uncommitted(queued.session_id, envelope, &mut removed)
+            let run_outcome = self.run_outcome(queue, i, &mut removed, &mut ahead);
+            // A run decrypted ahead changed its session for messages not handed over yet: the
+            // session is touched now, so that a batch that stops forgets it.
+            if ahead.changed_at(i)
+                && touched.last() != Some(&queued.session_id)
+                && seen.insert(queued.session_id)
+            {
+                touched.push(queued.session_id);
+            }
+            let outcome = run_outcome.unwrap_or_else(|| {
+                check_session_id(queued.session_id).and_then(|()| {
+                    let envelope = decoded
+                        .as_ref()
+                        .map_err(|e| ClientError::Decode(e.clone()))?;
+                    self.decrypt_uncommitted(queued.session_id, envelope, &mut removed)
+                })
             });
             match &outcome {
                 Ok(_) => {
