@@ -393,7 +393,8 @@ fn deliver(receiver: &mut Party, bytes: &[u8], rng: &mut dyn CryptoRng) -> Resul
 /// `hmac` and `hkdf` crates on every lane. The first four bytes give the lanes' message lengths
 /// (0 to 510 bytes, cut from the rest of the input in turn, shorter where it runs out), the
 /// fifth the lane whose tag is forged; each lane's key is the input's SHA-256 with the lane's
-/// number; the HKDF info is the input's last 40 bytes at most.
+/// number; the HKDF info is the engine's ("hash_ratchet"), then the input's last 22 bytes (zeros
+/// before a shorter input).
 pub fn sha256x4(data: &[u8]) {
     use hmac::{Hmac, KeyInit, Mac};
     use proteus_core::sha256x4_lanes as lanes;
@@ -414,7 +415,10 @@ pub fn sha256x4(data: &[u8]) {
             .finalize()
             .into()
     });
-    let info = &data[data.len().saturating_sub(40)..];
+    let mut info = [0u8; 22];
+    for (i, b) in info.iter_mut().rev().zip(data.iter().rev()) {
+        *i = *b;
+    }
 
     let expected = msgs.map(|m| <[u8; 32]>::from(Sha256::digest(m)));
     assert_eq!(lanes::sha256x4(msgs), expected, "SHA-256 differs from sha2");

@@ -1,7 +1,8 @@
 //! A batch's runs of messages to one session decrypted through the core's open plan
-//! (`Session::decrypt_run`): in the web build `open_jobs` opens them four at a time in the
-//! SIMD lanes of the four-lane SHA-256. Results and sessions are those of decrypting the
-//! messages one by one (the plan's contract); only the work is shared across messages.
+//! (`Session::decrypt_run`): in a wasm build with simd128 `open_jobs` opens them four at a time
+//! in the SIMD lanes of the four-lane SHA-256 (the `batch-lanes` feature turns this on).
+//! Results and sessions are those of decrypting the messages one by one (the plan's contract);
+//! only the work is shared across messages.
 
 use std::collections::BTreeSet;
 use std::collections::VecDeque;
@@ -48,9 +49,14 @@ impl RunAhead {
     }
 }
 
-/// Whether batches decrypt runs ahead: in the web build, where the lanes make it pay. Native
-/// builds keep SHA-NI one message at a time, or threads (`Client::set_batch_threads`).
-const RUNS_AHEAD: bool = cfg!(all(target_arch = "wasm32", target_feature = "simd128"));
+/// Whether batches decrypt runs ahead: in a wasm build with simd128 and the `batch-lanes`
+/// feature, where the lanes make it pay. Native builds keep SHA-NI one message at a time, or
+/// threads.
+const RUNS_AHEAD: bool = cfg!(all(
+    target_arch = "wasm32",
+    target_feature = "simd128",
+    feature = "batch-lanes"
+));
 
 impl Client {
     /// The outcome of message `index` of the queue if it is part of a run decrypted ahead

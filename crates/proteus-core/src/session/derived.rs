@@ -221,7 +221,7 @@ impl MessageKeys {
     /// The message keys of four chain-key indices from their `HMAC(CK_i, "0")` (as
     /// [`ChainKey::message_keys`] derives them one at a time).
     pub(crate) fn derive4<L: Lanes>(bases: [&[u8; 32]; 4], counters: [u32; 4]) -> [Self; 4] {
-        let mut halves = kdf4_empty_salt::<L>(bases, b"hash_ratchet").into_iter();
+        let mut halves = kdf4_empty_salt::<L, 12>(bases, b"hash_ratchet").into_iter();
         let mut counters = counters.into_iter();
         core::array::from_fn(|_| {
             let (cipher_key, mac_key) = halves.next().unwrap_or_default();

@@ -95,6 +95,11 @@ pub(crate) fn interleave<L: Lanes>(states: &[[u32; 8]; 4]) -> State4<L> {
     })
 }
 
+/// The same 32-bit word in every lane, for each word of `words`.
+pub(crate) fn splat_words<L: Lanes, const N: usize>(words: [u32; N]) -> [L; N] {
+    words.map(L::splat)
+}
+
 /// The inverse of [`interleave`].
 pub(crate) fn deinterleave<L: Lanes>(state: &State4<L>) -> [[u32; 8]; 4] {
     let words = state.map(L::to_lanes);
@@ -102,11 +107,12 @@ pub(crate) fn deinterleave<L: Lanes>(state: &State4<L>) -> [[u32; 8]; 4] {
 }
 
 /// One SHA-256 compression per lane (FIPS 180-4 §6.2.2 steps 1–4): lane `i` of `state` absorbs
-/// `blocks[i]`.
+/// the block whose sixteen big-endian words are lane `i` of `w` (see [`Lanes::load_words`]).
 // The message schedule is a ring of 16 words indexed by `t % 16`, always in bounds.
 #[allow(clippy::indexing_slicing)]
-pub(crate) fn compress4<L: Lanes>(state: &mut State4<L>, blocks: [&[u8; 64]; 4]) {
-    let mut w = L::load_words(blocks);
+// Out of line: one copy of the rounds in the web build (inlined, each caller had its own).
+#[inline(never)]
+pub(crate) fn compress4<L: Lanes>(state: &mut State4<L>, mut w: [L; 16]) {
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
     // Round t: the schedule's word t (computed in place from t = 16 on), then the round
     // function; eight rounds per iteration so that the working variables rotate by renaming.

@@ -55,24 +55,19 @@ impl Lanes for Simd128 {
         Self(v128_bitselect(ones.0, zeros.0, mask.0))
     }
 
-    /// Sixteen bytes of each block at a time (two 8-byte loads), each word's bytes reversed by
+    /// Sixteen bytes of each block at a time, each word's bytes reversed by
     /// one shuffle, then a 4 × 4 transpose: a quarter of the work of word-by-word lane inserts.
     #[inline(always)]
     fn load_words(blocks: [&[u8; 64]; 4]) -> [Self; 16] {
-        let row = |b: &[u8; 64], quarter: usize| {
-            let half = |at: usize| {
-                let mut x = [0u8; 8];
-                for (x, b) in x.iter_mut().zip(b.iter().skip(at)) {
-                    *x = *b;
-                }
-                u64::from_le_bytes(x)
-            };
-            let v = u64x2(half(16 * quarter), half(16 * quarter + 8));
+        let rows = blocks.map(|b| b.as_chunks::<16>().0);
+        let row = |rows: &[[u8; 16]], quarter: usize| {
+            let x = rows.get(quarter).map_or(0, |r| u128::from_le_bytes(*r));
+            let v = u64x2(x as u64, (x >> 64) as u64);
             i8x16_shuffle::<3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12>(v, v)
         };
         let mut words = [Self(u32x4_splat(0)); 16];
         for (quarter, out) in words.chunks_exact_mut(4).enumerate() {
-            let [r0, r1, r2, r3] = blocks.map(|b| row(b, quarter));
+            let [r0, r1, r2, r3] = rows.map(|r| row(r, quarter));
             // Rows are blocks, columns words: transpose so that rows are words.
             let (lo01, hi01) = (
                 i32x4_shuffle::<0, 4, 1, 5>(r0, r1),
