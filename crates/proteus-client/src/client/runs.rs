@@ -95,11 +95,18 @@ impl Client {
         if check_session_id(first.session_id).is_err() {
             return;
         }
-        let envelopes: Vec<Envelope<'_>> = queue
-            .iter()
-            .skip(index)
-            .take(MAX_RUN)
-            .take_while(|q| q.session_id == first.session_id)
+        let same_session = || {
+            queue
+                .iter()
+                .skip(index)
+                .take(MAX_RUN)
+                .take_while(|q| q.session_id == first.session_id)
+        };
+        // Counted before anything is decoded: interleaved senders make runs of one or two.
+        if same_session().nth(MIN_RUN - 1).is_none() {
+            return;
+        }
+        let envelopes: Vec<Envelope<'_>> = same_session()
             .map_while(|q| Envelope::from_bytes(q.envelope).ok())
             .collect();
         if envelopes.len() < MIN_RUN {
