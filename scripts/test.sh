@@ -92,7 +92,7 @@ suite_wasm() {
   log "proteus-core's four-lane SHA-256 tests in wasm (wasm32-wasip1, simd128, Node)"
   CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
     CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
-    cargo test --locked --release -p proteus-core --lib --target wasm32-wasip1 -- sha256x4 lanes
+    cargo test --locked --release -p proteus-core --lib --target wasm32-wasip1 -- sha256x4
   log "proteus-core's open plan in wasm: open_jobs opens four jobs at a time in v128 lanes"
   CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
     CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
