@@ -8,7 +8,8 @@
 #   deny     cargo-deny: licences, duplicate and banned crates, sources (deny.toml)
 #   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (tests/vectors, and
 #            ../shared/vectors when it is there)
-#   wasm     the protocol core builds for wasm32-unknown-unknown
+#   wasm     the protocol core builds for wasm32-unknown-unknown; its four-lane SHA-256 tests run
+#            in wasm (wasm32-wasip1 with simd128, under Node)
 #   bench    each criterion bench runs once (a smoke test; timings are not asserted)
 #   fuzz     every cargo-fuzz target for 15 s from its committed corpus (scripts/suites/fuzz.sh)
 #   chat     the chat example in two real terminals under tmux (scripts/suites/chat.sh)
@@ -85,6 +86,17 @@ suite_wasm() {
   ensure_wasm_target
   log "proteus-core for wasm32-unknown-unknown"
   cargo build --locked --release -p proteus-core --target wasm32-unknown-unknown
+  # The four-lane SHA-256 of the web build (crates/proteus-core/src/sha256x4) on its v128 lanes:
+  # its tests built for wasm32-wasip1 with simd128, run by Node's WASI (scripts/wasi-run.mjs).
+  rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+  log "proteus-core's four-lane SHA-256 tests in wasm (wasm32-wasip1, simd128, Node)"
+  CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
+    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
+    cargo test --locked --release -p proteus-core --lib --target wasm32-wasip1 -- sha256x4
+  log "proteus-core's open plan in wasm: open_jobs opens four jobs at a time in v128 lanes"
+  CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
+    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
+    cargo test --locked --release -p proteus-core --target wasm32-wasip1 --test open_plan
 }
 
 suite_bench() {

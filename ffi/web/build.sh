@@ -24,6 +24,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
+# PROTEUS_WEB_FEATURES: features of the proteus-web crate to build with (e.g. batch-lanes).
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
 # Panic locations name source files: the checkout's and the registry's paths are shortened, which
@@ -34,7 +35,8 @@ for dir in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
 done
 RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $remap}
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
-  cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web
+  cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
+  ${PROTEUS_WEB_FEATURES:+--features "$PROTEUS_WEB_FEATURES"}
 rm -rf pkg
 wasm-bindgen --target web --out-dir pkg "$wasm"
 # --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the

@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("session", session),
     ("store_records", store_records),
     ("interaction", interaction),
+    ("sha256x4", sha256x4),
 ];
 
 /// A value that decodes must re-encode to bytes that decode to the same value.
@@ -385,4 +386,77 @@ fn deliver(receiver: &mut Party, bytes: &[u8], rng: &mut dyn CryptoRng) -> Resul
             Ok(inbound.plaintext)
         }
     }
+}
+
+/// The web build's four-lane SHA-256, HMAC-SHA256 and HKDF-SHA256 (proteus-core's
+/// `sha256x4_lanes`, on the lanes of the build: `[u32; 4]` natively) agree with the `sha2`,
+/// `hmac` and `hkdf` crates on every lane. The first four bytes give the lanes' message lengths
+/// (0 to 510 bytes, cut from the rest of the input in turn, shorter where it runs out), the
+/// fifth the lane whose tag is forged; each lane's key is the input's SHA-256 with the lane's
+/// number; the HKDF info is the engine's ("hash_ratchet"), then the input's last 22 bytes (zeros
+/// before a shorter input).
+pub fn sha256x4(data: &[u8]) {
+    use hmac::{Hmac, KeyInit, Mac};
+    use proteus_core::sha256x4_lanes as lanes;
+    use sha2::{Digest, Sha256};
+
+    let Some((header, mut rest)) = data.split_first_chunk::<5>() else {
+        return;
+    };
+    let msgs: [&[u8]; 4] = std::array::from_fn(|i| {
+        let (msg, tail) = rest.split_at((usize::from(header[i]) * 2).min(rest.len()));
+        rest = tail;
+        msg
+    });
+    let keys: [[u8; 32]; 4] = std::array::from_fn(|i| {
+        Sha256::new()
+            .chain_update(data)
+            .chain_update([i as u8])
+            .finalize()
+            .into()
+    });
+    let mut info = [0u8; 22];
+    for (i, b) in info.iter_mut().rev().zip(data.iter().rev()) {
+        *i = *b;
+    }
+
+    let expected = msgs.map(|m| <[u8; 32]>::from(Sha256::digest(m)));
+    assert_eq!(lanes::sha256x4(msgs), expected, "SHA-256 differs from sha2");
+
+    let tags: [[u8; 32]; 4] = std::array::from_fn(|i| {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&keys[i]).expect("32-byte key");
+        mac.update(msgs[i]);
+        mac.finalize().into_bytes().into()
+    });
+    assert_eq!(
+        lanes::hmac_sha256x4(keys.each_ref(), msgs),
+        tags,
+        "HMAC differs from hmac"
+    );
+    assert_eq!(
+        lanes::hmac_sha256x4_verify(keys.each_ref(), msgs, tags.each_ref()),
+        [true; 4]
+    );
+    let forged_lane = usize::from(header[4] % 4);
+    let mut forged = tags;
+    forged[forged_lane][usize::from(header[4] / 4) % 32] ^= 1;
+    let verdicts = lanes::hmac_sha256x4_verify(keys.each_ref(), msgs, forged.each_ref());
+    assert_eq!(
+        verdicts,
+        std::array::from_fn(|i| i != forged_lane),
+        "a forged tag verified"
+    );
+
+    let okm = keys.map(|ikm| {
+        let mut out = [0u8; 64];
+        hkdf::Hkdf::<Sha256>::new(Some(&[]), &ikm)
+            .expand(info, &mut out)
+            .expect("64 bytes");
+        out
+    });
+    assert_eq!(
+        lanes::hkdf_empty_salt_x4(keys.each_ref(), info),
+        okm,
+        "HKDF differs from hkdf"
+    );
 }

@@ -25,6 +25,7 @@ mod fanout_parallel;
 mod operation;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
+mod runs;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
@@ -446,13 +447,7 @@ impl Client {
                 }
             }
         };
-        result.map_err(|e| match e {
-            DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
-                Ok(store) => ClientError::Store(*store),
-                Err(other) => ClientError::Store(StoreError::Backend(other.to_string())),
-            },
-            other => ClientError::Decrypt(other),
-        })
+        result.map_err(decrypt_error)
     }
 
     /// Commits the cached state of `session_ids` and the removal of used prekeys, atomically.
@@ -577,5 +572,16 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("identity", self.identity.public_key())
             .finish_non_exhaustive()
+    }
+}
+
+/// A decryption error as the client reports it: a prekey store's failure is the store's error.
+fn decrypt_error(e: DecryptError) -> ClientError {
+    match e {
+        DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
+            Ok(store) => ClientError::Store(*store),
+            Err(other) => ClientError::Store(StoreError::Backend(other.to_string())),
+        },
+        other => ClientError::Decrypt(other),
     }
 }

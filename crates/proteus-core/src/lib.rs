@@ -68,8 +68,8 @@
 //!
 //! * `test-support`: tools for tests and interop vectors, never for applications:
 //!   `RecordedRng` (replays recorded random draws), `Envelope::from_message` (an envelope with
-//!   any MAC, for hostile inputs), `Session::clear_pending_prekey` and the `rand_core`
-//!   re-export.
+//!   any MAC, for hostile inputs), `Session::clear_pending_prekey`, the `rand_core`
+//!   re-export and `sha256x4_lanes` (the web build's four-lane SHA-256, for its fuzz target).
 
 #![forbid(unsafe_code)]
 
@@ -86,6 +86,17 @@ mod recorded_rng;
 mod rng;
 mod secret_vec;
 mod session;
+// The four-lane SHA-256 runs in the web build (wasm with simd128); elsewhere only tests use it.
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+mod sha256x4;
+/// The four-lane SHA-256, HMAC and HKDF of the web build, for the fuzz target that compares
+/// them with the `sha2`, `hmac` and `hkdf` crates (`test-support` only).
+#[cfg(feature = "test-support")]
+pub use sha256x4::testing as sha256x4_lanes;
 
 pub use codes::ErrorCode;
 pub use error::{CounterPosition, DecodeError, DecryptError, EncryptError, SessionCreationError};
@@ -106,6 +117,9 @@ pub use session::{InboundSession, Session};
 /// Batches of messages to one session split into independent jobs (see [`Session::plan_opens`]
 /// and [`Session::decrypt_run`]).
 pub mod plan {
+    /// The four-lane opener on whatever lanes the build has (`test-support` only).
+    #[cfg(feature = "test-support")]
+    pub use crate::session::open_jobs_in_lanes;
     pub use crate::session::{OpenJob, Opened, open_jobs};
 }
 

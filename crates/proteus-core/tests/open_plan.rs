@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use proptest::prelude::*;
-use proteus_core::plan::{OpenJob, Opened, open_jobs};
+use proteus_core::plan::{OpenJob, Opened, open_jobs, open_jobs_in_lanes};
 use proteus_core::{Envelope, IdentityKeyPair, Message, PreKey, PreKeyBundle, PreKeyId, Session};
 
 /// SplitMix64: both sides of a comparison draw the same keys in a ratchet step.
@@ -202,6 +202,8 @@ proptest! {
         let f = conversation(seed, &steps, &mutations);
         let expected = one_by_one(&f);
         prop_assert_eq!(&planned(&f, open_jobs), &expected);
+        // Four at a time in the lanes of the four-lane SHA-256 (the web build's opener).
+        prop_assert_eq!(&planned(&f, open_jobs_in_lanes), &expected);
         // Jobs are independent: opened last to first, the results are the same.
         let reversed = planned(&f, |jobs| {
             let mut out: Vec<Opened> = jobs.iter().rev().map(OpenJob::open).collect();

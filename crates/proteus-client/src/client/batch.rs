@@ -87,10 +87,23 @@ impl Client {
             self.commit_sessions(batch.touched.iter().copied(), &batch.removed)?;
             return Ok(batch.results);
         }
-        for queued in queue {
+        // The web build with `batch-lanes` decrypts runs of messages to one session ahead,
+        // four at a time in SIMD lanes (client/runs.rs); outcomes are handed over in queue order.
+        let mut ahead = super::runs::RunAhead::default();
+        for (i, queued) in queue.iter().enumerate() {
             // The envelope is decoded once, for its id and for decryption.
             let (message_id, decoded) = decode(queued);
-            let outcome = self.decrypt_queued(queued, decoded.as_ref(), &mut batch.removed);
+            let outcome = match self.run_outcome(queue, i, &mut batch.removed, &mut ahead) {
+                Some(outcome) => {
+                    // A run decrypted ahead changed its session for messages not handed over
+                    // yet: it is touched now, so that a batch that stops forgets it.
+                    if ahead.changed_at(i) {
+                        batch.touch(queued.session_id);
+                    }
+                    outcome
+                }
+                None => self.decrypt_queued(queued, decoded.as_ref(), &mut batch.removed),
+            };
             self.hand_over(
                 &mut batch,
                 queued,
@@ -133,14 +146,7 @@ impl Client {
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
         match &outcome {
-            Ok(_) => {
-                // A backlog comes in runs of one session: the last one needs no hashing.
-                if batch.touched.last() != Some(&queued.session_id)
-                    && batch.seen.insert(queued.session_id)
-                {
-                    batch.touched.push(queued.session_id);
-                }
-            }
+            Ok(_) => batch.touch(queued.session_id),
             // A damaged record concerns its own session only; a failing store stops the batch.
             Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
                 let e = e.clone();
@@ -206,7 +212,15 @@ pub(super) struct BatchState<'q> {
     clock: HandOverClock,
 }
 
-impl BatchState<'_> {
+impl<'q> BatchState<'q> {
+    /// Records that the batch changed `session_id` (once; a backlog comes in runs of one
+    /// session, so the last one needs no hashing).
+    fn touch(&mut self, session_id: &'q str) {
+        if self.touched.last() != Some(&session_id) && self.seen.insert(session_id) {
+            self.touched.push(session_id);
+        }
+    }
+
     fn new(total: usize, chunking: Chunking) -> Self {
         Self {
             results: Vec::with_capacity(total),

@@ -367,7 +367,7 @@ impl SessionTask<'_, '_> {
                     self.cached = Some(CachedSession::new_unstored(session));
                     (Ok(inbound.plaintext), last_resort.then_some(pkm.base_key))
                 }
-                Err(e) => (Err(client_error(e)), None),
+                Err(e) => (Err(super::decrypt_error(e)), None),
             };
             outcomes.push(Some(outcome));
         }
@@ -383,7 +383,7 @@ impl SessionTask<'_, '_> {
             outcomes.extend(
                 results
                     .into_iter()
-                    .map(|r| Some((r.map_err(client_error), None))),
+                    .map(|r| Some((r.map_err(super::decrypt_error), None))),
             );
         }
         self.outcomes = outcomes;
@@ -397,17 +397,6 @@ fn open_on_pool(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
     }
     let chunks: Vec<Vec<Opened>> = jobs.par_chunks(OPEN_CHUNK).map(open_jobs).collect();
     chunks.into_iter().flatten().collect()
-}
-
-/// As `Client::decrypt_uncommitted` reports a protocol error.
-fn client_error(e: DecryptError) -> ClientError {
-    match e {
-        DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
-            Ok(store) => ClientError::Store(*store),
-            Err(other) => ClientError::Store(StoreError::Backend(other.to_string())),
-        },
-        other => ClientError::Decrypt(other),
-    }
 }
 
 /// A task's result that is not there: never expected; the batch stops and commits nothing.

@@ -6,6 +6,15 @@ use zeroize::{Zeroize, Zeroizing};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf};
 use crate::error::DecodeError;
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+use crate::sha256x4::{
+    Lanes,
+    hmac::{hmac_verify4, kdf4_empty_salt},
+};
 
 /// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
 #[derive(Clone, Zeroize)]
@@ -193,5 +202,43 @@ impl MessageKeys {
             mac_key: required(mac_key, "mac key")?,
             counter: required(counter, "message key counter")?,
         })
+    }
+}
+
+/// Message keys four at a time, on the four-lane SHA-256 (crate::sha256x4): the web build
+/// opens a batch's messages four at a time.
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+impl MessageKeys {
+    /// The message keys of a chain-key index from its `HMAC(CK_i, "0")`.
+    pub(crate) fn from_base(base: &[u8; 32], counter: u32) -> Self {
+        message_keys(base, counter)
+    }
+
+    /// The message keys of four chain-key indices from their `HMAC(CK_i, "0")` (as
+    /// [`ChainKey::message_keys`] derives them one at a time).
+    pub(crate) fn derive4<L: Lanes>(bases: [&[u8; 32]; 4], counters: [u32; 4]) -> [Self; 4] {
+        let mut halves = kdf4_empty_salt::<L, 12>(bases, b"hash_ratchet").into_iter();
+        let mut counters = counters.into_iter();
+        core::array::from_fn(|_| {
+            let (cipher_key, mac_key) = halves.next().unwrap_or_default();
+            MessageKeys {
+                cipher_key,
+                mac_key,
+                counter: counters.next().unwrap_or_default(),
+            }
+        })
+    }
+
+    /// Whether `macs[i]` is the MAC of `messages[i]` under `keys[i]` (as [`Self::verify`]).
+    pub(crate) fn verify4<L: Lanes>(
+        keys: [&Self; 4],
+        messages: [&[u8]; 4],
+        macs: [&[u8; 32]; 4],
+    ) -> [bool; 4] {
+        hmac_verify4::<L>(keys.map(|k| &*k.mac_key), messages, macs)
     }
 }

@@ -9,6 +9,8 @@ mod sending;
 mod staged;
 mod state;
 
+#[cfg(feature = "test-support")]
+pub use plan::open_jobs_in_lanes;
 pub use plan::{OpenJob, Opened, open_jobs};
 pub use staged::{StagedKey, StagedKeyId};
 

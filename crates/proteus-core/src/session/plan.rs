@@ -11,6 +11,13 @@
 //! [`Session::decrypt_with_cache`]. [`Session::decrypt_run`] does all of this, so its results and
 //! the session after it are those of decrypting the messages one by one.
 
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+mod lanes;
+
 use rand_core::CryptoRng;
 
 use super::Session;
@@ -93,10 +100,20 @@ impl OpenJob<'_> {
     }
 }
 
-/// Opens every job of `jobs`, in order: the sequential opener, and the unit a batched one (SIMD
-/// lanes) replaces.
+/// Opens every job of `jobs`, in order: one by one natively (SHA-NI), four at a time in SIMD
+/// lanes in a wasm build with simd128 ([`lanes`]); the same results either way.
 pub fn open_jobs(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return lanes::open_jobs_in_lanes::<crate::sha256x4::Simd128>(jobs);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     jobs.iter().map(OpenJob::open).collect()
+}
+
+/// [`open_jobs`] on the four-lane SHA-256 whatever the build (its portable lanes natively),
+/// for tests that compare it with the one-by-one opener (`test-support` only).
+#[cfg(feature = "test-support")]
+pub fn open_jobs_in_lanes(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
+    lanes::open_jobs_in_lanes::<crate::sha256x4::Fastest>(jobs)
 }
 
 /// A receive chain as the plan sees it after the messages planned so far.

@@ -1,0 +1,94 @@
+//! The padding of FIPS 180-4 §5.1.1 around [`compress4`]: four messages of any lengths, each
+//! continued from a chaining value of its own (the IV, or an HMAC key's precomputed state).
+
+use zeroize::Zeroizing;
+
+use super::{IV, Lanes, State4, compress4, deinterleave};
+
+/// Writes block `index` of `msg` into `block`, padded as the end of a message of
+/// `prefix + msg.len()` bytes whose first `prefix` bytes (whole blocks) are already in the
+/// chaining value.
+fn padded_block(block: &mut [u8; 64], msg: &[u8], prefix: u64, index: usize) {
+    // `None` past the block where the message ended (then only zeros and the length remain).
+    let data = msg.get(index * 64..);
+    let n = data.map_or(0, |d| d.len().min(64));
+    let (head, tail) = block.split_at_mut(n);
+    head.copy_from_slice(data.and_then(|d| d.get(..n)).unwrap_or_default());
+    tail.fill(0);
+    if data.is_some()
+        && let Some(marker) = tail.first_mut()
+    {
+        *marker = 0x80;
+    }
+    if index + 1 == block_count(msg.len()) {
+        let bits = (prefix + msg.len() as u64) * 8;
+        if let Some(length) = block.last_chunk_mut::<8>() {
+            *length = bits.to_be_bytes();
+        }
+    }
+}
+
+/// The number of blocks `len` bytes take once padded: the 0x80 byte and the 8-byte length.
+pub(crate) fn block_count(len: usize) -> usize {
+    (len + 9).div_ceil(64)
+}
+
+/// The lanes where `active` is true all ones, the others all zeros.
+fn lane_mask<L: Lanes>(active: [bool; 4]) -> L {
+    L::from_lanes(active.map(|a| 0u32.wrapping_sub(u32::from(a))))
+}
+
+/// Lane `i` of `state` absorbs `msgs[i]` and its padding, `prefix` bytes having been absorbed
+/// before; `state` then holds the four digests' words. Lanes with fewer blocks than the
+/// longest keep their state while the others go on (their lengths are public).
+#[inline(never)]
+pub(crate) fn finish4<L: Lanes>(state: &mut State4<L>, prefix: u64, msgs: [&[u8]; 4]) {
+    let counts = msgs.map(|m| block_count(m.len()));
+    let longest = counts.iter().copied().max().unwrap_or(0);
+    // One buffer for every block, wiped once at the end (the messages may be secret).
+    let mut blocks = Zeroizing::new([[0u8; 64]; 4]);
+    for index in 0..longest {
+        for (block, msg) in blocks.iter_mut().zip(msgs) {
+            padded_block(block, msg, prefix, index);
+        }
+        let mut next = *state;
+        let [b0, b1, b2, b3] = &*blocks;
+        compress4(&mut next, L::load_words([b0, b1, b2, b3]));
+        let mask = lane_mask::<L>(counts.map(|n| index < n));
+        for (s, n) in state.iter_mut().zip(next) {
+            *s = L::select(mask, n, *s);
+        }
+    }
+}
+
+/// Four 32-byte strings (digests, keys) as the bytes of each lane's eight big-endian words.
+pub(crate) fn lane_bytes<L: Lanes>(words: &[L; 8]) -> [Zeroizing<[u8; 32]>; 4] {
+    let lanes = Zeroizing::new(deinterleave(words));
+    lanes.each_ref().map(|lane| {
+        let mut out = Zeroizing::new([0u8; 32]);
+        for (chunk, word) in out.chunks_exact_mut(4).zip(lane) {
+            chunk.copy_from_slice(&word.to_be_bytes());
+        }
+        out
+    })
+}
+
+/// Four 32-byte strings as eight big-endian words per lane (the inverse of [`lane_bytes`]).
+pub(crate) fn lane_words<L: Lanes>(bytes: [&[u8; 32]; 4]) -> [L; 8] {
+    let words = Zeroizing::new(bytes.map(|b| {
+        let (chunks, _) = b.as_chunks::<4>();
+        let mut w = [0u32; 8];
+        for (w, c) in w.iter_mut().zip(chunks) {
+            *w = u32::from_be_bytes(*c);
+        }
+        w
+    }));
+    super::interleave(&words)
+}
+
+/// SHA-256 of four messages.
+pub(crate) fn sha256x4<L: Lanes>(msgs: [&[u8]; 4]) -> [Zeroizing<[u8; 32]>; 4] {
+    let mut state = super::splat_words(IV);
+    finish4::<L>(&mut state, 0, msgs);
+    lane_bytes(&state)
+}

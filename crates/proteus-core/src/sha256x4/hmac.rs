@@ -1,0 +1,158 @@
+//! HMAC-SHA256 (RFC 2104) and the HKDF-SHA256 of docs/protocol.md §2.5 (RFC 5869) for four
+//! 32-byte keys at a time, on [`compress4`] and [`finish4`]. Keys, chaining values and digests
+//! stay in lanes from one step to the next: a 32-byte digest is already the first half of the
+//! next block, so most blocks are built from words, not bytes. Byte buffers of secrets are
+//! wiped; values in lanes are not wipeable (nor are `sha2`'s own working variables).
+
+use std::sync::OnceLock;
+
+use subtle::ConstantTimeEq;
+
+use super::hash::{finish4, lane_bytes, lane_words};
+use super::{IV, Lanes, State4, compress4, deinterleave, splat_words};
+use crate::crypto::Secret32;
+
+const IPAD: u32 = 0x3636_3636;
+const OPAD: u32 = 0x5c5c_5c5c;
+
+/// Words 8 to 15 of the last block of a 96-byte message (a 64-byte pad block, then 32 bytes):
+/// the 0x80 byte, zeros and the length in bits. HMAC's outer hash and the extract step hash such
+/// messages.
+const AFTER_32_OF_96: [u32; 8] = [0x8000_0000, 0, 0, 0, 0, 0, 0, 96 * 8];
+
+/// The inner (ipad) and outer (opad) chaining values of four HMAC keys: what an HMAC key
+/// schedule computes, two compressions per key.
+#[derive(Clone, Copy)]
+pub(crate) struct KeyStates4<L> {
+    inner: State4<L>,
+    outer: State4<L>,
+}
+
+impl<L: Lanes> KeyStates4<L> {
+    /// The key schedules of four 32-byte keys, as words.
+    pub(crate) fn new(key: &[L; 8]) -> Self {
+        Self {
+            inner: pad_state(key, IPAD),
+            outer: pad_state(key, OPAD),
+        }
+    }
+
+    /// HMAC of `msgs[i]` under key `i`.
+    #[inline(never)]
+    pub(crate) fn mac(&self, msgs: [&[u8]; 4]) -> [L; 8] {
+        let mut inner = self.inner;
+        finish4(&mut inner, 64, msgs);
+        self.outer(&inner)
+    }
+
+    /// HMAC of a one-block message whose padded words are `block` (after the pad block).
+    fn mac_block(&self, block: [L; 16]) -> [L; 8] {
+        let mut inner = self.inner;
+        compress4(&mut inner, block);
+        self.outer(&inner)
+    }
+
+    /// The outer hash of HMAC over the inner digests.
+    fn outer(&self, inner: &[L; 8]) -> [L; 8] {
+        let mut state = self.outer;
+        compress4(&mut state, join(inner, AFTER_32_OF_96));
+        state
+    }
+}
+
+/// The sixteen words of a block: `head` in every lane, then `tail` in every lane.
+fn join<L: Lanes>(head: &[L; 8], tail: [u32; 8]) -> [L; 16] {
+    let tail = splat_words::<L, 8>(tail);
+    let mut words = head.iter().chain(&tail).copied();
+    core::array::from_fn(|_| words.next().unwrap_or(L::splat(0)))
+}
+
+/// The chaining values after one block of `key ‖ zeros` XOR `pad`.
+fn pad_state<L: Lanes>(key: &[L; 8], pad: u32) -> State4<L> {
+    let padded = key.map(|k| k.xor(L::splat(pad)));
+    let mut state = splat_words(IV);
+    compress4(&mut state, join(&padded, [pad; 8]));
+    state
+}
+
+/// A public last block as words: `parts` one after the other from byte `at`, then the 0x80
+/// byte, zeros and the length in bits of a message of `total` bytes. The parts must end at
+/// least 9 bytes before the block does (the callers' sizes are checked when they compile).
+fn last_block(at: usize, parts: [&[u8]; 2], total: usize) -> [u32; 16] {
+    let mut block = [0u8; 64];
+    let bytes = parts.iter().flat_map(|p| p.iter()).chain(&[0x80]);
+    for (b, x) in block.iter_mut().skip(at).zip(bytes) {
+        *b = *x;
+    }
+    if let Some(length) = block.last_chunk_mut::<8>() {
+        *length = (total as u64 * 8).to_be_bytes();
+    }
+    let (chunks, _) = block.as_chunks::<4>();
+    let mut words = [0u32; 16];
+    for (w, c) in words.iter_mut().zip(chunks) {
+        *w = u32::from_be_bytes(*c);
+    }
+    words
+}
+
+/// The key schedule of HMAC with an empty key (HKDF-Extract with an empty salt), computed once.
+fn empty_salt<L: Lanes>() -> KeyStates4<L> {
+    static STATES: OnceLock<([u32; 8], [u32; 8])> = OnceLock::new();
+    let (inner, outer) = STATES.get_or_init(|| {
+        let states = KeyStates4::new(&splat_words::<L, 8>([0; 8]));
+        let ([inner, ..], [outer, ..]) = (deinterleave(&states.inner), deinterleave(&states.outer));
+        (inner, outer)
+    });
+    KeyStates4 {
+        inner: splat_words(*inner),
+        outer: splat_words(*outer),
+    }
+}
+
+/// HKDF-SHA256 with an empty salt and 64 bytes of output for four 32-byte input keys, in lanes:
+/// (T(1), T(2)), the first and last 32 bytes. `info` has at most 22 bytes (so that
+/// `T(1) ‖ info ‖ 2` fits one block with its padding).
+pub(crate) fn kdf4_words<L: Lanes, const N: usize>(
+    ikm: &[L; 8],
+    info: &[u8; N],
+) -> ([L; 8], [L; 8]) {
+    const { assert!(N <= 22, "info too long for one block") };
+    let prk = empty_salt::<L>().mac_block(join(ikm, AFTER_32_OF_96));
+    let expand = KeyStates4::new(&prk);
+    // T(1) = HMAC(PRK, info ‖ 1), T(2) = HMAC(PRK, T(1) ‖ info ‖ 2).
+    let first = expand.mac_block(splat_words(last_block(0, [info, &[1]], 64 + N + 1)));
+    let [.., t8, t9, t10, t11, t12, t13, t14, t15] = last_block(32, [info, &[2]], 64 + 32 + N + 1);
+    let second = expand.mac_block(join(&first, [t8, t9, t10, t11, t12, t13, t14, t15]));
+    (first, second)
+}
+
+/// The output of HKDF-SHA256 with an empty salt and 64 bytes of output, split in halves, for
+/// four input keys (crypto::kdf with an empty salt: every message key derivation).
+pub(crate) fn kdf4_empty_salt<L: Lanes, const N: usize>(
+    ikms: [&[u8; 32]; 4],
+    info: &[u8; N],
+) -> [(Secret32, Secret32); 4] {
+    let (first, second) = kdf4_words(&lane_words::<L>(ikms), info);
+    let mut seconds = lane_bytes(&second).into_iter();
+    lane_bytes(&first).map(|t1| (t1, seconds.next().unwrap_or_default()))
+}
+
+/// HMAC-SHA256 of `msgs[i]` under `keys[i]`.
+pub(crate) fn hmac4<L: Lanes>(keys: [&[u8; 32]; 4], msgs: [&[u8]; 4]) -> [Secret32; 4] {
+    lane_bytes(&KeyStates4::new(&lane_words::<L>(keys)).mac(msgs))
+}
+
+/// Whether `tags[i]` is the HMAC-SHA256 of `msgs[i]` under `keys[i]`, each compared in
+/// constant time.
+pub(crate) fn hmac_verify4<L: Lanes>(
+    keys: [&[u8; 32]; 4],
+    msgs: [&[u8]; 4],
+    tags: [&[u8; 32]; 4],
+) -> [bool; 4] {
+    let macs = hmac4::<L>(keys, msgs);
+    let mut ok = [false; 4];
+    for ((o, mac), tag) in ok.iter_mut().zip(&macs).zip(tags) {
+        *o = bool::from(mac.ct_eq(tag));
+    }
+    ok
+}
