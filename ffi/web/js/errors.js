@@ -36,10 +36,14 @@ export const isInputError = isFamily('Input');
 /** Whether `e` is a ProteusError of the System family (5xx: the store, the system or a bug). */
 export const isSystemError = isFamily('System');
 
-/** Errors made in wasm are Errors named ProteusError with code and kind: make them instances. */
+/**
+ * Errors made in wasm are Errors named ProteusError with a code: make them instances, with the
+ * registry's kind and family of the code (the wasm module carries no kind names).
+ */
 export function adopt(e) {
   if (e instanceof Error && !(e instanceof ProteusError) && e.name === 'ProteusError' && typeof e.code === 'number') {
     Object.setPrototypeOf(e, ProteusError.prototype);
+    e.kind = ERROR_KINDS[e.code];
     e.family = ERROR_FAMILIES[e.code];
   }
   return e;

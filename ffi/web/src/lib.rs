@@ -13,8 +13,9 @@
 //! whether to run the call again ([`RawJournal::retry`]). The JS side does the IndexedDB I/O and
 //! holds the Web Locks, nothing more.
 //!
-//! Errors are JS `Error`s named `ProteusError` with the native numeric `code` and `kind` of
-//! [`ClientError`].
+//! Errors are JS `Error`s named `ProteusError` with the native numeric `code` of
+//! [`ClientError`]; the JS side (`errors.js`, `adopt`) gives them the registry's `kind` for it,
+//! as it does to batch results: the kind names need not be in the module.
 
 mod delivery;
 mod js;
@@ -39,12 +40,12 @@ use crate::delivery::{CHUNK, Chunk};
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
-/// A [`ClientError`] as a JS `Error` with `name` "ProteusError", `code` and `kind`.
+/// A [`ClientError`] as a JS `Error` with `name` "ProteusError" and `code` (`kind` is the JS
+/// side's to add: `errors.js`, `adopt`).
 fn js_error(error: &ClientError) -> JsValue {
     let js = js::Error::new(&error.to_string());
     js.set_name("ProteusError");
     js::set(&js, "code", &error.code().into());
-    js::set(&js, "kind", &error.kind().into());
     js.into()
 }
 
