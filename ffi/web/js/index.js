@@ -37,6 +37,7 @@ import {
   isConflict,
   notFoundError,
   storageFailure,
+  unavailableError,
   wasm,
 } from './errors.js';
 
@@ -66,6 +67,13 @@ const sealerOf = (storeKey) => (storeKey === undefined ? undefined : Sealer.of(s
 
 function storeName(name) {
   if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
+}
+
+/** `options.indexedDB`, else the runtime's IndexedDB; neither (Node.js): StoreUnavailable (513). */
+function indexedDBOf(options) {
+  const factory = options.indexedDB ?? globalThis.indexedDB;
+  if (factory == null) throw unavailableError();
+  return factory;
 }
 
 // --- the client ----------------------------------------------------------------------------
@@ -104,7 +112,8 @@ export class Client {
    * Opens the client stored in IndexedDB under `name`, creating it (with a new identity) if
    * there is none, unless `create` is false: then a missing store fails with StoreNotFound (504).
    * `client.created` says whether a new identity was made. Asks for persistent storage
-   * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without Web
+   * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without
+   * IndexedDB (Node.js) and no `indexedDB` option, fails with StoreUnavailable (513). Without Web
    * Locks, refuses unless `allowWithoutWebLocks` is true. Other options: `indexedDB` (an
    * IDBFactory, default the global one), `locks` (a LockManager, default navigator.locks),
    * `wasm` (what init() takes). With `storeKey` (32 bytes, or an HKDF CryptoKey), every record
@@ -114,13 +123,14 @@ export class Client {
    */
   static async open(name, options = {}) {
     storeName(name);
+    const indexedDB = indexedDBOf(options);
     const locks = storeLocks(options);
     const create = options.create !== false;
     const sealer = await sealerOf(options.storeKey);
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, TABLES, { indexedDB: options.indexedDB, locks, create, sealer });
+      store = await IdbStore.open(name, TABLES, { indexedDB, locks, create, sealer });
     } catch (e) {
       throw e instanceof StoreMissing ? notFoundError(name) : storeFailure(e);
     }
@@ -136,8 +146,9 @@ export class Client {
 
   /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
   static async deleteStore(name, options = {}) {
+    const indexedDB = indexedDBOf(options);
     try {
-      await IdbStore.delete(name, options);
+      await IdbStore.delete(name, { indexedDB });
     } catch (e) {
       throw storageFailure(e);
     }
@@ -166,10 +177,11 @@ export class Client {
   static async #reseal(name, options, fromKey, toKey) {
     storeName(name);
     if (toKey === undefined) throw new TypeError('a store key is needed');
+    const indexedDB = indexedDBOf(options);
     const locks = storeLocks(options);
     const [from, to] = await Promise.all([sealerOf(fromKey), sealerOf(toKey)]);
     try {
-      await IdbStore.reseal(name, TABLES, { indexedDB: options.indexedDB, locks }, from, to);
+      await IdbStore.reseal(name, TABLES, { indexedDB, locks }, from, to);
     } catch (e) {
       if (e instanceof StoreMissing) throw failure(STORE_NOT_FOUND, `no store proteus:${name} to seal`);
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
