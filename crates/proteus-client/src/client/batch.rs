@@ -1,9 +1,6 @@
 //! Batch decryption: a queue of messages decrypted with one commit, every result handed to the
 //! application before it (see the crate docs for the contract).
 
-use std::collections::BTreeSet;
-
-use crate::collections::HashSet;
 use std::convert::Infallible;
 use std::ops::ControlFlow;
 
@@ -13,6 +10,7 @@ use super::Client;
 use crate::batch::{
     BatchError, Chunking, Decrypted, HandOverClock, MessageId, Progress, QueuedMessage,
 };
+use crate::collections::{HashSet, SortedSet};
 use crate::error::{ClientError, StoreError};
 use crate::records::check_session_id;
 
@@ -80,7 +78,7 @@ impl Client {
     where
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
-        let mut removed = BTreeSet::new();
+        let mut removed = SortedSet::new();
         let mut touched: Vec<&str> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::default();
         let mut results = Vec::with_capacity(queue.len());

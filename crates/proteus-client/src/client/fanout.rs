@@ -1,9 +1,8 @@
 //! Fan-out: one plaintext encrypted for many sessions (every device in a conversation), with
 //! one commit for all of them.
 
-use std::collections::BTreeSet;
-
 use super::Client;
+use crate::collections::SortedSet;
 use crate::error::ClientError;
 
 impl Client {
@@ -42,7 +41,7 @@ impl Client {
             }
             results.push(result);
         }
-        self.commit_sessions(advanced.iter().copied(), &BTreeSet::new())?;
+        self.commit_sessions(advanced.iter().copied(), &SortedSet::new())?;
         Ok(results)
     }
 }
