@@ -1,7 +1,5 @@
 //! The client: one identity, its prekeys and its sessions, kept in a store.
 
-use std::collections::BTreeSet;
-
 use proteus_core::{
     DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle,
     PreKeyId, Session,
@@ -9,6 +7,7 @@ use proteus_core::{
 use zeroize::Zeroizing;
 
 use crate::checked_identities::CheckedIdentities;
+use crate::collections::SortedSet;
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
 use crate::records::{
@@ -255,7 +254,7 @@ impl Client {
         let bundle = PreKeyBundle::from_bytes(bundle)?;
         let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
         self.sessions.insert_new(session_id, session);
-        self.commit_sessions([session_id], &BTreeSet::new())
+        self.commit_sessions([session_id], &SortedSet::new())
     }
 
     /// Whether a session with this id exists.
@@ -337,7 +336,7 @@ impl Client {
 
     fn encrypt_op(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
         let envelope = self.session(session_id)?.encrypt(plaintext)?;
-        self.commit_sessions([session_id], &BTreeSet::new())?;
+        self.commit_sessions([session_id], &SortedSet::new())?;
         Ok(envelope.to_bytes())
     }
 
@@ -375,7 +374,7 @@ impl Client {
                 touched.push(session_id);
             }
         }
-        self.commit_sessions(touched.iter().copied(), &BTreeSet::new())?;
+        self.commit_sessions(touched.iter().copied(), &SortedSet::new())?;
         Ok(envelopes)
     }
 
@@ -386,7 +385,7 @@ impl Client {
     }
 
     fn decrypt_op(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, ClientError> {
-        let mut removed = BTreeSet::new();
+        let mut removed = SortedSet::new();
         check_session_id(session_id)?;
         let envelope = Envelope::from_bytes(envelope)?;
         let plaintext = self.decrypt_uncommitted(session_id, &envelope, &mut removed)?;
@@ -400,7 +399,7 @@ impl Client {
         &mut self,
         session_id: &str,
         envelope: &Envelope,
-        removed: &mut BTreeSet<PreKeyId>,
+        removed: &mut SortedSet<PreKeyId>,
     ) -> Result<Vec<u8>, ClientError> {
         let storage = &*self.storage;
         let identity = &self.identity;
@@ -455,7 +454,7 @@ impl Client {
     fn commit_sessions<'s>(
         &mut self,
         session_ids: impl IntoIterator<Item = &'s str> + Clone,
-        removed: &BTreeSet<PreKeyId>,
+        removed: &SortedSet<PreKeyId>,
     ) -> Result<(), ClientError> {
         let mut writes = Vec::new();
         let mut after = Vec::new();
@@ -547,7 +546,7 @@ impl Client {
         }
         let session = Session::from_bytes(self.identity.public_key(), session)?;
         self.sessions.insert_new(session_id, session);
-        self.commit_sessions([session_id], &BTreeSet::new())
+        self.commit_sessions([session_id], &SortedSet::new())
     }
 
     /// The identity key pair serialised as Wire's Proteus does, for backup or migration. It holds

@@ -1,10 +1,9 @@
 //! The client's prekeys: generation with ids that are never reused while published, bundles,
 //! and the view of them the protocol engine needs during an operation.
 
-use std::collections::BTreeSet;
-
 use proteus_core::{PreKey, PreKeyId, PreKeyStore};
 
+use crate::collections::SortedSet;
 use crate::error::StoreError;
 use crate::records::prekey_key;
 use crate::storage::{Storage, Table};
@@ -13,7 +12,7 @@ use crate::storage::{Storage, Table};
 /// operation has used up. Removals are only recorded; they are written with the sessions.
 pub(crate) struct PendingPreKeys<'a> {
     pub(crate) storage: &'a dyn Storage,
-    pub(crate) removed: &'a mut BTreeSet<PreKeyId>,
+    pub(crate) removed: &'a mut SortedSet<PreKeyId>,
 }
 
 impl PreKeyStore for PendingPreKeys<'_> {

@@ -222,6 +222,9 @@ registry! {
     StoreRolledBack = 511, "StoreRolledBack", Client;
     /// Another client of the store (another tab) committed first; nothing of this call was stored.
     StoreConflict = 512, "StoreConflict", Web;
+    /// This runtime has no durable store for the web package: `Client.open` needs IndexedDB,
+    /// which Node.js lacks (there the durable store is the Node package's native addon).
+    StoreUnavailable = 513, "StoreUnavailable", Web;
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     Internal = 599, "Internal", Bindings;
 }

@@ -7,8 +7,9 @@ use proteus_client::Decrypted;
 /// The results of consecutive messages of a batch: `meta` holds three numbers per message, its
 /// error code (0 if it decrypted), its plaintext's length and whether it names a sender (1) or
 /// not (0); `ids` the message ids (64 lowercase hex digits each); `plaintexts` the plaintexts
-/// back to back; `kinds` the error kinds of the failed ones, each followed by a newline;
-/// `senders` the sender fingerprints of those that name one (64 hex digits each).
+/// back to back; `senders` the sender fingerprints of those that name one (64 hex digits each).
+/// A failed message's error kind is not packed: the JS side has the registry's (`ERROR_KINDS`),
+/// and leaving the kind names out of the web build saves it their table.
 #[derive(Debug, Default)]
 pub struct PackedResults {
     /// (code, plaintext length, names a sender) per message.
@@ -17,8 +18,6 @@ pub struct PackedResults {
     pub ids: String,
     /// The plaintexts, back to back.
     pub plaintexts: Vec<u8>,
-    /// The error kinds of the failed messages, each followed by a newline.
-    pub kinds: String,
     /// The sender fingerprints of the messages that name one.
     pub senders: String,
 }
@@ -48,8 +47,6 @@ impl PackedResults {
             Err(e) => {
                 self.meta.push(u32::from(e.code()));
                 self.meta.push(0);
-                self.kinds.push_str(e.kind());
-                self.kinds.push('\n');
             }
         }
         match decrypted.sender {
@@ -66,7 +63,6 @@ impl PackedResults {
         self.meta.clear();
         self.ids.clear();
         self.plaintexts.clear();
-        self.kinds.clear();
         self.senders.clear();
     }
 }

@@ -40,8 +40,6 @@ pub struct RawBatchChunk {
     pub ids: String,
     /// The plaintexts, back to back.
     pub plaintexts: Uint8Array,
-    /// The error kinds of the failed messages, each followed by a newline.
-    pub kinds: String,
     /// The sender fingerprints of the messages that name one.
     pub senders: String,
 }
@@ -54,7 +52,6 @@ impl RawBatchChunk {
             meta: Uint32Array::from(packed.meta),
             ids: packed.ids,
             plaintexts: Uint8Array::from(packed.plaintexts),
-            kinds: packed.kinds,
             senders: packed.senders,
         }
     }

@@ -104,6 +104,8 @@ pub enum ErrorKind {
     StoreRolledBack,
     /// Another client of the store (another tab) committed first; nothing of this call was stored.
     StoreConflict,
+    /// This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon).
+    StoreUnavailable,
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     Internal,
 }
@@ -162,6 +164,7 @@ impl ErrorKind {
             ErrorCode::StoreKeyRequired => Self::StoreKeyRequired,
             ErrorCode::StoreRolledBack => Self::StoreRolledBack,
             ErrorCode::StoreConflict => Self::StoreConflict,
+            ErrorCode::StoreUnavailable => Self::StoreUnavailable,
             ErrorCode::Internal => Self::Internal,
             // A code newer than this file: the registry test regenerates it.
             _ => Self::Internal,
@@ -218,6 +221,7 @@ impl ErrorKind {
             Self::StoreKeyRequired => "StoreKeyRequired",
             Self::StoreRolledBack => "StoreRolledBack",
             Self::StoreConflict => "StoreConflict",
+            Self::StoreUnavailable => "StoreUnavailable",
             Self::Internal => "Internal",
         }
     }

@@ -101,6 +101,8 @@ export const STORE_KEY_REQUIRED: 510;
 export const STORE_ROLLED_BACK: 511;
 /** Another client of the store (another tab) committed first; nothing of this call was stored. (StoreConflict, System) */
 export const STORE_CONFLICT: 512;
+/** This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon). (StoreUnavailable, System) */
+export const STORE_UNAVAILABLE: 513;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL: 599;
 
@@ -156,6 +158,7 @@ export type ErrorCode =
   | 510
   | 511
   | 512
+  | 513
   | 599;
 
 /** The families of codes: the hundreds digit (1xx Engine … 5xx System). */
@@ -227,6 +230,7 @@ export type SystemErrorKind =
   | 'StoreKeyRequired'
   | 'StoreRolledBack'
   | 'StoreConflict'
+  | 'StoreUnavailable'
   | 'Internal';
 
 /** Every kind name an error can have. */

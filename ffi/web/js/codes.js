@@ -103,6 +103,8 @@ export const STORE_KEY_REQUIRED = 510;
 export const STORE_ROLLED_BACK = 511;
 /** Another client of the store (another tab) committed first; nothing of this call was stored. (StoreConflict, System) */
 export const STORE_CONFLICT = 512;
+/** This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon). (StoreUnavailable, System) */
+export const STORE_UNAVAILABLE = 513;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL = 599;
 
@@ -158,6 +160,7 @@ export const ERROR_KINDS = Object.freeze({
   510: 'StoreKeyRequired',
   511: 'StoreRolledBack',
   512: 'StoreConflict',
+  513: 'StoreUnavailable',
   599: 'Internal',
 });
 
@@ -213,6 +216,7 @@ export const ERROR_FAMILIES = Object.freeze({
   510: 'System',
   511: 'System',
   512: 'System',
+  513: 'System',
   599: 'System',
 });
 

@@ -1,32 +1,25 @@
 // The results of a decryptBatch as the wasm client delivers them, in chunks, to the JS side: the
 // sink the wasm client calls, which builds each result and hands it to the application's callback.
 
-import { CALLBACK_FAILED, isAlreadySeen } from './codes.js';
+import { CALLBACK_FAILED, ERROR_KINDS, isAlreadySeen } from './codes.js';
 import { failure } from './errors.js';
 
 /**
  * Reads one chunk of a batch's results (ffi/web/src/delivery.rs, ffi/node/src/batch.rs): `meta`
  * holds (code, plaintext length, names a sender) per message; `ids` the message ids in hex, 64
- * digits each; the plaintexts lie back to back, `plaintext(offset, length)` giving each one; `kinds`
- * the error kinds of the failed ones, each ending in a newline; `senders` the sender fingerprints
- * of those that name one, 64 digits each. Message i of the batch (from `first`) has session
- * `sessionIds[index[i]]`. Calls `each(result, i)` per message and returns false as soon as it
+ * digits each; the plaintexts lie back to back, `plaintext(offset, length)` giving each one;
+ * `senders` the sender fingerprints of those that name one, 64 digits each. A failed message's
+ * kind is the registry's for its code (ERROR_KINDS). Message i of the batch (from `first`) has
+ * session `sessionIds[index[i]]`. Calls `each(result, i)` per message and returns false as soon as it
  * does, else true.
  */
-export function readChunk({ first, meta, ids, kinds, senders }, sessionIds, index, plaintext, each) {
+export function readChunk({ first, meta, ids, senders }, sessionIds, index, plaintext, each) {
   let at = 0;
-  let kindAt = 0;
   let senderAt = 0;
   for (let j = 0; 3 * j < meta.length; j++) {
     const i = first + j;
     const code = meta[3 * j];
     const length = meta[3 * j + 1];
-    let kind;
-    if (code !== 0) {
-      const end = kinds.indexOf('\n', kindAt);
-      kind = kinds.slice(kindAt, end);
-      kindAt = end + 1;
-    }
     let sender;
     if (meta[3 * j + 2] === 1) {
       sender = senders.slice(senderAt, senderAt + 64);
@@ -37,7 +30,7 @@ export function readChunk({ first, meta, ids, kinds, senders }, sessionIds, inde
       sessionId: sessionIds[index[i]],
       plaintext: code === 0 ? plaintext(at, length) : undefined,
       errorCode: code === 0 ? undefined : code,
-      errorKind: kind,
+      errorKind: code === 0 ? undefined : ERROR_KINDS[code],
       // The registry's rule: not 214 (MessageKeyEvicted), that message was never decrypted.
       alreadySeen: isAlreadySeen(code),
       sender,
@@ -63,12 +56,12 @@ export function deliverySink(sessionIds, index, size, onMessage, pending) {
   const sink = {
     // One call per chunk of results (readChunk). An exception of the callback leaves through
     // here, as a CallbackFailed the batch returns.
-    deliver(first, meta, ids, plaintexts, kinds, senders) {
+    deliver(first, meta, ids, plaintexts, senders) {
       buffer.set(plaintexts, used);
       const base = used;
       used += plaintexts.length;
       const view = (at, length) => buffer.subarray(base + at, base + at + length);
-      return readChunk({ first, meta, ids, kinds, senders }, sessionIds, index, view, (result, i) => {
+      return readChunk({ first, meta, ids, senders }, sessionIds, index, view, (result, i) => {
         results[i] = result;
         if (onMessage === undefined) return true;
         let answer;

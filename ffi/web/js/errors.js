@@ -10,6 +10,7 @@ import {
   STORAGE_FAILURE,
   STORE_CONFLICT,
   STORE_NOT_FOUND,
+  STORE_UNAVAILABLE,
 } from './codes.js';
 
 /** Every failure of the client: a stable numeric `code`, its `kind` and `family`, as natively. */
@@ -36,10 +37,14 @@ export const isInputError = isFamily('Input');
 /** Whether `e` is a ProteusError of the System family (5xx: the store, the system or a bug). */
 export const isSystemError = isFamily('System');
 
-/** Errors made in wasm are Errors named ProteusError with code and kind: make them instances. */
+/**
+ * Errors made in wasm are Errors named ProteusError with a code: make them instances, with the
+ * registry's kind and family of the code (the wasm module carries no kind names).
+ */
 export function adopt(e) {
   if (e instanceof Error && !(e instanceof ProteusError) && e.name === 'ProteusError' && typeof e.code === 'number') {
     Object.setPrototypeOf(e, ProteusError.prototype);
+    e.kind = ERROR_KINDS[e.code];
     e.family = ERROR_FAMILIES[e.code];
   }
   return e;
@@ -80,6 +85,24 @@ export function conflictError(cause) {
 
 export function notFoundError(name) {
   return failure(STORE_NOT_FOUND, `no store proteus:${name} with an identity (opened with create: false)`);
+}
+
+/**
+ * A store call (Client.open, deleteStore, sealStore, rekeyStore) in a runtime without IndexedDB
+ * and without an `indexedDB` option: Node.js, where the durable store is the Node package's
+ * native addon.
+ */
+export function unavailableError() {
+  return failure(
+    STORE_UNAVAILABLE,
+    'no durable store here: this runtime has no IndexedDB, where the web package keeps its stores. ' +
+      "In Node.js and Electron's main process, the durable store is the native addon of " +
+      '@proteus-engine/node (SQLite, Client.open(path)): install that package; if you use it ' +
+      'already, it is running its wasm fallback because no prebuilt addon loaded for this platform ' +
+      '(or PROTEUS_BACKEND=wasm is set): install @proteus-engine/node-<platform> or build the ' +
+      'addon from source (ffi/node/build.sh). Otherwise pass { indexedDB } (an IDBFactory, e.g. ' +
+      "fake-indexeddb's) to Client.open, or use Client.inMemory(), which needs no store.",
+  );
 }
 
 export const isConflict = (e) => e instanceof ProteusError && e.code === STORE_CONFLICT;

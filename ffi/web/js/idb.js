@@ -6,7 +6,7 @@ import { STORE_CORRUPT } from './codes.js';
 import { failure } from './errors.js';
 import { DELETE, PUT, packRecords, unpackWrites } from './records.js';
 import { admit, damaged, equalBytes, sealChanged } from './sealing.js';
-import { CommitConflict, StoreMissing } from './stores.js';
+import { CommitConflict, StaleRun, StoreMissing } from './stores.js';
 
 const DB_VERSION = 1;
 /** The object store of the commit counter (web only; the record tables are proteus-client's). */
@@ -193,8 +193,16 @@ export class IdbStore {
    * returns once the write reached the OS, without flushing it to disk), and then the same
    * messages decrypt again under the same ids, which the batch contract allows; never for a
    * commit whose loss could reuse a message key (encrypt).
+   *
+   * With `ranOn` (a counter), `step(ranOn)` runs at once, on the caller's belief that the store
+   * is at `ranOn`, while the read of the counter is in flight (the caller's work hides the read's
+   * latency), and its writes are queued behind the read. The read's success event aborts the
+   * transaction, so that none of them is stored, if the store is at another counter (StaleRun:
+   * whatever `step` did is void) or its seal changed. IndexedDB cannot commit a transaction
+   * before every request's event was dispatched, so the compare-and-swap is as exact as without.
    */
-  async update(step, durability = 'strict') {
+  async update(step, durability = 'strict', ranOn = undefined) {
+    if (ranOn !== undefined) return this.#updateAhead(step, durability, ranOn);
     let commit;
     await this.#transaction(undefined, (tx, stored) => {
       commit = step(stored);
@@ -203,6 +211,42 @@ export class IdbStore {
       if (stored !== expected) throw new CommitConflict(expected, stored);
       this.#write(tx, plainEntries(writes), next);
     }, durability);
+    return commit !== undefined;
+  }
+
+  async #updateAhead(step, durability, ranOn) {
+    const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability });
+    const finished = done(tx);
+    const sync = tx.objectStore(SYNC);
+    const commits = sync.get(COMMITS);
+    const seal = sync.get(SEAL);
+    let commit;
+    let refused;
+    seal.onsuccess = () => {
+      const stored = commits.result ?? 0;
+      const check = bytesOf(seal.result);
+      if (!equalBytes(check, this.#check)) refused = sealChanged(check !== undefined, this.#sealer);
+      else if (stored !== ranOn) refused = new StaleRun(ranOn, stored);
+      if (refused !== undefined) tx.abort();
+    };
+    try {
+      commit = step(ranOn);
+      if (commit !== undefined) this.#write(tx, plainEntries(commit[0]), commit[2]);
+    } catch (e) {
+      // Nothing is stored; the transaction's own failure is this one.
+      finished.catch(() => {});
+      try {
+        tx.abort();
+      } catch {
+        // already finished
+      }
+      throw e;
+    }
+    try {
+      await finished;
+    } catch (e) {
+      throw refused ?? e;
+    }
     return commit !== undefined;
   }
 

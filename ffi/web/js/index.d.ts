@@ -176,7 +176,10 @@ export class Client implements AsyncDisposable {
   private constructor();
   /**
    * Opens (or creates, with a new identity, unless `create` is false) the client stored in
-   * IndexedDB under `name`; with `storeKey`, a sealed store (see OpenOptions.storeKey).
+   * IndexedDB under `name`; with `storeKey`, a sealed store (see OpenOptions.storeKey). In a
+   * runtime without IndexedDB (Node.js) and no `indexedDB` option, it (and deleteStore,
+   * sealStore, rekeyStore) fails with StoreUnavailable (513): there, the durable store is the
+   * native addon of @proteus-engine/node.
    */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */

@@ -24,7 +24,7 @@ import { TABLES } from './records.js';
 import { deliverySink } from './delivery.js';
 import { IdbStore } from './idb.js';
 import { Sealer } from './sealing.js';
-import { CommitConflict, LocalLocks, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
+import { CommitConflict, LocalLocks, MemoryStore, StaleRun, StoreMissing, askPersistence, storeLocks } from './stores.js';
 import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND } from './codes.js';
 import {
   ProteusError,
@@ -37,6 +37,7 @@ import {
   isConflict,
   notFoundError,
   storageFailure,
+  unavailableError,
   wasm,
 } from './errors.js';
 
@@ -68,6 +69,13 @@ function storeName(name) {
   if (typeof name !== 'string' || name === '') throw new TypeError('a store name must be a non-empty string');
 }
 
+/** `options.indexedDB`, else the runtime's IndexedDB; neither (Node.js): StoreUnavailable (513). */
+function indexedDBOf(options) {
+  const factory = options.indexedDB ?? globalThis.indexedDB;
+  if (factory == null) throw unavailableError();
+  return factory;
+}
+
 // --- the client ----------------------------------------------------------------------------
 
 const CONSTRUCT = Symbol('construct');
@@ -85,6 +93,14 @@ export class Client {
   #closed = false;
   #failed;
   #maxCounterGap;
+  /** The store's commit counter as this client last loaded or stored it. */
+  #known = 0;
+  /**
+   * Whether the last call found the store where this client had left it: only then does a call
+   * run ahead of its read (#attemptInOne), which another tab's commit in between makes a wasted
+   * run.
+   */
+  #aheadPays = true;
   /** This client's calls, one at a time (the store's lock is for other clients, other tabs). */
   #calls = new LocalLocks();
   /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
@@ -104,7 +120,8 @@ export class Client {
    * Opens the client stored in IndexedDB under `name`, creating it (with a new identity) if
    * there is none, unless `create` is false: then a missing store fails with StoreNotFound (504).
    * `client.created` says whether a new identity was made. Asks for persistent storage
-   * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without Web
+   * (navigator.storage.persist(), unless `persist` is false): `client.persisted`. Without
+   * IndexedDB (Node.js) and no `indexedDB` option, fails with StoreUnavailable (513). Without Web
    * Locks, refuses unless `allowWithoutWebLocks` is true. Other options: `indexedDB` (an
    * IDBFactory, default the global one), `locks` (a LockManager, default navigator.locks),
    * `wasm` (what init() takes). With `storeKey` (32 bytes, or an HKDF CryptoKey), every record
@@ -115,13 +132,14 @@ export class Client {
   static async open(name, options = {}) {
     storeName(name);
     batchThreads(options.batchThreads);
+    const indexedDB = indexedDBOf(options);
     const locks = storeLocks(options);
     const create = options.create !== false;
     const sealer = await sealerOf(options.storeKey);
     await init(options.wasm);
     let store;
     try {
-      store = await IdbStore.open(name, TABLES, { indexedDB: options.indexedDB, locks, create, sealer });
+      store = await IdbStore.open(name, TABLES, { indexedDB, locks, create, sealer });
     } catch (e) {
       throw e instanceof StoreMissing ? notFoundError(name) : storeFailure(e);
     }
@@ -138,8 +156,9 @@ export class Client {
 
   /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
   static async deleteStore(name, options = {}) {
+    const indexedDB = indexedDBOf(options);
     try {
-      await IdbStore.delete(name, options);
+      await IdbStore.delete(name, { indexedDB });
     } catch (e) {
       throw storageFailure(e);
     }
@@ -168,10 +187,11 @@ export class Client {
   static async #reseal(name, options, fromKey, toKey) {
     storeName(name);
     if (toKey === undefined) throw new TypeError('a store key is needed');
+    const indexedDB = indexedDBOf(options);
     const locks = storeLocks(options);
     const [from, to] = await Promise.all([sealerOf(fromKey), sealerOf(toKey)]);
     try {
-      await IdbStore.reseal(name, TABLES, { indexedDB: options.indexedDB, locks }, from, to);
+      await IdbStore.reseal(name, TABLES, { indexedDB, locks }, from, to);
     } catch (e) {
       if (e instanceof StoreMissing) throw failure(STORE_NOT_FOUND, `no store proteus:${name} to seal`);
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
@@ -210,6 +230,7 @@ export class Client {
     const raw = wasm(() => new RawClient(loaded.records, loaded.version, this.#journal));
     this.#raw?.free();
     this.#raw = raw;
+    this.#known = loaded.version;
     if (this.#maxCounterGap !== undefined) raw.setMaxCounterGap(this.#maxCounterGap);
   }
 
@@ -230,7 +251,8 @@ export class Client {
    * starts from the stored state. If the commit loses its compare-and-swap, the client reloads
    * and runs `fn` again if the journal allows it (not when `fn` delivered results, `delivers`):
    * else the call fails with StoreConflict. `durability`: of the commit's IndexedDB transaction
-   * ('relaxed' only for decrypt-only commits: idb.js, update).
+   * ('relaxed' only for decrypt-only commits: idb.js, update). A call that delivers nothing runs
+   * ahead of its transaction's read of the counter (#attemptInOne).
    */
   #run(fn, { beforePersist, delivers = false, durability = 'strict' } = {}) {
     if (this.#closed) return Promise.reject(closedError());
@@ -246,7 +268,7 @@ export class Client {
         try {
           for (;;) {
             try {
-              return await this.#attempt(run, beforePersist, durability);
+              return await this.#attempt(run, beforePersist, durability, !delivers);
             } catch (e) {
               if (!isConflict(e) || !this.#journal.retry()) throw e;
             } finally {
@@ -260,11 +282,11 @@ export class Client {
     );
   }
 
-  async #attempt(fn, beforePersist, durability) {
+  async #attempt(fn, beforePersist, durability, ahead) {
     if (this.#closed) throw closedError();
     if (this.#failed) throw internalError(this.#failed);
     if (this.#store.updatesInOne) {
-      const outcome = await this.#attemptInOne(fn, beforePersist, durability);
+      const outcome = await this.#attemptInOne(fn, beforePersist, durability, ahead);
       if (outcome !== STALE) return outcome;
     }
     let counter;
@@ -299,12 +321,20 @@ export class Client {
    * Resolves to STALE (nothing ran) when the client must reload first, or the call's commit must
    * wait for a Promise of `beforePersist` (the batch callback's): then it is persisted after it
    * in a transaction of its own, the compare-and-swap keeping it exact.
+   * `ahead` (a call that hands nothing to the application before its commit): `fn` runs at once
+   * on the counter this client knows, while the read is in flight, so the wasm work hides its
+   * latency. If another tab committed since, the read aborts the transaction (StaleRun: nothing
+   * stored, and what `fn` returned or threw is void, nothing of it was handed out): STALE, and
+   * the call runs again after a reload, as when the read comes first. Once a call found the
+   * store changed, calls read first until one finds it unchanged (#aheadPays).
    */
-  async #attemptInOne(fn, beforePersist, durability) {
+  async #attemptInOne(fn, beforePersist, durability, ahead) {
+    const ranOn = ahead && this.#aheadPays ? this.#known : undefined;
     let ran = false;
     let result;
     let error;
     let waitFor;
+    let commit;
     let stored;
     try {
       stored = await this.#store.update((counter) => {
@@ -328,13 +358,19 @@ export class Client {
             return undefined;
           }
         }
-        return wasm(() => this.#journal.takeCommit());
-      }, durability);
+        commit = wasm(() => this.#journal.takeCommit());
+        return commit;
+      }, durability, ranOn);
     } catch (e) {
+      if (e instanceof StaleRun) {
+        this.#aheadPays = false;
+        return STALE;
+      }
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
+    this.#aheadPays = ran;
     if (!ran) return STALE;
-    if (stored) this.#journal.committed();
+    if (stored) this.#committed(commit);
     if (error !== undefined) throw adopt(error);
     if (waitFor !== undefined) {
       await waitFor;
@@ -362,7 +398,13 @@ export class Client {
     } catch (e) {
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
+    this.#committed(commit);
+  }
+
+  /** `commit` (`[writes, expected, next]`) is stored: the store is at `next`. */
+  #committed(commit) {
     this.#journal.committed();
+    this.#known = commit[2];
   }
 
   /** Our fingerprint: lowercase hex of the identity key (64 characters). */

@@ -39,6 +39,18 @@ export class CommitConflict extends Error {
   }
 }
 
+/**
+ * A call that ran ahead of its transaction's read of the commit counter (IdbStore.update) ran on
+ * commit `ranOn`, but the store is at `found`: nothing of it was stored, and what it returned or
+ * threw is void (it ran on stale records); the client reloads and runs it again.
+ */
+export class StaleRun extends Error {
+  constructor(ranOn, found) {
+    super(`the call ran on commit ${ranOn}, but the store is at ${found}`);
+    this.name = 'StaleRun';
+  }
+}
+
 /** Opening with `create: false` found no store of this name. */
 export class StoreMissing extends Error {
   constructor(name) {

@@ -17,10 +17,10 @@ extern "C" {
     /// Receives the results of messages `first`, `first + 1`, ...: `meta` holds three numbers
     /// per message, its error code (0 if it decrypted), its plaintext's length and whether it
     /// names a sender (1) or not (0); `ids` their message ids (64 lowercase hex digits each);
-    /// `plaintexts` the plaintexts, one after the other; `kinds` the error kinds of the failed
-    /// ones, in order, each followed by a newline; `senders` the sender fingerprints of those
-    /// that name one (64 hex digits each). The byte slices are views into wasm memory, valid
-    /// during the call only. Returns whether to go on.
+    /// `plaintexts` the plaintexts, one after the other; `senders` the sender fingerprints of
+    /// those that name one (64 hex digits each). The JS side gives a failed message the kind of
+    /// its code from the registry. The byte slices are views into wasm memory, valid during
+    /// the call only. Returns whether to go on.
     #[wasm_bindgen(method, catch)]
     fn deliver(
         this: &BatchSink,
@@ -28,7 +28,6 @@ extern "C" {
         meta: &[u32],
         ids: &str,
         plaintexts: &[u8],
-        kinds: &str,
         senders: &str,
     ) -> Result<bool, JsValue>;
 }
@@ -53,7 +52,7 @@ impl Chunk {
     pub(crate) fn flush(&mut self, sink: &BatchSink) -> Result<bool, JsValue> {
         let first = u32::try_from(self.first).unwrap_or(u32::MAX);
         let r = &self.results;
-        let go_on = sink.deliver(first, &r.meta, &r.ids, &r.plaintexts, &r.kinds, &r.senders);
+        let go_on = sink.deliver(first, &r.meta, &r.ids, &r.plaintexts, &r.senders);
         self.results.clear();
         go_on
     }

@@ -13,14 +13,15 @@
 //! whether to run the call again ([`RawJournal::retry`]). The JS side does the IndexedDB I/O and
 //! holds the Web Locks, nothing more.
 //!
-//! Errors are JS `Error`s named `ProteusError` with the native numeric `code` and `kind` of
-//! [`ClientError`].
+//! Errors are JS `Error`s named `ProteusError` with the native numeric `code` of
+//! [`ClientError`]; the JS side (`errors.js`, `adopt`) gives them the registry's `kind` for it,
+//! as it does to batch results: the kind names need not be in the module.
 
 mod delivery;
+mod js;
 
 use std::ops::ControlFlow;
 
-use js_sys::{Array, Object, Reflect, Uint8Array};
 use proteus_client::{
     BatchError, Chunking, Client, ClientError, Journal, MessageId, QueuedMessage, StoreError,
 };
@@ -39,13 +40,12 @@ use crate::delivery::{CHUNK, Chunk};
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
-/// A [`ClientError`] as a JS `Error` with `name` "ProteusError", `code` and `kind`.
+/// A [`ClientError`] as a JS `Error` with `name` "ProteusError" and `code` (`kind` is the JS
+/// side's to add: `errors.js`, `adopt`).
 fn js_error(error: &ClientError) -> JsValue {
-    let js = js_sys::Error::new(&error.to_string());
+    let js = js::Error::new(&error.to_string());
     js.set_name("ProteusError");
-    // Setting a property on a fresh Error object cannot fail.
-    let _ = Reflect::set(&js, &"code".into(), &error.code().into());
-    let _ = Reflect::set(&js, &"kind".into(), &error.kind().into());
+    js::set(&js, "code", &error.code().into());
     js.into()
 }
 
@@ -57,10 +57,10 @@ fn store_error(error: StoreError) -> JsValue {
 fn split<'a>(mut bytes: &'a [u8], lengths: &[u32]) -> Result<Vec<&'a [u8]>, JsValue> {
     let mut parts = Vec::with_capacity(lengths.len());
     for len in lengths {
-        let len = usize::try_from(*len).map_err(|_| js_sys::RangeError::new("length"))?;
+        let len = usize::try_from(*len).map_err(|_| js::range_error("length"))?;
         let (part, rest) = bytes
             .split_at_checked(len)
-            .ok_or_else(|| js_sys::RangeError::new("lengths exceed the bytes"))?;
+            .ok_or_else(|| js::range_error("lengths exceed the bytes"))?;
         parts.push(part);
         bytes = rest;
     }
@@ -76,20 +76,16 @@ fn session_ids<'a>(ids: &'a [String], index: &[u32]) -> Result<Vec<&'a str>, JsV
                 .ok()
                 .and_then(|i| ids.get(i))
                 .map(String::as_str)
-                .ok_or_else(|| js_sys::RangeError::new("session index out of range").into())
+                .ok_or_else(|| js::range_error("session index out of range"))
         })
         .collect()
 }
 
-fn bundle_object(bundle: &PreKeyBundle) -> Result<JsValue, JsValue> {
-    let object = Object::new();
-    Reflect::set(&object, &"id".into(), &bundle.prekey_id().value().into())?;
-    Reflect::set(
-        &object,
-        &"bundle".into(),
-        &Uint8Array::from(bundle.to_bytes().as_slice()),
-    )?;
-    Ok(object.into())
+fn bundle_object(bundle: &PreKeyBundle) -> JsValue {
+    let object = js::Object::new();
+    js::set(&object, "id", &bundle.prekey_id().value().into());
+    js::set(&object, "bundle", &js::bytes(&bundle.to_bytes()));
+    object.into()
 }
 
 /// The stable id of a received message, as batch results carry it: lowercase hex of the
@@ -149,15 +145,15 @@ impl RawJournal {
     /// buffer) to store in one transaction only if the store's counter is still `expected`,
     /// setting it to `next`. Then [`committed`](RawJournal::committed).
     #[wasm_bindgen(js_name = takeCommit)]
-    pub fn take_commit(&self) -> Result<Option<Array>, JsValue> {
+    pub fn take_commit(&self) -> Result<Option<Vec<JsValue>>, JsValue> {
         let Some(commit) = self.journal.take_commit().map_err(store_error)? else {
             return Ok(None);
         };
-        Ok(Some(Array::of3(
-            &Uint8Array::from(commit.writes.as_slice()),
-            &(commit.expected as f64).into(),
-            &(commit.next as f64).into(),
-        )))
+        Ok(Some(vec![
+            js::bytes(&commit.writes),
+            (commit.expected as f64).into(),
+            (commit.next as f64).into(),
+        ]))
     }
 
     /// The commit taken last is stored.
@@ -231,10 +227,10 @@ impl RawClient {
 
     /// Generates `n` one-time prekeys: `[{id, bundle}]`.
     #[wasm_bindgen(js_name = generatePrekeys)]
-    pub fn generate_prekeys(&mut self, n: u32) -> Result<Array, JsValue> {
-        let n = usize::try_from(n).map_err(|_| js_sys::RangeError::new("n"))?;
+    pub fn generate_prekeys(&mut self, n: u32) -> Result<Vec<JsValue>, JsValue> {
+        let n = usize::try_from(n).map_err(|_| js::range_error("n"))?;
         let bundles = self.client.generate_prekeys(n).map_err(|e| js_error(&e))?;
-        bundles.iter().map(bundle_object).collect()
+        Ok(bundles.iter().map(bundle_object).collect())
     }
 
     /// The bundle of the last-resort prekey (id 65535).
@@ -315,21 +311,18 @@ impl RawClient {
         index: &[u32],
         plaintexts: &[u8],
         lengths: &[u32],
-    ) -> Result<Array, JsValue> {
+    ) -> Result<Vec<JsValue>, JsValue> {
         let ids = self::session_ids(&session_ids, index)?;
         let plaintexts = split(plaintexts, lengths)?;
         if ids.len() != plaintexts.len() {
-            return Err(js_sys::RangeError::new("one session index per message").into());
+            return Err(js::range_error("one session index per message"));
         }
         let messages: Vec<(&str, &[u8])> = ids.into_iter().zip(plaintexts).collect();
         let envelopes = self
             .client
             .encrypt_batch(&messages)
             .map_err(|e| js_error(&e))?;
-        Ok(envelopes
-            .iter()
-            .map(|e| JsValue::from(Uint8Array::from(e.as_slice())))
-            .collect())
+        Ok(envelopes.iter().map(|e| js::bytes(e)).collect())
     }
 
     /// Encrypts `plaintext` for each of `session_ids` with one commit (see
@@ -385,7 +378,7 @@ impl RawClient {
         let ids = self::session_ids(&session_ids, index)?;
         let envelopes = split(envelopes, lengths)?;
         if ids.len() != envelopes.len() {
-            return Err(js_sys::RangeError::new("one session index per message").into());
+            return Err(js::range_error("one session index per message"));
         }
         let queue: Vec<QueuedMessage<'_>> = ids
             .into_iter()
@@ -442,18 +435,18 @@ impl RawClient {
 
     /// The identity key pair as Wire's Proteus serialises it (holds the secret key).
     #[wasm_bindgen(js_name = exportIdentity)]
-    pub fn export_identity(&self) -> Uint8Array {
-        Uint8Array::from(self.client.export_identity().as_slice())
+    pub fn export_identity(&self) -> JsValue {
+        js::bytes(&self.client.export_identity())
     }
 
     /// A session as Wire's Proteus serialises it (holds secret keys).
     #[wasm_bindgen(js_name = exportSession)]
-    pub fn export_session(&mut self, session_id: &str) -> Result<Uint8Array, JsValue> {
+    pub fn export_session(&mut self, session_id: &str) -> Result<JsValue, JsValue> {
         let bytes = self
             .client
             .export_session(session_id)
             .map_err(|e| js_error(&e))?;
-        Ok(Uint8Array::from(bytes.as_slice()))
+        Ok(js::bytes(&bytes))
     }
 }
 

@@ -568,8 +568,8 @@ describe('IndexedDB store', () => {
     assert.ok(isHex64(fp));
   });
 
-  test('without IndexedDB, open fails with StorageFailure', async () => {
-    await rejectsWith(Client.open('x', { indexedDB: null, allowWithoutWebLocks: true }), STORAGE_FAILURE, 'StorageFailure');
+  test('without IndexedDB, open fails with StoreUnavailable', async () => {
+    await rejectsWith(Client.open('x', { indexedDB: null, allowWithoutWebLocks: true }), 513, 'StoreUnavailable');
     await assert.rejects(Client.open(''), TypeError);
   });
 });

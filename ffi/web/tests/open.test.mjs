@@ -124,8 +124,43 @@ describe('persistent storage', () => {
   });
 });
 
+describe('a runtime without IndexedDB (Node)', () => {
+  const unavailable = (e) => {
+    assert.ok(e instanceof ProteusError, `a ProteusError, not ${e?.name}: ${e?.message}`);
+    assert.equal(e.code, pkg.STORE_UNAVAILABLE);
+    assert.equal(e.kind, 'StoreUnavailable');
+    assert.equal(e.family, 'System');
+    // It says where the durable store is and how to get it.
+    assert.match(e.message, /no IndexedDB/);
+    assert.match(e.message, /@proteus-engine\/node/);
+    assert.match(e.message, /native addon/);
+    assert.match(e.message, /Client\.inMemory\(\)/);
+    return true;
+  };
+
+  test('every store call fails with StoreUnavailable (513), not Web Locks or a TypeError', async () => {
+    assert.equal(globalThis.indexedDB, undefined, 'Node has no IndexedDB');
+    await assert.rejects(Client.open('node-store'), unavailable);
+    // Even where the app made locks available: IndexedDB is what is missing.
+    await assert.rejects(Client.open('node-store', { locks: noLocks, create: false }), unavailable);
+    await assert.rejects(Client.deleteStore('node-store'), unavailable);
+    const key = new Uint8Array(32).fill(7);
+    await assert.rejects(Client.sealStore('node-store', key), unavailable);
+    await assert.rejects(Client.rekeyStore('node-store', key, new Uint8Array(32)), unavailable);
+  });
+
+  test('with an IndexedDB given, the same calls work', async () => {
+    const indexedDB = new IDBFactory();
+    const c = await Client.open('node-store', { indexedDB, locks: noLocks });
+    assert.equal(c.created, true);
+    await c.close();
+    await Client.deleteStore('node-store', { indexedDB });
+  });
+});
+
 test('the codes of these conditions are exported', () => {
   assert.equal(pkg.CLIENT_BUSY, 120);
   assert.equal(pkg.STORE_NOT_FOUND, 504);
   assert.equal(pkg.STORE_CONFLICT, 512);
+  assert.equal(pkg.STORE_UNAVAILABLE, 513);
 });

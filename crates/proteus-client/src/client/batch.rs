@@ -1,9 +1,7 @@
 //! Batch decryption: a queue of messages decrypted with one commit, every result handed to the
 //! application before it (see the crate docs for the contract).
 
-use std::collections::BTreeSet;
-
-use crate::collections::HashSet;
+use crate::collections::{HashSet, SortedSet};
 use std::convert::Infallible;
 use std::ops::ControlFlow;
 
@@ -122,7 +120,7 @@ impl Client {
         &mut self,
         queued: &QueuedMessage<'_>,
         decoded: Result<&Envelope<'_>, &DecodeError>,
-        removed: &mut BTreeSet<PreKeyId>,
+        removed: &mut SortedSet<PreKeyId>,
     ) -> Result<Vec<u8>, ClientError> {
         check_session_id(queued.session_id).and_then(|()| {
             let envelope = decoded.map_err(|e| ClientError::Decode(e.clone()))?;
@@ -202,7 +200,7 @@ impl Client {
 /// A batch in progress: its results, what has been handed over, what it changed.
 pub(super) struct BatchState<'q> {
     pub(super) results: Vec<Decrypted>,
-    pub(super) removed: BTreeSet<PreKeyId>,
+    pub(super) removed: SortedSet<PreKeyId>,
     /// Sessions with a decrypted message, in the order of their first one.
     pub(super) touched: Vec<&'q str>,
     seen: HashSet<&'q str>,
@@ -224,7 +222,7 @@ impl<'q> BatchState<'q> {
     fn new(total: usize, chunking: Chunking) -> Self {
         Self {
             results: Vec::with_capacity(total),
-            removed: BTreeSet::new(),
+            removed: SortedSet::new(),
             touched: Vec::new(),
             seen: HashSet::default(),
             total,

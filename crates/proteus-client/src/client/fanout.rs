@@ -1,9 +1,8 @@
 //! Fan-out: one plaintext encrypted for many sessions (every device in a conversation), with
 //! one commit for all of them.
 
-use std::collections::BTreeSet;
-
 use super::Client;
+use crate::collections::SortedSet;
 use crate::error::ClientError;
 
 impl Client {
@@ -31,7 +30,7 @@ impl Client {
     ) -> Result<Vec<Result<Vec<u8>, ClientError>>, ClientError> {
         #[cfg(not(target_arch = "wasm32"))]
         if let Some((results, advanced)) = self.encrypt_for_parallel(session_ids, plaintext) {
-            self.commit_sessions(advanced.iter().copied(), &BTreeSet::new())?;
+            self.commit_sessions(advanced.iter().copied(), &SortedSet::new())?;
             return Ok(results);
         }
         let mut results = Vec::with_capacity(session_ids.len());
@@ -47,7 +46,7 @@ impl Client {
             }
             results.push(result);
         }
-        self.commit_sessions(advanced.iter().copied(), &BTreeSet::new())?;
+        self.commit_sessions(advanced.iter().copied(), &SortedSet::new())?;
         Ok(results)
     }
 }

@@ -26,7 +26,7 @@ use super::Client;
 use super::batch::{BatchState, decode};
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::checked_identities::CheckedIdentities;
-use crate::collections::HashMap;
+use crate::collections::{HashMap, SortedSet};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::load_prekey;
 use crate::records::check_session_id;
@@ -108,7 +108,7 @@ struct SessionTask<'w, 'q> {
     prekeys: BTreeMap<PreKeyId, Option<PreKey>>,
     /// Last-resort base keys the replay guard already holds (for a session that does not exist).
     replayed: Vec<PublicKey>,
-    removed: BTreeSet<PreKeyId>,
+    removed: SortedSet<PreKeyId>,
     kept: Vec<CheckedIdentity>,
     outcomes: Vec<Option<TaskOutcome>>,
 }
@@ -172,7 +172,9 @@ impl Client {
                 )?;
             }
             for task in tasks {
-                batch.removed.extend(task.removed);
+                for id in task.removed.iter() {
+                    batch.removed.insert(*id);
+                }
                 for checked in task.kept {
                     self.identities.keep(checked);
                 }
@@ -190,7 +192,7 @@ impl Client {
         &mut self,
         window: &[QueuedMessage<'q>],
         decoded: &'w [(MessageId, Result<Envelope<'q>, DecodeError>)],
-        removed: &BTreeSet<PreKeyId>,
+        removed: &SortedSet<PreKeyId>,
     ) -> (Vec<SessionTask<'w, 'q>>, Vec<Slot>) {
         let mut groups: Vec<(&'q str, Vec<(usize, &'w Envelope<'q>)>)> = Vec::new();
         let mut group_of: HashMap<&'q str, usize> = HashMap::default();
@@ -235,7 +237,7 @@ impl Client {
         &mut self,
         session_id: &'q str,
         members: &[(usize, &'w Envelope<'q>)],
-        removed: &BTreeSet<PreKeyId>,
+        removed: &SortedSet<PreKeyId>,
     ) -> Option<SessionTask<'w, 'q>> {
         let storage = &*self.storage;
         let identity = self.identity.public_key();
@@ -288,7 +290,7 @@ impl Client {
             envelopes: members.iter().map(|(_, e)| *e).collect(),
             prekeys,
             replayed,
-            removed: BTreeSet::new(),
+            removed: SortedSet::new(),
             kept: Vec::new(),
             outcomes: Vec::new(),
         })
@@ -409,7 +411,7 @@ fn missing_result() -> ClientError {
 /// The prekeys as a task sees them: those read for it, less those its run used up.
 struct TaskPreKeys<'t> {
     fetched: &'t BTreeMap<PreKeyId, Option<PreKey>>,
-    removed: &'t mut BTreeSet<PreKeyId>,
+    removed: &'t mut SortedSet<PreKeyId>,
 }
 
 impl PreKeyStore for TaskPreKeys<'_> {

@@ -4,7 +4,6 @@
 //! Results and sessions are those of decrypting the messages one by one (the plan's contract);
 //! only the work is shared across messages.
 
-use std::collections::BTreeSet;
 use std::collections::VecDeque;
 
 use proteus_core::plan::open_jobs;
@@ -12,6 +11,7 @@ use proteus_core::{Envelope, OsRng, PreKeyId};
 
 use super::Client;
 use crate::batch::QueuedMessage;
+use crate::collections::SortedSet;
 use crate::error::ClientError;
 use crate::prekeys::PendingPreKeys;
 use crate::records::check_session_id;
@@ -65,7 +65,7 @@ impl Client {
         &mut self,
         queue: &[QueuedMessage<'_>],
         index: usize,
-        removed: &mut BTreeSet<PreKeyId>,
+        removed: &mut SortedSet<PreKeyId>,
         ahead: &mut RunAhead,
     ) -> Option<Result<Vec<u8>, ClientError>> {
         if !RUNS_AHEAD {
@@ -86,7 +86,7 @@ impl Client {
         &mut self,
         queue: &[QueuedMessage<'_>],
         index: usize,
-        removed: &mut BTreeSet<PreKeyId>,
+        removed: &mut SortedSet<PreKeyId>,
         ahead: &mut RunAhead,
     ) {
         let Some(first) = queue.get(index) else {

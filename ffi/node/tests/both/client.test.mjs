@@ -4,7 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPublicKey, verify } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import * as proteus from '../../index.js';
 import { pair, text } from '../support/pair.mjs';
@@ -85,6 +87,42 @@ test('errors are ProteusErrors with the registry code and kind', async () => {
   await assert.rejects(alice.encrypt('nobody', 'x'), (e) => e.code === proteus.SESSION_NOT_FOUND && e.kind === 'SessionNotFound');
   await assert.rejects(bob.decrypt('alice', new Uint8Array([1, 2, 3])), (e) => e instanceof ProteusError && Math.floor(e.code / 100) === 3);
   assert.throws(() => alice.encrypt(42, 'x'), TypeError);
+});
+
+test(`Client.open(path): the native addon's durable store, or on the wasm fallback StoreUnavailable (513) saying how to get it (${backend})`, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'proteus-open-'));
+  const path = join(dir, 'store.db');
+  try {
+    if (backend === 'native') {
+      const c = await Client.open(path);
+      assert.equal(c.created, true);
+      await c.close();
+      const again = await Client.open(path, { create: false });
+      assert.equal(again.created, false);
+      await again.close();
+      return;
+    }
+    const unavailable = (e) => {
+      assert.ok(e instanceof ProteusError, `a ProteusError, not ${e?.name}: ${e?.message}`);
+      assert.equal(e.code, proteus.STORE_UNAVAILABLE);
+      assert.equal(e.code, 513);
+      assert.equal(e.kind, 'StoreUnavailable');
+      assert.ok(proteus.isSystemError(e));
+      // Not the Web Locks refusal a browser without them gets: what is missing is the store.
+      assert.doesNotMatch(e.message, /Web Locks/);
+      assert.match(e.message, /native addon of @proteus-engine\/node/);
+      assert.match(e.message, /no prebuilt addon loaded for this platform/);
+      assert.match(e.message, /@proteus-engine\/node-<platform>/);
+      return true;
+    };
+    await assert.rejects(Client.open(path), unavailable);
+    await assert.rejects(Client.open(path, { create: false, storeKey: new Uint8Array(32) }), unavailable);
+    await assert.rejects(Client.deleteStore(path), unavailable);
+    // Nothing was created where the file store would be.
+    assert.throws(() => readFileSync(path), { code: 'ENOENT' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('encryptBatch and decryptBatch: progress per message, ids, one commit after the callback', async () => {

@@ -105,6 +105,8 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     case storeRolledBack = 511
     /// Another client of the store (another tab) committed first; nothing of this call was stored.
     case storeConflict = 512
+    /// This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon).
+    case storeUnavailable = 513
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     case `internal` = 599
 
@@ -161,6 +163,7 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
         case .storeKeyRequired: return "StoreKeyRequired"
         case .storeRolledBack: return "StoreRolledBack"
         case .storeConflict: return "StoreConflict"
+        case .storeUnavailable: return "StoreUnavailable"
         case .internal: return "Internal"
         }
     }

@@ -108,6 +108,8 @@ enum class ProteusErrorCode(val code: Int, val kind: String, val family: String,
     STORE_ROLLED_BACK(511, "StoreRolledBack", "System", false),
     /** Another client of the store (another tab) committed first; nothing of this call was stored. */
     STORE_CONFLICT(512, "StoreConflict", "System", false),
+    /** This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon). */
+    STORE_UNAVAILABLE(513, "StoreUnavailable", "System", false),
     /** A bug: a panic or trap inside the library. Close the client and open the store again. */
     INTERNAL(599, "Internal", "System", false),
     ;
