@@ -101,7 +101,7 @@ pub use rand_core::{CryptoRng, Rng};
 #[cfg(any(test, feature = "test-support"))]
 pub use recorded_rng::RecordedRng;
 pub use rng::OsRng;
-pub use session::{InboundSession, Session};
+pub use session::{InboundSession, SendChainRecord, Session};
 
 /// Storing a session's staged message keys as records of their own, so that a store writes
 /// only the keys that came or went instead of the whole session: [`Session::staged_keys`],

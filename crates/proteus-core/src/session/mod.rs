@@ -4,9 +4,11 @@
 mod chain;
 mod derived;
 mod extensions;
+mod send_record;
 mod staged;
 mod state;
 
+pub use send_record::SendChainRecord;
 pub use staged::{StagedKey, StagedKeyId};
 
 use std::fmt;

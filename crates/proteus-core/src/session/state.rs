@@ -219,6 +219,15 @@ impl SessionState {
             .find(|c| &c.ratchet_key == ratchet_key)
     }
 
+    /// The sending chain, if it is ready to encrypt on (see `send_record`).
+    pub(crate) fn send_chain(&self) -> Option<&SendChain> {
+        Some(&self.send_chain)
+    }
+
+    pub(crate) fn send_chain_mut(&mut self) -> Option<&mut SendChain> {
+        Some(&mut self.send_chain)
+    }
+
     /// `{0: [RecvChain] newest first, 1: SendChain, 2: RootKey, 3: prev_counter}`
     pub(crate) fn encode(&self, e: &mut Encoder, with_staged: bool) {
         e.map(4).key(0).array(self.recv_chains.len());
