@@ -22,8 +22,8 @@ fn chain_key_of(session_id: &str) -> Vec<u8> {
     key
 }
 
-/// Alice (on `storage`) with sessions to Bob and Carol; each has replied once, so Alice
-/// sends on the chain her stored session records hold.
+/// Alice (on `storage`) with sessions to Bob and Carol; each has replied once and Alice has
+/// sent since, so she sends on the chain her stored session records hold.
 fn group() -> (TestStorage, Client, Client, Client) {
     let storage = TestStorage::new();
     let mut alice = storage.client();
@@ -35,6 +35,17 @@ fn group() -> (TestStorage, Client, Client, Client) {
         let reply = peer.encrypt("alice", b"hi").unwrap();
         alice.decrypt(id, &reply).unwrap();
     }
+    // The replies' ratchet steps are completed by Alice's next message (new sending chains,
+    // written with the whole sessions).
+    let ready = alice.encrypt_for(&["bob", "carol"], b"ready").unwrap();
+    assert_eq!(
+        bob.decrypt("alice", ready[0].as_ref().unwrap()).unwrap(),
+        b"ready"
+    );
+    assert_eq!(
+        carol.decrypt("alice", ready[1].as_ref().unwrap()).unwrap(),
+        b"ready"
+    );
     (storage, alice, bob, carol)
 }
 

@@ -142,7 +142,7 @@ pub(crate) fn chacha20(key: &[u8; 32], counter: u32, input: &[u8]) -> Vec<u8> {
 }
 
 /// A peer's public key, decompressed and validated, ready for Diffie-Hellman.
-#[derive(Clone)]
+#[derive(Clone, Zeroize)]
 pub(crate) struct DhPoint(EdwardsPoint);
 
 impl DhPoint {
@@ -152,6 +152,19 @@ impl DhPoint {
     pub(crate) fn from_ed25519(public: &[u8; 32]) -> Option<Self> {
         let point = CompressedEdwardsY(*public).decompress()?;
         if point.is_small_order() || !in_prime_order_subgroup(&point) {
+            return None;
+        }
+        Some(Self(point))
+    }
+
+    /// A key that passed [`from_ed25519`](Self::from_ed25519) before and was stored by us:
+    /// decompressed and refused if of small order, without the subgroup check again. That is
+    /// enough for [`DhScalar::dh`] never to fail on it: a clamped scalar is a multiple of 8 and
+    /// below 8ℓ, so it maps the point's nonzero prime-order part to a point that is neither the
+    /// identity nor of order 2, whose Montgomery u-coordinate is nonzero.
+    pub(crate) fn from_stored(public: &[u8; 32]) -> Option<Self> {
+        let point = CompressedEdwardsY(*public).decompress()?;
+        if point.is_small_order() {
             return None;
         }
         Some(Self(point))

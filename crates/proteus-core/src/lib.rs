@@ -103,6 +103,12 @@ pub use recorded_rng::RecordedRng;
 pub use rng::OsRng;
 pub use session::{InboundSession, SendChainRecord, Session};
 
+/// Batches of messages to one session split into independent jobs (see [`Session::plan_opens`]
+/// and [`Session::decrypt_run`]).
+pub mod plan {
+    pub use crate::session::{OpenJob, Opened, open_jobs};
+}
+
 /// Storing a session's staged message keys as records of their own, so that a store writes
 /// only the keys that came or went instead of the whole session: [`Session::staged_keys`],
 /// [`Session::to_bytes_without_staged_keys`], [`Session::from_bytes_with_staged_keys`] and

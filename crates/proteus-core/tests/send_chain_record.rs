@@ -14,8 +14,8 @@ struct Pair {
     b: Session,
 }
 
-/// Alice and Bob with a session each; Bob has replied once, so Alice's next encryptions are on
-/// the chain of her latest ratchet key.
+/// Alice and Bob with a session each; Bob has replied once and Alice has sent since, so her
+/// next encryptions are on the chain of her latest ratchet key.
 fn pair() -> Pair {
     let rng = &mut OsRng;
     let (alice, bob) = (
@@ -33,6 +33,8 @@ fn pair() -> Pair {
         .session;
     let reply = b.encrypt(b"reply").unwrap();
     a.decrypt(rng, &alice, &mut prekeys, &reply).unwrap();
+    // The reply's ratchet step is completed by Alice's next message (on a new chain).
+    a.encrypt(b"first on the new chain").unwrap();
     Pair { alice, bob, a, b }
 }
 
@@ -88,12 +90,15 @@ fn a_record_behind_the_session_or_of_another_chain_is_refused_and_changes_nothin
     ));
     assert_eq!(*a.to_bytes_without_staged_keys(), *before);
 
-    // Bob reads it and replies: Alice's next message starts a chain with a new ratchet key.
+    // Bob reads it and replies: Alice's next message starts a chain with a new ratchet key (until
+    // then she has no chain ready).
     b.decrypt(&mut OsRng, &bob, &mut BTreeMap::new(), &one)
         .unwrap();
     let reply = b.encrypt(b"reply").unwrap();
     a.decrypt(&mut OsRng, &alice, &mut BTreeMap::new(), &reply)
         .unwrap();
+    assert!(a.send_chain_record().is_none(), "the sending half is pending");
+    assert!(a.apply_send_chain_record(&old).is_err());
     a.encrypt(b"two").unwrap();
     let new = a.send_chain_record().unwrap();
     assert!(!new.same_chain(&old));

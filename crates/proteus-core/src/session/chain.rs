@@ -242,7 +242,7 @@ impl RecvChain {
 }
 
 /// Verifies the MAC over the received message bytes, then decrypts.
-fn open(
+pub(crate) fn open(
     mk: &MessageKeys,
     message_bytes: &[u8],
     mac: &[u8; 32],

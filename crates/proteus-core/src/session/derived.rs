@@ -1,5 +1,6 @@
 //! Keys derived by the ratchets (docs/protocol.md §6.2, §6.5, §6.6, §9.5).
 
+use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::cbor::{Decoder, Encoder, Seen, required};
@@ -47,6 +48,24 @@ impl ChainKey {
                 idx,
             },
         ))
+    }
+
+    /// The HMAC key schedule of this chain key (for this index's message keys, see
+    /// [`MessageKeys::from_keyed`]) and the next chain key: [`step`](Self::step) split in two,
+    /// so the message keys can be derived elsewhere.
+    pub(crate) fn keyed_step(&self) -> Option<(KeyedMac, ChainKey)> {
+        let idx = self.idx.checked_add(1)?;
+        let keyed = KeyedMac::new(&self.key);
+        let next = Self {
+            key: keyed.mac(b"1"),
+            idx,
+        };
+        Some((keyed, next))
+    }
+
+    /// Whether `other` is the same chain key at the same index (compared in constant time).
+    pub(crate) fn same_as(&self, other: &ChainKey) -> bool {
+        self.idx == other.idx && bool::from(self.key.as_slice().ct_eq(other.key.as_slice()))
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
@@ -124,6 +143,23 @@ pub(crate) struct MessageKeys {
 }
 
 impl MessageKeys {
+    /// The message keys of index `counter` from the HMAC key schedule of its chain key
+    /// ([`ChainKey::keyed_step`]).
+    pub(crate) fn from_keyed(keyed: &KeyedMac, counter: u32) -> Self {
+        message_keys(&keyed.mac(b"0"), counter)
+    }
+
+    /// Whether `other` holds the same keys for the same counter (compared in constant time).
+    pub(crate) fn same_as(&self, other: &MessageKeys) -> bool {
+        self.counter == other.counter
+            && bool::from(
+                self.cipher_key
+                    .as_slice()
+                    .ct_eq(other.cipher_key.as_slice()),
+            )
+            && bool::from(self.mac_key.as_slice().ct_eq(other.mac_key.as_slice()))
+    }
+
     pub(crate) fn mac(&self, message: &[u8]) -> Secret32 {
         hmac(&self.mac_key, message)
     }

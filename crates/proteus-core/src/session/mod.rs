@@ -4,10 +4,13 @@
 mod chain;
 mod derived;
 mod extensions;
+mod plan;
 mod send_record;
+mod sending;
 mod staged;
 mod state;
 
+pub use plan::{OpenJob, Opened, open_jobs};
 pub use send_record::SendChainRecord;
 pub use staged::{StagedKey, StagedKeyId};
 
@@ -68,8 +71,14 @@ pub struct InboundSession {
 }
 
 impl Session {
-    /// The record format version this engine writes.
+    /// The record format version this engine writes for a session whose every state is in
+    /// Wire's form; such a record is Wire's record plus keys Wire's decoders skip.
     pub const VERSION: u8 = 1;
+
+    /// The record format version of a session holding a state whose sending ratchet step is
+    /// pending (taken on the next encryption), which only this engine's version 2 and later
+    /// read. [`to_wire_bytes`](Self::to_wire_bytes) takes such steps and writes version 1.
+    pub const VERSION_PENDING_SEND: u8 = 2;
 
     /// Starts a session with the owner of `bundle` (Alice's side, docs/protocol.md §6.3).
     ///
@@ -454,9 +463,16 @@ impl Session {
         } else {
             &[]
         };
+        // Wire's form takes pending sending steps (on copies); ours keeps them.
+        let take_pending = !with_extensions;
+        let version = if !take_pending && self.states.iter().any(|s| s.state.is_send_pending()) {
+            Self::VERSION_PENDING_SEND
+        } else {
+            Self::VERSION
+        };
         e.map(6 + usize::from(!base_keys.is_empty()) + usize::from(!marks.is_empty()))
             .key(0)
-            .u64(u64::from(Self::VERSION))
+            .u64(u64::from(version))
             .key(1)
             .bytes(self.session_tag.as_bytes())
             .key(2);
@@ -476,7 +492,7 @@ impl Session {
         e.key(5).map(self.states.len());
         for entry in &self.states {
             e.bytes(entry.tag.as_bytes());
-            entry.state.encode(&mut e, with_staged);
+            entry.state.encode(&mut e, with_staged, take_pending);
         }
         if !base_keys.is_empty() {
             extensions::encode_base_keys(&mut e, base_keys);

@@ -5,6 +5,7 @@ use zeroize::Zeroizing;
 
 use super::chain::{ChainUpdate, RecvChain, SendChain};
 use super::derived::{ChainKey, RootKey};
+use super::sending::{PendingStep, Sending};
 use crate::cbor::{Decoder, Encoder, Seen, required};
 use crate::crypto::{DhPoint, concat};
 use crate::error::{DecodeError, DecryptError, EncryptError};
@@ -17,7 +18,9 @@ use crate::secret_vec::SecretVec;
 pub(crate) struct SessionState {
     /// Newest first.
     recv_chains: SecretVec<RecvChain>,
-    send_chain: SendChain,
+    sending: Sending,
+    /// The root after the last ratchet step taken; with a pending sending half, after the
+    /// receiving half (docs/protocol.md §7.2).
     root_key: RootKey,
     prev_counter: u32,
 }
@@ -31,7 +34,7 @@ pub(crate) enum StateUpdate {
 
 pub(crate) struct Ratchet {
     recv_chain: RecvChain,
-    send_chain: SendChain,
+    sending: Sending,
     root_key: RootKey,
 }
 
@@ -63,10 +66,10 @@ impl SessionState {
         let (root_key, send_chain_key) = root_key.dh_ratchet(&*ratchet_key.dh(their_prekey)?);
         Some(Self {
             recv_chains: first_chain(RecvChain::new(chain_key, their_prekey_key)),
-            send_chain: SendChain {
+            sending: Sending::Ready(SendChain {
                 chain_key: send_chain_key,
                 ratchet_key,
-            },
+            }),
             root_key,
             prev_counter: 0,
         })
@@ -89,16 +92,17 @@ impl SessionState {
         let (root_key, chain_key) = handshake(&master);
         Ok(Self {
             recv_chains: SecretVec::with_capacity(MAX_RECV_CHAINS + 1),
-            send_chain: SendChain {
+            sending: Sending::Ready(SendChain {
                 chain_key,
                 ratchet_key: prekey.clone(),
-            },
+            }),
             root_key,
             prev_counter: 0,
         })
     }
 
-    /// Encrypts on the sending chain and advances it (docs/protocol.md §6.7).
+    /// Encrypts on the sending chain and advances it (docs/protocol.md §6.7), taking the
+    /// sending half of the last ratchet step first if it is pending.
     pub(crate) fn encrypt(
         &mut self,
         tag: SessionTag,
@@ -106,17 +110,28 @@ impl SessionState {
         local_identity: &IdentityKey,
         plaintext: &[u8],
     ) -> Result<(Message<'static>, Vec<u8>, [u8; 32]), EncryptError> {
-        let (mk, next) = self
-            .send_chain
+        // Taken on the side and kept only once the message is made. It cannot fail for a state
+        // that was built or decoded (see `PendingStep::decode`): one that did would be corrupt.
+        let mut taken = None;
+        let send_chain = match &self.sending {
+            Sending::Ready(chain) => chain,
+            Sending::Pending(step) => {
+                let step = step
+                    .take(&self.root_key)
+                    .ok_or(EncryptError::NoSessionForTag)?;
+                &taken.insert(step).0
+            }
+        };
+        let (mk, next) = send_chain
             .chain_key
             .step()
             .ok_or(EncryptError::ChainExhausted)?;
         let cipher_text = mk.apply_cipher(plaintext);
         let cm = CipherMessage {
             session_tag: tag,
-            counter: self.send_chain.chain_key.idx,
+            counter: send_chain.chain_key.idx,
             prev_counter: self.prev_counter,
-            ratchet_key: *self.send_chain.ratchet_key.public(),
+            ratchet_key: *send_chain.ratchet_key.public(),
             cipher_text: cipher_text.into(),
         };
         let message = match pending {
@@ -130,7 +145,13 @@ impl SessionState {
         };
         let bytes = message.encode();
         let mac = *mk.mac(&bytes);
-        self.send_chain.chain_key = next;
+        if let Some((chain, root)) = taken {
+            self.sending = Sending::Ready(chain);
+            self.root_key = root;
+        }
+        if let Sending::Ready(chain) = &mut self.sending {
+            chain.chain_key = next;
+        }
         Ok((message, bytes, mac))
     }
 
@@ -156,36 +177,37 @@ impl SessionState {
             let (plaintext, update) = chain.decrypt(message_bytes, mac, msg, max_staged)?;
             return Ok((plaintext, StateUpdate::Chain { index, update }));
         }
-        // A new ratchet key: a DH ratchet step (docs/protocol.md §7.2). The seed of our next
-        // ratchet key is drawn first, as Wire's implementations do, so recorded randomness replays
-        // exactly; the key itself is only computed once the MAC has verified. A ratchet key that is
-        // no curve point is rejected before drawing: Wire's JS already refuses it while decoding,
-        // so it draws nothing either.
+        // A new ratchet key: the receiving half of a DH ratchet step (docs/protocol.md §7.2).
+        // The seed of our next ratchet key is drawn first, as Wire's implementations do, so
+        // recorded randomness replays exactly; the sending half that uses it is left pending
+        // until we encrypt (see `sending`). A ratchet key that is no curve point is rejected
+        // before drawing: Wire's JS already refuses it while decoding, so it draws nothing either.
         let their = &msg.ratchet_key;
         let their_point = their.dh_point()?;
         let mut seed = Zeroizing::new([0u8; 32]);
         rng.fill_bytes(seed.as_mut_slice());
-        let recv_dh = self
-            .send_chain
-            .ratchet_key
-            .dh(&their_point)
-            .ok_or(DecryptError::DegeneratedKey)?;
-        let (recv_root, recv_chain_key) = self.root_key.dh_ratchet(&recv_dh);
+        let degenerate = || DecryptError::DegeneratedKey;
+        let (recv_dh, root_key) = match &self.sending {
+            Sending::Ready(chain) => (chain.ratchet_key.dh(&their_point), None),
+            // Our previous step's sending half was never taken: its root and DH scalar are
+            // needed now, its public key is not.
+            Sending::Pending(step) => {
+                let (scalar, root, _) = step.root_after(&self.root_key).ok_or_else(degenerate)?;
+                (scalar.dh(&their_point), Some(root))
+            }
+        };
+        let recv_dh = recv_dh.ok_or_else(degenerate)?;
+        let (recv_root, recv_chain_key) = root_key
+            .as_ref()
+            .unwrap_or(&self.root_key)
+            .dh_ratchet(&recv_dh);
         let mut recv_chain = RecvChain::new(recv_chain_key, *their);
         let (plaintext, update) = recv_chain.decrypt(message_bytes, mac, msg, max_staged)?;
         recv_chain.apply(update, max_staged as usize);
-        let ratchet_key = KeyPair::from_seed(seed);
-        let send_dh = ratchet_key
-            .dh(&their_point)
-            .ok_or(DecryptError::DegeneratedKey)?;
-        let (root_key, send_chain_key) = recv_root.dh_ratchet(&send_dh);
         let ratchet = Ratchet {
             recv_chain,
-            send_chain: SendChain {
-                chain_key: send_chain_key,
-                ratchet_key,
-            },
-            root_key,
+            sending: Sending::Pending(PendingStep::new(seed, *their, their_point)),
+            root_key: recv_root,
         };
         Ok((plaintext, StateUpdate::Ratchet(Box::new(ratchet))))
     }
@@ -200,8 +222,8 @@ impl SessionState {
             StateUpdate::Ratchet(mut r) => {
                 // Swapped rather than moved out of the box, so the old keys are dropped (and
                 // wiped) with it instead of leaving copies in the freed box.
-                self.prev_counter = self.send_chain.chain_key.idx;
-                std::mem::swap(&mut self.send_chain, &mut r.send_chain);
+                self.prev_counter = self.sending.next_counter();
+                std::mem::swap(&mut self.sending, &mut r.sending);
                 std::mem::swap(&mut self.root_key, &mut r.root_key);
                 self.recv_chains.insert(0, r.recv_chain.clone());
                 self.recv_chains.truncate(MAX_RECV_CHAINS);
@@ -219,30 +241,66 @@ impl SessionState {
             .find(|c| &c.ratchet_key == ratchet_key)
     }
 
-    /// The sending chain, if it is ready to encrypt on (see `send_record`).
+    /// The sending chain, if it is ready to encrypt on (not while the sending half of a ratchet
+    /// step is pending; see `send_record`).
     pub(crate) fn send_chain(&self) -> Option<&SendChain> {
-        Some(&self.send_chain)
+        match &self.sending {
+            Sending::Ready(chain) => Some(chain),
+            Sending::Pending(_) => None,
+        }
     }
 
     pub(crate) fn send_chain_mut(&mut self) -> Option<&mut SendChain> {
-        Some(&mut self.send_chain)
+        match &mut self.sending {
+            Sending::Ready(chain) => Some(chain),
+            Sending::Pending(_) => None,
+        }
     }
 
-    /// `{0: [RecvChain] newest first, 1: SendChain, 2: RootKey, 3: prev_counter}`
-    pub(crate) fn encode(&self, e: &mut Encoder, with_staged: bool) {
+    /// Whether the sending half of the last ratchet step is pending (only this engine's
+    /// records can hold such a state).
+    pub(crate) fn is_send_pending(&self) -> bool {
+        matches!(self.sending, Sending::Pending(_))
+    }
+
+    /// `{0: [RecvChain] newest first, 1: SendChain, 2: RootKey, 3: prev_counter}`, Wire's form.
+    /// A pending sending half is written as `5: PendingStep` in place of key 1 (with the root
+    /// before it), or, with `take_pending` (Wire's form, for Wire's implementations), taken
+    /// first, on a copy: the record is then exactly Wire's record of the same state.
+    pub(crate) fn encode(&self, e: &mut Encoder, with_staged: bool, take_pending: bool) {
+        let taken = match &self.sending {
+            Sending::Pending(step) if take_pending => step.take(&self.root_key),
+            _ => None,
+        };
         e.map(4).key(0).array(self.recv_chains.len());
         for chain in self.recv_chains.iter() {
             chain.encode(e, with_staged);
         }
-        e.key(1);
-        self.send_chain.encode(e);
+        let root_key = match (&taken, &self.sending) {
+            (Some((chain, root)), _) => {
+                e.key(1);
+                chain.encode(e);
+                root
+            }
+            (None, Sending::Ready(chain)) => {
+                e.key(1);
+                chain.encode(e);
+                &self.root_key
+            }
+            // Also the case of a step that cannot be taken, which no decoded state holds.
+            (None, Sending::Pending(step)) => {
+                e.key(5);
+                step.encode(e);
+                &self.root_key
+            }
+        };
         e.key(2);
-        self.root_key.encode(e);
+        root_key.encode(e);
         e.key(3).u64(u64::from(self.prev_counter));
     }
 
     pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<Self, DecodeError> {
-        let (mut recv_chains, mut send_chain, mut root_key, mut prev_counter) =
+        let (mut recv_chains, mut sending, mut root_key, mut prev_counter) =
             (None, None, None, None);
         let mut seen = Seen::default();
         for _ in 0..d.map()? {
@@ -256,7 +314,10 @@ impl SessionState {
                     chains.truncate(MAX_RECV_CHAINS);
                     recv_chains = Some(chains);
                 }
-                1 => send_chain = Some(SendChain::decode(d)?),
+                // A state has a send chain or a pending step, never both.
+                1 | 5 if sending.is_some() => return Err(DecodeError::DuplicateField(1)),
+                1 => sending = Some(Sending::Ready(SendChain::decode(d)?)),
+                5 => sending = Some(Sending::Pending(PendingStep::decode(d)?)),
                 2 => root_key = Some(RootKey::decode(d)?),
                 3 => prev_counter = Some(d.u32()?),
                 // Key 4 held staged keys in old versions; it is skipped like any unknown key.
@@ -265,7 +326,7 @@ impl SessionState {
         }
         Ok(Self {
             recv_chains: required(recv_chains, "receive chains")?,
-            send_chain: required(send_chain, "send chain")?,
+            sending: required(sending, "send chain")?,
             root_key: required(root_key, "root key")?,
             prev_counter: required(prev_counter, "previous counter")?,
         })
