@@ -97,7 +97,10 @@ fn a_record_behind_the_session_or_of_another_chain_is_refused_and_changes_nothin
     let reply = b.encrypt(b"reply").unwrap();
     a.decrypt(&mut OsRng, &alice, &mut BTreeMap::new(), &reply)
         .unwrap();
-    assert!(a.send_chain_record().is_none(), "the sending half is pending");
+    assert!(
+        a.send_chain_record().is_none(),
+        "the sending half is pending"
+    );
     assert!(a.apply_send_chain_record(&old).is_err());
     a.encrypt(b"two").unwrap();
     let new = a.send_chain_record().unwrap();
