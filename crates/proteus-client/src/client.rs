@@ -14,7 +14,7 @@ use crate::records::{
     META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix,
 };
 use crate::replay_guard::ReplayGuard;
-use crate::session_cache::{SessionCache, SessionConfig};
+use crate::session_cache::{Sending, SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
 mod batch;
@@ -317,15 +317,12 @@ impl Client {
         Ok(())
     }
 
-    fn session(&mut self, session_id: &str) -> Result<&mut Session, ClientError> {
+    /// The session, to encrypt with or read (see [`Sending`]).
+    fn session(&mut self, session_id: &str) -> Result<Sending<'_>, ClientError> {
         check_session_id(session_id)?;
-        match self
-            .sessions
-            .get_or_load(&*self.storage, self.identity.public_key(), session_id)?
-        {
-            Some(cached) => Ok(&mut cached.session),
-            None => Err(ClientError::SessionNotFound(session_id.to_owned())),
-        }
+        self.sessions
+            .get_or_load_to_send(&*self.storage, self.identity.public_key(), session_id)?
+            .ok_or_else(|| ClientError::SessionNotFound(session_id.to_owned()))
     }
 
     /// Encrypts for the session's peer. The advanced sending chain is committed before the
@@ -409,13 +406,9 @@ impl Client {
             .sessions
             .get_or_load(storage, identity.public_key(), session_id)?
         {
-            Some(cached) => cached.session.decrypt_with_cache(
-                &mut OsRng,
-                identity,
-                &mut prekeys,
-                identities,
-                envelope,
-            ),
+            Some(session) => {
+                session.decrypt_with_cache(&mut OsRng, identity, &mut prekeys, identities, envelope)
+            }
             None => {
                 let Message::PreKey(pkm) = envelope.message() else {
                     return Err(ClientError::SessionNotFound(session_id.to_owned()));

@@ -13,10 +13,19 @@
 //! | prekeys     | prekey id, u16 big-endian                    | PreKey                    |
 //! | sessions    | session id (UTF-8)                           | Session, no staged keys   |
 //! | staged_keys | u16 BE length ‖ session id ‖ StagedKeyId     | MessageKeys               |
+//! | staged_keys | u16 BE length ‖ session id                   | send chain record         |
+//!
+//! A send chain record (`1 ‖` [`SendChainRecord`] bytes; 1 is its format version) is the
+//! session's sending chain as advanced by encryptions since its session record was written: a
+//! commit after encrypting only writes that (85 bytes instead of the ~500 of a session), and
+//! the session loads as its record with the chain record applied. Writing the session record
+//! deletes the chain record in the same commit. Versions of this library without chain records
+//! refuse a session that has one (its key is no staged-key id) rather than load its older chain.
 
-use proteus_core::{PreKeyId, staged::StagedKeyId};
+use proteus_core::{PreKeyId, SendChainRecord, staged::StagedKeyId};
+use zeroize::Zeroizing;
 
-use crate::error::ClientError;
+use crate::error::{ClientError, StoreError};
 
 /// Longest session id, in bytes of UTF-8.
 pub const MAX_SESSION_ID_LEN: usize = 1024;
@@ -60,4 +69,28 @@ pub(crate) fn staged_key(prefix: &[u8], id: &StagedKeyId) -> Vec<u8> {
     let mut key = prefix.to_vec();
     key.extend_from_slice(&id.to_bytes());
     key
+}
+
+/// The format version of send chain records.
+const SEND_CHAIN_RECORD_V1: u8 = 1;
+
+/// The stored send chain record: `1 ‖ record`.
+pub(crate) fn send_chain_record(record: &SendChainRecord) -> Zeroizing<Vec<u8>> {
+    let mut value = Zeroizing::new(Vec::with_capacity(1 + SendChainRecord::LEN));
+    value.push(SEND_CHAIN_RECORD_V1);
+    value.extend_from_slice(&record.to_bytes());
+    value
+}
+
+/// Parses [`send_chain_record`]. Another version, or damage, is a corrupt store.
+pub(crate) fn send_chain_from_record(value: &[u8]) -> Result<SendChainRecord, ClientError> {
+    let corrupt = |why: String| ClientError::Store(StoreError::Corrupt(why));
+    match value.split_first() {
+        Some((&SEND_CHAIN_RECORD_V1, record)) => SendChainRecord::from_bytes(record)
+            .map_err(|e| corrupt(format!("a send chain record: {e}"))),
+        Some((version, _)) => Err(corrupt(format!(
+            "a send chain record of unknown version {version}"
+        ))),
+        None => Err(corrupt("an empty send chain record".into())),
+    }
 }

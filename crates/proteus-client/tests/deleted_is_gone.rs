@@ -101,11 +101,23 @@ fn live(storage: &dyn Storage) -> Vec<Vec<u8>> {
     out
 }
 
+/// The chain key of a send chain record (`1 ‖ tag ‖ ratchet key ‖ index ‖ chain key`, stored in
+/// the staged-keys table under the session's prefix alone), which is no CBOR.
+fn send_chain_key_in(table: Table, key: &[u8], value: &[u8]) -> Option<[u8; 32]> {
+    let prefix_only =
+        key.len() >= 2 && usize::from(u16::from_be_bytes([key[0], key[1]])) == key.len() - 2;
+    if table != Table::StagedKeys || !prefix_only || value.len() != 85 || value[0] != 1 {
+        return None;
+    }
+    Some(value[53..85].try_into().unwrap())
+}
+
 /// The secrets that were written at some point but are in no live record any more.
 fn deleted_secrets(log: &Log, live: &[Vec<u8>]) -> Vec<(Table, [u8; 32])> {
     let mut out: Vec<(Table, [u8; 32])> = Vec::new();
-    for (table, _, value) in log.lock().unwrap().iter() {
-        for s in secrets_in(value) {
+    for (table, key, value) in log.lock().unwrap().iter() {
+        let chain_key = send_chain_key_in(*table, key, value);
+        for s in secrets_in(value).into_iter().chain(chain_key) {
             if !live.iter().any(|l| contains(l, &s)) && !out.iter().any(|(_, o)| *o == s) {
                 out.push((*table, s));
             }
@@ -181,9 +193,26 @@ fn converse(bob: &mut Client) {
             .iter()
             .all(|d| d.outcome.is_ok())
     );
+    // Sending only: the commits write send chain records, each superseding the last.
+    for round in 0..3 {
+        let results = bob
+            .encrypt_for(&["alice", "alice"], format!("to all {round}").as_bytes())
+            .unwrap();
+        assert!(results.iter().all(Result::is_ok));
+    }
     let mut carol = Client::in_memory().unwrap();
     connect(&mut carol, "carol", bob, "bob");
     bob.delete_session("carol").unwrap();
+}
+
+/// How many superseded send chain keys `log` holds: the scenario must have some.
+fn superseded_chain_keys(log: &Log, deleted: &[(Table, [u8; 32])]) -> usize {
+    log.lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(table, key, value)| send_chain_key_in(*table, key, value))
+        .filter(|k| deleted.iter().any(|(_, d)| d == k))
+        .count()
 }
 
 /// Files as they are now: taken right after a commit while the store is still open.
@@ -251,6 +280,7 @@ fn deleted_secrets_are_gone_from_a_plain_store() {
     // Closing changes no record: what is live now was live after the last commit.
     let deleted = deleted_secrets(&log, &live(&sqlite(&path, OpenMode::Existing)));
     assert_meaningful(&deleted, &DELETING, 20);
+    assert!(superseded_chain_keys(&log, &deleted) >= 3);
     assert_gone(&deleted, &files, "plain store");
 }
 
@@ -268,6 +298,7 @@ fn deleted_secrets_are_gone_while_another_client_has_the_store_open() {
     let files = snapshot(&path, "open twice");
     let deleted = deleted_secrets(&log, &live(&sqlite(&path, OpenMode::Existing)));
     assert_meaningful(&deleted, &DELETING, 20);
+    assert!(superseded_chain_keys(&log, &deleted) >= 3);
     assert_gone(&deleted, &files, "shared store");
     drop(idle);
 }
@@ -290,6 +321,7 @@ fn deleted_records_are_gone_from_a_sealed_store() {
     let live_plain = live(&SealedStorage::open(raw, &key(1)).unwrap());
     let deleted = deleted_secrets(&log, &live_plain);
     assert_meaningful(&deleted, &DELETING, 20);
+    assert!(superseded_chain_keys(&log, &deleted) >= 3);
     assert_gone(&deleted, &files, "sealed store, plaintext");
     // With the store key, old sealed records would open: their bytes must be gone too.
     let pieces = deleted_sealed_pieces(&sealed_log, &live_sealed);

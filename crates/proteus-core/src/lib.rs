@@ -112,7 +112,7 @@ pub use rand_core::{CryptoRng, Rng};
 #[cfg(any(test, feature = "test-support"))]
 pub use recorded_rng::RecordedRng;
 pub use rng::OsRng;
-pub use session::{InboundSession, Session};
+pub use session::{InboundSession, SendChainRecord, Session};
 
 /// Batches of messages to one session split into independent jobs (see [`Session::plan_opens`]
 /// and [`Session::decrypt_run`]).

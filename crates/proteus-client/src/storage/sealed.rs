@@ -124,7 +124,7 @@ impl Keys {
     /// Seals `value` stored under `stored` (the record's `key` inside the body for format 2).
     fn seal(
         &self,
-        rng: &SystemRandom,
+        nonces: &mut Nonces<'_>,
         table: Table,
         key: &[u8],
         stored: &[u8],
@@ -135,9 +135,7 @@ impl Keys {
         } else {
             SEALED_V1
         };
-        let mut nonce = [0u8; NONCE_LEN];
-        rng.fill(&mut nonce)
-            .map_err(|_| StoreError::Backend("no randomness for a nonce".into()))?;
+        let nonce = nonces.next()?;
         let mut body = Zeroizing::new(Vec::with_capacity(2 + key.len() + value.len() + 16));
         if version == SEALED_V2 {
             let len = u16::try_from(key.len())
@@ -187,18 +185,60 @@ impl Keys {
     /// The write that stores `(key, value)` sealed.
     fn put(
         &self,
-        rng: &SystemRandom,
+        nonces: &mut Nonces<'_>,
         table: Table,
         key: &[u8],
         value: &[u8],
     ) -> Result<Write, StoreError> {
         let stored = self.stored_key(table, key);
-        let value = self.seal(rng, table, key, &stored, value)?;
+        let value = self.seal(nonces, table, key, &stored, value)?;
         Ok(Write::Put {
             table,
             key: stored,
             value,
         })
+    }
+}
+
+/// Random nonces from the system's generator, drawn in bulk: a commit that seals thousands of
+/// records (a fan-out) makes a few calls to the generator instead of one per record.
+struct Nonces<'r> {
+    rng: &'r SystemRandom,
+    pool: Vec<u8>,
+    used: usize,
+    /// How many nonces the next refill draws.
+    wanted: usize,
+}
+
+impl<'r> Nonces<'r> {
+    /// Most nonces drawn at once (12 KiB).
+    const MAX_BATCH: usize = 1024;
+
+    /// A source for about `expected` nonces (more are drawn if needed).
+    fn new(rng: &'r SystemRandom, expected: usize) -> Self {
+        Self {
+            rng,
+            pool: Vec::new(),
+            used: 0,
+            wanted: expected.clamp(1, Self::MAX_BATCH),
+        }
+    }
+
+    fn next(&mut self) -> Result<[u8; NONCE_LEN], StoreError> {
+        if self.used >= self.pool.len() {
+            self.pool = vec![0; self.wanted * NONCE_LEN];
+            self.rng
+                .fill(&mut self.pool)
+                .map_err(|_| StoreError::Backend("no randomness for a nonce".into()))?;
+            self.used = 0;
+        }
+        let nonce = self
+            .pool
+            .get(self.used..self.used + NONCE_LEN)
+            .and_then(|n| <[u8; NONCE_LEN]>::try_from(n).ok())
+            .ok_or_else(|| StoreError::Backend("the nonce pool is short".into()))?;
+        self.used += NONCE_LEN;
+        Ok(nonce)
     }
 }
 
@@ -274,11 +314,11 @@ impl<S: Storage> SealedStorage<S> {
                         return Err(StoreError::NotSealed);
                     }
                 }
+                let nonces = &mut Nonces::new(&self.rng, 2);
                 return self.inner.commit(&[
+                    self.keys.put(nonces, Table::Meta, CHECK_KEY, CHECK_VALUE)?,
                     self.keys
-                        .put(&self.rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?,
-                    self.keys
-                        .put(&self.rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
+                        .put(nonces, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
                 ]);
             }
         }
@@ -296,6 +336,7 @@ impl<S: Storage> SealedStorage<S> {
     /// ids, in one commit.
     fn hash_session_ids(&mut self) -> Result<(), StoreError> {
         let mut writes = Vec::new();
+        let nonces = &mut Nonces::new(&self.rng, Nonces::MAX_BATCH);
         for table in [Table::Sessions, Table::StagedKeys] {
             for (stored, sealed) in self.inner.scan(table, &[])? {
                 let (key, value) = self
@@ -303,12 +344,12 @@ impl<S: Storage> SealedStorage<S> {
                     .open(table, &stored, &sealed)
                     .ok_or_else(|| damaged(table, &stored))?;
                 writes.push(Write::Delete { table, key: stored });
-                writes.push(self.keys.put(&self.rng, table, &key, &value)?);
+                writes.push(self.keys.put(nonces, table, &key, &value)?);
             }
         }
         writes.push(
             self.keys
-                .put(&self.rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
+                .put(nonces, Table::Meta, META_SEALED_IDS_HASHED, &[])?,
         );
         self.inner.commit(&writes)
     }
@@ -320,6 +361,7 @@ impl<S: Storage> SealedStorage<S> {
         }
         let keys = key.keys()?;
         let rng = SystemRandom::new();
+        let nonces = &mut Nonces::new(&rng, Nonces::MAX_BATCH);
         let mut writes = Vec::new();
         for table in Table::ALL {
             for (k, v) in inner.scan(table, &[])? {
@@ -329,11 +371,11 @@ impl<S: Storage> SealedStorage<S> {
                         key: k.clone(),
                     });
                 }
-                writes.push(keys.put(&rng, table, &k, &v)?);
+                writes.push(keys.put(nonces, table, &k, &v)?);
             }
         }
-        writes.push(keys.put(&rng, Table::Meta, CHECK_KEY, CHECK_VALUE)?);
-        writes.push(keys.put(&rng, Table::Meta, META_SEALED_IDS_HASHED, &[])?);
+        writes.push(keys.put(nonces, Table::Meta, CHECK_KEY, CHECK_VALUE)?);
+        writes.push(keys.put(nonces, Table::Meta, META_SEALED_IDS_HASHED, &[])?);
         inner.commit(&writes)?;
         Ok(Self { inner, keys, rng })
     }
@@ -342,6 +384,7 @@ impl<S: Storage> SealedStorage<S> {
     /// entirely with the old key or entirely with the new one.
     pub fn rekey(&mut self, new_key: &StoreKey) -> Result<(), StoreError> {
         let new = new_key.keys()?;
+        let nonces = &mut Nonces::new(&self.rng, Nonces::MAX_BATCH);
         let mut writes = Vec::new();
         for table in Table::ALL {
             for (stored, sealed) in self.inner.scan(table, &[])? {
@@ -352,7 +395,7 @@ impl<S: Storage> SealedStorage<S> {
                 if hides_ids(table) {
                     writes.push(Write::Delete { table, key: stored });
                 }
-                writes.push(new.put(&self.rng, table, &key, &value)?);
+                writes.push(new.put(nonces, table, &key, &value)?);
             }
         }
         self.inner.commit(&writes)?;
@@ -419,9 +462,14 @@ impl<S: Storage> Storage for SealedStorage<S> {
 
     fn commit(&mut self, writes: &[Write]) -> Result<(), StoreError> {
         let mut sealed = Vec::with_capacity(writes.len());
+        let puts = writes
+            .iter()
+            .filter(|w| matches!(w, Write::Put { .. }))
+            .count();
+        let nonces = &mut Nonces::new(&self.rng, puts);
         for write in writes {
             sealed.push(match write {
-                Write::Put { table, key, value } => self.keys.put(&self.rng, *table, key, value)?,
+                Write::Put { table, key, value } => self.keys.put(nonces, *table, key, value)?,
                 Write::Delete { table, key } => Write::Delete {
                     table: *table,
                     key: self.keys.stored_key(*table, key),
@@ -437,5 +485,27 @@ impl<S: Storage> Storage for SealedStorage<S> {
 
     fn end(&mut self) -> Result<(), StoreError> {
         self.inner.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{NONCE_LEN, Nonces, SystemRandom};
+
+    /// Nonces drawn in bulk are still all different, across refills of the pool too.
+    #[test]
+    fn bulk_nonces_do_not_repeat() -> Result<(), crate::StoreError> {
+        let rng = SystemRandom::new();
+        let mut nonces = Nonces::new(&rng, 100);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            assert!(seen.insert(nonces.next()?), "a nonce repeated");
+        }
+        assert_eq!(
+            nonces.pool.len(),
+            100 * NONCE_LEN,
+            "refilled by the hundred"
+        );
+        Ok(())
     }
 }

@@ -302,28 +302,32 @@ impl SqliteStorage {
         self.run("ROLLBACK")
     }
 
-    /// Applies `writes` inside the open transaction.
+    /// Applies `writes` inside the open transaction. A run of writes of one kind to one table
+    /// (a fan-out's thousands of puts) uses one statement.
     fn apply(&self, writes: &[Write]) -> Result<(), StoreError> {
+        let mut current: Option<((Table, bool), rusqlite::CachedStatement<'_>)> = None;
         for write in writes {
+            let kind = match write {
+                Write::Put { table, .. } => (*table, true),
+                Write::Delete { table, .. } => (*table, false),
+            };
+            let stmt = match &mut current {
+                Some((k, stmt)) if *k == kind => stmt,
+                _ => {
+                    let sql = if kind.1 {
+                        put_sql(kind.0)
+                    } else {
+                        delete_sql(kind.0)
+                    };
+                    let stmt = self.conn.prepare_cached(sql).map_err(backend)?;
+                    &mut current.insert((kind, stmt)).1
+                }
+            };
             match write {
-                Write::Put { table, key, value } => {
-                    let sql = format!(
-                        "INSERT OR REPLACE INTO {} (key, value) VALUES (?1, ?2)",
-                        table.name()
-                    );
-                    self.conn
-                        .prepare_cached(&sql)
-                        .and_then(|mut s| s.execute(params![key, value.as_slice()]))
-                        .map_err(backend)?;
-                }
-                Write::Delete { table, key } => {
-                    let sql = format!("DELETE FROM {} WHERE key = ?1", table.name());
-                    self.conn
-                        .prepare_cached(&sql)
-                        .and_then(|mut s| s.execute([key]))
-                        .map_err(backend)?;
-                }
+                Write::Put { key, value, .. } => stmt.execute(params![key, value.as_slice()]),
+                Write::Delete { key, .. } => stmt.execute([key]),
             }
+            .map_err(backend)?;
         }
         Ok(())
     }
@@ -340,6 +344,24 @@ impl SqliteStorage {
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+fn put_sql(table: Table) -> &'static str {
+    match table {
+        Table::Meta => "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
+        Table::PreKeys => "INSERT OR REPLACE INTO prekeys (key, value) VALUES (?1, ?2)",
+        Table::Sessions => "INSERT OR REPLACE INTO sessions (key, value) VALUES (?1, ?2)",
+        Table::StagedKeys => "INSERT OR REPLACE INTO staged_keys (key, value) VALUES (?1, ?2)",
+    }
+}
+
+fn delete_sql(table: Table) -> &'static str {
+    match table {
+        Table::Meta => "DELETE FROM meta WHERE key = ?1",
+        Table::PreKeys => "DELETE FROM prekeys WHERE key = ?1",
+        Table::Sessions => "DELETE FROM sessions WHERE key = ?1",
+        Table::StagedKeys => "DELETE FROM staged_keys WHERE key = ?1",
     }
 }
 
@@ -505,6 +527,14 @@ mod tests {
                 .iter()
                 .any(|(p, _)| *p == "fullfsync")
         );
+    }
+
+    #[test]
+    fn statements_name_their_table() {
+        for table in crate::Table::ALL {
+            assert!(super::put_sql(table).contains(&format!(" {} ", table.name())));
+            assert!(super::delete_sql(table).contains(&format!(" {} ", table.name())));
+        }
     }
 
     #[test]

@@ -28,6 +28,10 @@ impl ChainKey {
         Self { key, idx }
     }
 
+    pub(crate) fn key(&self) -> &[u8; 32] {
+        &self.key
+    }
+
     /// `CK_{i+1} = HMAC(CK_i, "1")`; `None` once the 32-bit index is used up.
     pub(crate) fn next(&self) -> Option<Self> {
         Some(Self {

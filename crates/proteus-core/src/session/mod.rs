@@ -5,6 +5,7 @@ mod chain;
 mod derived;
 mod extensions;
 mod plan;
+mod send_record;
 mod sending;
 mod staged;
 mod state;
@@ -12,6 +13,7 @@ mod state;
 #[cfg(feature = "test-support")]
 pub use plan::open_jobs_in_lanes;
 pub use plan::{OpenJob, Opened, open_jobs};
+pub use send_record::SendChainRecord;
 pub use staged::{StagedKey, StagedKeyId};
 
 use std::fmt;

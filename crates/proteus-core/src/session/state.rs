@@ -240,6 +240,22 @@ impl SessionState {
             .find(|c| &c.ratchet_key == ratchet_key)
     }
 
+    /// The sending chain, if it is ready to encrypt on (not while the sending half of a ratchet
+    /// step is pending; see `send_record`).
+    pub(crate) fn send_chain(&self) -> Option<&SendChain> {
+        match &self.sending {
+            Sending::Ready(chain) => Some(chain),
+            Sending::Pending(_) => None,
+        }
+    }
+
+    pub(crate) fn send_chain_mut(&mut self) -> Option<&mut SendChain> {
+        match &mut self.sending {
+            Sending::Ready(chain) => Some(chain),
+            Sending::Pending(_) => None,
+        }
+    }
+
     /// Whether the sending half of the last ratchet step is pending (only this engine's
     /// records can hold such a state).
     pub(crate) fn is_send_pending(&self) -> bool {
