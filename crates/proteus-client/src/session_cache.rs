@@ -21,7 +21,7 @@ use crate::error::{ClientError, StoreError};
 use crate::records::{send_chain_from_record, send_chain_record, staged_key, staged_prefix};
 use crate::storage::{Storage, Table, Write};
 
-struct CachedSession {
+pub(crate) struct CachedSession {
     session: Session,
     stored_staged: HashSet<StagedKeyId>,
     /// The sending chain of the stored session record (`None`: not stored yet, or without a
@@ -306,7 +306,7 @@ impl SessionCache {
         identity: &IdentityKey,
         session_id: &str,
     ) -> Result<Option<CachedSession>, ClientError> {
-        if self.get_or_load(storage, identity, session_id)?.is_none() {
+        if self.load(storage, identity, session_id)?.is_none() {
             return Ok(None);
         }
         Ok(self.sessions.remove(session_id))
@@ -318,14 +318,28 @@ impl SessionCache {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl CachedSession {
     /// A session not stored yet (created by a batch's worker thread, already configured).
-    #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn new_unstored(session: Session) -> Self {
         Self {
             session,
             stored_staged: HashSet::default(),
+            stored_chain: None,
+            chain_record_stored: false,
+            changed: true,
         }
+    }
+
+    /// The session, to change in any way (its whole record is written at the next commit).
+    pub(crate) fn session_mut(&mut self) -> &mut Session {
+        self.changed = true;
+        &mut self.session
+    }
+
+    /// The session, to encrypt with only (see [`Sending`]).
+    pub(crate) fn sending(&mut self) -> Sending<'_> {
+        Sending(&mut self.session)
     }
 }
 

@@ -77,7 +77,7 @@ impl Client {
                         r.at.iter()
                             .map(|_| {
                                 r.cached
-                                    .session
+                                    .sending()
                                     .encrypt(plaintext)
                                     .map(|envelope| envelope.to_bytes())
                                     .map_err(ClientError::from)

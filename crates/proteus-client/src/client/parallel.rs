@@ -374,7 +374,7 @@ impl SessionTask<'_, '_> {
             outcomes.push(Some(outcome));
         }
         if let Some(cached) = &mut self.cached {
-            let results = cached.session.decrypt_run(
+            let results = cached.session_mut().decrypt_run(
                 &mut OsRng,
                 identity,
                 &mut prekeys,

@@ -123,7 +123,7 @@ impl Client {
         };
         let mut prekeys = PendingPreKeys { storage, removed };
         let run: Vec<&Envelope<'_>> = envelopes.iter().collect();
-        let opened = cached.session.decrypt_run(
+        let opened = cached.decrypt_run(
             &mut OsRng,
             identity,
             &mut prekeys,
