@@ -1,0 +1,49 @@
+//! A session made from a PreKeyMessage holds the sending half of its ratchet step until its
+//! first encryption (the lazy sending step). That encryption starts a new sending chain, so its
+//! commit must store the whole session, never only a send chain record: a store reopened after
+//! it must go on sending on the chain the peer expects. Checked with one and with several
+//! threads (the fan-out's worker threads take sessions out of the cache).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+mod common;
+
+use common::{TestStorage, connect};
+use proteus_client::Client;
+
+fn replies_survive_reopening(threads: usize) {
+    let bob_storage = TestStorage::new();
+    let mut bob = bob_storage.client();
+    bob.set_batch_threads(threads);
+    let mut alice = Client::in_memory().unwrap();
+    let mut carol = Client::in_memory().unwrap();
+    // Bob's sessions come from PreKeyMessages: each holds a pending sending step.
+    connect(&mut alice, "alice", &mut bob, "bob");
+    connect(&mut carol, "carol", &mut bob, "bob");
+    let first = bob.encrypt_for(&["alice", "carol"], b"first").unwrap();
+    drop(bob);
+
+    let mut bob = bob_storage.client();
+    bob.set_batch_threads(threads);
+    let second = bob.encrypt_for(&["alice", "carol"], b"second").unwrap();
+    for (peer, i) in [(&mut alice, 0), (&mut carol, 1)] {
+        let first = first[i].as_ref().unwrap();
+        let second = second[i].as_ref().unwrap();
+        assert_eq!(peer.decrypt("bob", first).unwrap(), b"first");
+        assert_eq!(peer.decrypt("bob", second).unwrap(), b"second");
+        // And the other way, on the chains both sides now hold.
+        let back = peer.encrypt("bob", b"back").unwrap();
+        let from = if i == 0 { "alice" } else { "carol" };
+        assert_eq!(bob.decrypt(from, &back).unwrap(), b"back");
+    }
+}
+
+#[test]
+fn the_first_reply_of_a_received_session_is_stored_whole_sequentially() {
+    replies_survive_reopening(1);
+}
+
+#[test]
+fn the_first_reply_of_a_received_session_is_stored_whole_on_worker_threads() {
+    replies_survive_reopening(4);
+}
