@@ -99,9 +99,10 @@ export function unavailableError() {
       "In Node.js and Electron's main process, the durable store is the native addon of " +
       '@proteus-engine/node (SQLite, Client.open(path)): install that package; if you use it ' +
       'already, it is running its wasm fallback because no prebuilt addon loaded for this platform ' +
-      '(or PROTEUS_BACKEND=wasm is set): install @proteus-engine/node-<platform> or build the ' +
-      'addon from source (ffi/node/build.sh). Otherwise pass { indexedDB } (an IDBFactory, e.g. ' +
-      "fake-indexeddb's) to Client.open, or use Client.inMemory(), which needs no store.",
+      "(or PROTEUS_BACKEND=wasm is set): install the addon's package for this platform or build " +
+      "the addon from source (the Platforms section of that package's README). Otherwise pass " +
+      "{ indexedDB } (an IDBFactory, e.g. fake-indexeddb's) to Client.open, or use " +
+      'Client.inMemory(), which needs no store.',
   );
 }
 
