@@ -450,12 +450,12 @@ pub fn sha256x4(data: &[u8]) {
     let okm = keys.map(|ikm| {
         let mut out = [0u8; 64];
         hkdf::Hkdf::<Sha256>::new(Some(&[]), &ikm)
-            .expand(info, &mut out)
+            .expand(&info, &mut out)
             .expect("64 bytes");
         out
     });
     assert_eq!(
-        lanes::hkdf_empty_salt_x4(keys.each_ref(), info),
+        lanes::hkdf_empty_salt_x4(keys.each_ref(), &info),
         okm,
         "HKDF differs from hkdf"
     );

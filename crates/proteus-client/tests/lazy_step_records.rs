@@ -4,7 +4,12 @@
 //! it must go on sending on the chain the peer expects. Checked with one and with several
 //! threads (the fan-out's worker threads take sessions out of the cache).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 
 mod common;
 
