@@ -447,16 +447,18 @@ pub fn sha256x4(data: &[u8]) {
         "a forged tag verified"
     );
 
-    let okm = keys.map(|ikm| {
-        let mut out = [0u8; 64];
-        hkdf::Hkdf::<Sha256>::new(Some(&[]), &ikm)
-            .expand(&info, &mut out)
-            .expect("64 bytes");
-        out
-    });
-    assert_eq!(
-        lanes::hkdf_empty_salt_x4(keys.each_ref(), &info),
-        okm,
-        "HKDF differs from hkdf"
-    );
+    let okm = |info: &[u8]| {
+        keys.map(|ikm| {
+            let mut out = [0u8; 64];
+            hkdf::Hkdf::<Sha256>::new(Some(&[]), &ikm)
+                .expand(info, &mut out)
+                .expect("64 bytes");
+            out
+        })
+    };
+    let engine_info = b"hash_ratchet";
+    let derived = lanes::hkdf_empty_salt_x4(keys.each_ref(), engine_info);
+    assert_eq!(derived, okm(engine_info), "HKDF differs from hkdf");
+    let derived = lanes::hkdf_empty_salt_x4(keys.each_ref(), &info);
+    assert_eq!(derived, okm(&info), "HKDF differs from hkdf");
 }

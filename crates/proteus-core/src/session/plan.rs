@@ -101,7 +101,7 @@ impl OpenJob<'_> {
 }
 
 /// Opens every job of `jobs`, in order: one by one natively (SHA-NI), four at a time in SIMD
-/// lanes in a wasm build with simd128 ([`lanes`]); the same results either way.
+/// lanes in a wasm build with simd128 (`session/plan/lanes.rs`); the same results either way.
 pub fn open_jobs(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     return lanes::open_jobs_in_lanes::<crate::sha256x4::Simd128>(jobs);

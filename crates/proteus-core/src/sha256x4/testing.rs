@@ -1,6 +1,6 @@
 //! The four-lane SHA-256, HMAC and HKDF for the fuzz target that compares them with `sha2`,
 //! `hmac` and `hkdf` (tests/src/fuzzing.rs). Never for applications. The lanes are the ones
-//! the build uses ([`Fastest`]): `v128` in a simd128 wasm build, `[u32; 4]` elsewhere.
+//! the build uses (`Fastest`): `v128` in a simd128 wasm build, `[u32; 4]` elsewhere.
 
 use super::Fastest;
 

@@ -98,7 +98,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(5_000))]
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
 
     /// The bare compression from arbitrary chaining values, against `sha2`'s.
     #[test]
