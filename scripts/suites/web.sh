@@ -26,7 +26,9 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 # The .wasm must stay within this many bytes. 200,000 is the target; the security hardening took
 # it to 205,387 and the team accepted 206,000. The journal's records in a sorted vector brought it
 # to 196,316; the shared-store commit protocol put 5.7 KB back (202,048): docs/benchmarks.md.
-WASM_BUDGET=${WASM_BUDGET:-206000}
+# Session 9's size work (webtrim) made room for the lazy sending step and the open plan
+# (199,083 merged), so the budget is the target again.
+WASM_BUDGET=${WASM_BUDGET:-200000}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...
