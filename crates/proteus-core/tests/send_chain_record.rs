@@ -1,5 +1,5 @@
 //! The sending chain kept apart from its session record: what encryptions change, and only that.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
 
