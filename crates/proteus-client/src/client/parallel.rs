@@ -130,15 +130,27 @@ impl Client {
             let decoded: Vec<_> = window.iter().map(decode).collect();
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
-            match &pool {
-                Some(pool) => pool.install(|| {
+            match (&pool, tasks.as_mut_slice()) {
+                // One session: its task runs here, its opens go to the pool when there are
+                // enough of them (a short run, a conversation's turn, never leaves this thread).
+                (Some(pool), [task]) => {
+                    let open = |jobs: &[OpenJob<'_>]| {
+                        if jobs.len() <= OPEN_CHUNK {
+                            open_jobs(jobs)
+                        } else {
+                            pool.install(|| open_on_pool(jobs))
+                        }
+                    };
+                    task.run(identity, identities, &open);
+                }
+                (Some(pool), tasks) => pool.install(|| {
                     tasks
                         .par_iter_mut()
-                        .for_each(|task| task.run(identity, identities));
+                        .for_each(|task| task.run(identity, identities, &open_on_pool));
                 }),
-                None => tasks
+                (None, tasks) => tasks
                     .iter_mut()
-                    .for_each(|task| task.run(identity, identities)),
+                    .for_each(|task| task.run(identity, identities, &open_jobs)),
             }
             for ((queued, (message_id, envelope)), slot) in window.iter().zip(&decoded).zip(&slots)
             {
@@ -329,7 +341,7 @@ fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet
 
 impl SessionTask<'_, '_> {
     /// Decrypts the run, in order, as the ordinary path would one message at a time.
-    fn run(&mut self, identity: &IdentityKeyPair, shared: &CheckedIdentities) {
+    fn run(&mut self, identity: &IdentityKeyPair, shared: &CheckedIdentities, open: &Opener<'_>) {
         let mut prekeys = TaskPreKeys {
             fetched: &self.prekeys,
             removed: &mut self.removed,
@@ -380,7 +392,7 @@ impl SessionTask<'_, '_> {
                 &mut prekeys,
                 &mut identities,
                 rest,
-                open_on_pool,
+                |jobs| open(jobs),
             );
             outcomes.extend(
                 results
@@ -392,7 +404,10 @@ impl SessionTask<'_, '_> {
     }
 }
 
-/// Opens a segment's jobs on the pool the batch runs on, a chunk per worker.
+/// How a task has its planned opens run.
+type Opener<'a> = dyn Fn(&[OpenJob<'_>]) -> Vec<Opened> + Sync + 'a;
+
+/// Opens a segment's jobs on the pool the caller runs on, a chunk per worker.
 fn open_on_pool(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
     if jobs.len() <= OPEN_CHUNK {
         return open_jobs(jobs);

@@ -1740,6 +1740,14 @@ public struct ClientOptions: Equatable, Hashable {
      * `ClientBusy` (120). 0 to 2^31-1.
      */
     public let waitTimeoutMs: Int64
+    /**
+     * How many threads a batch (`decryptBatch`, `encryptFor`) uses: its independent work
+     * (different sessions, the opening of messages whose chain is stepped, the recipients of
+     * a fan-out) runs on a pool of that many, with the same results, delivery order and single
+     * commit as one thread. 1 to 256; null is the default, the processor's parallelism up to 4;
+     * 1 runs a batch on the call's own thread.
+     */
+    public let batchThreads: Int32?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1752,9 +1760,17 @@ public struct ClientOptions: Equatable, Hashable {
         /**
          * How long a call waits for another call of the same client before it fails with
          * `ClientBusy` (120). 0 to 2^31-1.
-         */waitTimeoutMs: Int64 = Int64(30000)) {
+         */waitTimeoutMs: Int64 = Int64(30000), 
+        /**
+         * How many threads a batch (`decryptBatch`, `encryptFor`) uses: its independent work
+         * (different sessions, the opening of messages whose chain is stepped, the recipients of
+         * a fan-out) runs on a pool of that many, with the same results, delivery order and single
+         * commit as one thread. 1 to 256; null is the default, the processor's parallelism up to 4;
+         * 1 runs a batch on the call's own thread.
+         */batchThreads: Int32? = nil) {
         self.busyTimeoutMs = busyTimeoutMs
         self.waitTimeoutMs = waitTimeoutMs
+        self.batchThreads = batchThreads
     }
 
     
@@ -1774,13 +1790,15 @@ public struct FfiConverterTypeClientOptions: FfiConverterRustBuffer {
         return
             try ClientOptions(
                 busyTimeoutMs: FfiConverterInt64.read(from: &buf), 
-                waitTimeoutMs: FfiConverterInt64.read(from: &buf)
+                waitTimeoutMs: FfiConverterInt64.read(from: &buf), 
+                batchThreads: FfiConverterOptionInt32.read(from: &buf)
         )
     }
 
     public static func write(_ value: ClientOptions, into buf: inout [UInt8]) {
         FfiConverterInt64.write(value.busyTimeoutMs, into: &buf)
         FfiConverterInt64.write(value.waitTimeoutMs, into: &buf)
+        FfiConverterOptionInt32.write(value.batchThreads, into: &buf)
     }
 }
 
