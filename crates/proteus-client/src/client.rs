@@ -554,7 +554,7 @@ impl Client {
     }
 
     fn export_session_op(&mut self, session_id: &str) -> Result<Zeroizing<Vec<u8>>, ClientError> {
-        Ok(self.session(session_id)?.to_bytes())
+        Ok(self.session(session_id)?.to_export_bytes())
     }
 }
 

@@ -52,3 +52,18 @@ fn the_first_reply_of_a_received_session_is_stored_whole_sequentially() {
 fn the_first_reply_of_a_received_session_is_stored_whole_on_worker_threads() {
     replies_survive_reopening(4);
 }
+
+/// An export is Wire's record (version 1), which Wire's implementations load, even while the
+/// session holds a pending sending step (a version-2 state in our own records).
+#[test]
+fn an_export_takes_the_pending_sending_step() {
+    let mut alice = Client::in_memory().unwrap();
+    let mut bob = Client::in_memory().unwrap();
+    connect(&mut alice, "alice", &mut bob, "bob");
+    let exported = bob.export_session("alice").unwrap();
+    // `{0: version, ...}`: a map header, key 0, then the version.
+    assert_eq!(exported.get(1..3), Some(&[0x00, 0x01][..]));
+    // The export does not change the session: Bob still replies on the chain Alice expects.
+    let reply = bob.encrypt("alice", b"reply").unwrap();
+    assert_eq!(alice.decrypt("bob", &reply).unwrap(), b"reply");
+}

@@ -443,17 +443,29 @@ impl Session {
     /// Data this engine adds (eviction watermarks) goes under new map keys that Wire's decoders
     /// skip; see [`to_wire_bytes`](Self::to_wire_bytes) for the record without them.
     pub fn to_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
-        self.encode(true, true)
+        self.encode(true, true, false)
+    }
+
+    /// [`to_bytes`](Self::to_bytes) with pending sending steps taken (on copies), so that the
+    /// record is version 1 and Wire's implementations load it (they skip this engine's
+    /// additions): what an export hands out.
+    pub fn to_export_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
+        self.encode(true, true, true)
     }
 
     /// Exactly the fields Wire's implementations write (docs/protocol.md §9.1), byte-identical to
     /// their record of the same session: for comparison with their records. Loading it back loses
     /// what this engine adds (eviction watermarks fall back to conservative defaults).
     pub fn to_wire_bytes(&self) -> zeroize::Zeroizing<Vec<u8>> {
-        self.encode(true, false)
+        self.encode(true, false, true)
     }
 
-    fn encode(&self, with_staged: bool, with_extensions: bool) -> zeroize::Zeroizing<Vec<u8>> {
+    fn encode(
+        &self,
+        with_staged: bool,
+        with_extensions: bool,
+        take_pending: bool,
+    ) -> zeroize::Zeroizing<Vec<u8>> {
         let mut e = Encoder::with_capacity(512 * self.states.len() + 256);
         let marks = if with_extensions {
             extensions::watermarks(&self.states)
@@ -466,7 +478,6 @@ impl Session {
             &[]
         };
         // Wire's form takes pending sending steps (on copies); ours keeps them.
-        let take_pending = !with_extensions;
         let version = if !take_pending && self.states.iter().any(|s| s.state.is_send_pending()) {
             Self::VERSION_PENDING_SEND
         } else {

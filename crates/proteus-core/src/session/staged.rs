@@ -121,7 +121,7 @@ impl Session {
 
     /// The session record without its staged keys (empty staged-key lists).
     pub fn to_bytes_without_staged_keys(&self) -> Zeroizing<Vec<u8>> {
-        self.encode(false, true)
+        self.encode(false, true, false)
     }
 
     /// Loads a session record and puts back staged keys kept apart from it. Keys whose state or
