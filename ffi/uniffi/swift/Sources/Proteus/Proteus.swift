@@ -2485,6 +2485,10 @@ public enum ErrorKind: Equatable, Hashable {
      */
     case storeConflict
     /**
+     * This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon).
+     */
+    case storeUnavailable
+    /**
      * A bug: a panic or trap inside the library. Close the client and open the store again.
      */
     case `internal`
@@ -2603,7 +2607,9 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
         
         case 47: return .storeConflict
         
-        case 48: return .`internal`
+        case 48: return .storeUnavailable
+        
+        case 49: return .`internal`
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -2801,8 +2807,12 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
             writeInt(&buf, Int32(47))
         
         
-        case .`internal`:
+        case .storeUnavailable:
             writeInt(&buf, Int32(48))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(49))
         
         }
     }
