@@ -20,6 +20,9 @@
 #   swift    the UniFFI Swift bindings with XCTest in a Debian 13 chroot (scripts/suites/swift.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Incremental caches speed up an edit-compile loop, not a test run, and take gigabytes of a disk
+# that CI shares; set CARGO_INCREMENTAL=1 to keep them.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 SHARED=${PROTEUS_SHARED:-../shared}
 ALL_SUITES=(rust msrv deny vectors wasm bench fuzz chat web node kotlin swift)
