@@ -25,6 +25,8 @@ mod operation;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
 mod runs;
+#[cfg(not(target_arch = "wasm32"))]
+mod share;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///

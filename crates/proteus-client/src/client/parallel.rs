@@ -1,8 +1,10 @@
 //! Batch decryption on a small thread pool (native builds; see [`Client::set_batch_threads`]).
 //!
 //! The queue is taken a window at a time. The messages of a window are grouped by session;
-//! each session's run is a task that owns the session while it decrypts, on a worker thread,
-//! with the planned opens of its run on the pool too (`Session::decrypt_run`). What sessions
+//! each session's run is a task that owns the session while it decrypts, on the calling thread
+//! or a helper (`client/share.rs`: the caller works too, helpers join as they come). A window
+//! of one session's run (a backlog from one sender) is one task on the calling thread, with the
+//! planned opens of its longer segments shared out (`Session::decrypt_run`). What sessions
 //! share — the prekeys, the last-resort replay guard — is read before the tasks start, and a
 //! session that could see another one's change within the window (two sessions naming one
 //! one-time prekey or one last-resort handshake) is not a task: its messages go the ordinary
@@ -20,9 +22,8 @@ use proteus_core::{
     CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
     IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
 };
-use rayon::prelude::*;
-
 use super::Client;
+use super::share::share;
 use super::batch::{BatchState, decode};
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::checked_identities::CheckedIdentities;
@@ -35,16 +36,20 @@ use crate::session_cache::{CachedSession, SessionConfig};
 /// Messages taken at a time: results are handed over per window, so a progress display moves
 /// during a batch, and a window is enough work to share out.
 const WINDOW: usize = 256;
-/// Opens handed to one worker at a time (a batched opener, e.g. SIMD lanes, gets this many).
+/// Opens taken by one thread at a time (a batched opener, e.g. SIMD lanes, gets this many).
 const OPEN_CHUNK: usize = 8;
+/// Fewer planned opens than this are done on the calling thread: a helper that has to be woken
+/// would come too late to take a share (about 1 µs each; a wake-up costs tens of µs).
+const SHARE_MIN_OPENS: usize = 96;
 
-/// The thread count of a client's batches and, once a batch needs it, its pool.
+/// The thread count of a client's batches and, once a batch needs it, the pool of its helpers
+/// (the calling thread is one of the batch's threads: the pool has one thread fewer).
 pub(crate) struct BatchPool {
     threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
-/// The pools of the process, one per thread count: every client with that count shares it
+/// The pools of the process, one per helper count: every client with that count shares it
 /// (an app may open several clients), and it lives as long as the process, idle between
 /// batches, so no batch pays for starting threads but the first.
 static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
@@ -61,22 +66,25 @@ impl BatchPool {
         self.threads
     }
 
-    /// The pool, found or started on first use. `None` if the system gives no threads: the
-    /// batch then runs on the calling thread.
+    /// The pool of helpers, found or started on first use. `None` for one thread, or if the
+    /// system gives no threads: the batch then runs on the calling thread alone.
     pub(crate) fn pool(&mut self) -> Option<Arc<rayon::ThreadPool>> {
         if self.pool.is_none() {
             let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-            let threads = self.threads;
-            self.pool = match pools.iter().find(|(n, _)| *n == threads) {
+            let helpers = self.threads.saturating_sub(1);
+            if helpers == 0 {
+                return None;
+            }
+            self.pool = match pools.iter().find(|(n, _)| *n == helpers) {
                 Some((_, pool)) => Some(Arc::clone(pool)),
                 None => {
                     let built = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
+                        .num_threads(helpers)
                         .thread_name(|i| format!("proteus-batch-{i}"))
                         .build();
                     let pool = built.ok().map(Arc::new);
                     if let Some(pool) = &pool {
-                        pools.push((threads, Arc::clone(pool)));
+                        pools.push((helpers, Arc::clone(pool)));
                     }
                     pool
                 }
@@ -130,27 +138,24 @@ impl Client {
             let decoded: Vec<_> = window.iter().map(decode).collect();
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
-            match (&pool, tasks.as_mut_slice()) {
-                // One session: its task runs here, its opens go to the pool when there are
-                // enough of them (a short run, a conversation's turn, never leaves this thread).
-                (Some(pool), [task]) => {
+            let pool = pool.as_deref();
+            match tasks.as_mut_slice() {
+                // One session: its task runs here, the opens of a long segment are shared out
+                // (a short run, a conversation's turn, never leaves this thread).
+                [task] => {
                     let open = |jobs: &[OpenJob<'_>]| {
-                        if jobs.len() <= OPEN_CHUNK {
+                        if jobs.len() < SHARE_MIN_OPENS {
                             open_jobs(jobs)
                         } else {
-                            pool.install(|| open_on_pool(jobs))
+                            open_shared(pool, jobs)
                         }
                     };
                     task.run(identity, identities, &open);
                 }
-                (Some(pool), tasks) => pool.install(|| {
-                    tasks
-                        .par_iter_mut()
-                        .for_each(|task| task.run(identity, identities, &open_on_pool));
+                // Several: sessions are shared out, each task opening its own messages.
+                tasks => share(pool, tasks, &|task: &mut SessionTask<'_, '_>| {
+                    task.run(identity, identities, &open_jobs);
                 }),
-                (None, tasks) => tasks
-                    .iter_mut()
-                    .for_each(|task| task.run(identity, identities, &open_jobs)),
             }
             for ((queued, (message_id, envelope)), slot) in window.iter().zip(&decoded).zip(&slots)
             {
@@ -407,13 +412,17 @@ impl SessionTask<'_, '_> {
 /// How a task has its planned opens run.
 type Opener<'a> = dyn Fn(&[OpenJob<'_>]) -> Vec<Opened> + Sync + 'a;
 
-/// Opens a segment's jobs on the pool the caller runs on, a chunk per worker.
-fn open_on_pool(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
-    if jobs.len() <= OPEN_CHUNK {
-        return open_jobs(jobs);
-    }
-    let chunks: Vec<Vec<Opened>> = jobs.par_chunks(OPEN_CHUNK).map(open_jobs).collect();
-    chunks.into_iter().flatten().collect()
+/// Opens a segment's jobs a chunk at a time, on the calling thread and the pool's helpers.
+fn open_shared(pool: Option<&rayon::ThreadPool>, jobs: &[OpenJob<'_>]) -> Vec<Opened> {
+    let mut chunks: Vec<(&[OpenJob<'_>], Vec<Opened>)> = jobs
+        .chunks(OPEN_CHUNK)
+        .map(|chunk| (chunk, Vec::new()))
+        .collect();
+    share(pool, &mut chunks, &|(chunk, opened)| *opened = open_jobs(chunk));
+    chunks
+        .into_iter()
+        .flat_map(|(_, opened)| opened)
+        .collect()
 }
 
 /// A task's result that is not there: never expected; the batch stops and commits nothing.
