@@ -71,3 +71,54 @@ impl Drop for Done<'_> {
         self.0.fetch_add(1, Ordering::Release);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+    use super::share;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_item_is_worked_on_exactly_once() {
+        let pool = pool(3);
+        for len in [0, 1, 2, 3, 7, 100, 1000] {
+            let mut items: Vec<(usize, u32)> = (0..len).map(|i| (i, 0)).collect();
+            share(Some(&pool), &mut items, &|(i, count)| {
+                *count += 1;
+                // Uneven work, so that threads take different numbers of items.
+                if *i % 7 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+            });
+            assert!(items.iter().all(|(_, count)| *count == 1), "len {len}");
+        }
+        let mut alone = vec![0u32; 10];
+        share(None, &mut alone, &|count| *count += 1);
+        assert!(alone.iter().all(|count| *count == 1));
+    }
+
+    #[test]
+    fn a_panic_in_the_work_reaches_the_caller_and_nothing_hangs() {
+        let pool = pool(2);
+        let mut items: Vec<usize> = (0..64).collect();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            share(Some(&pool), &mut items, &|i| {
+                if *i == 40 {
+                    panic!("item 40");
+                }
+            });
+        }));
+        assert!(caught.is_err());
+        // The pool still works.
+        let mut again = vec![0u32; 64];
+        share(Some(&pool), &mut again, &|count| *count += 1);
+        assert!(again.iter().all(|count| *count == 1));
+    }
+}
