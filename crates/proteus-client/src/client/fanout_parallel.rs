@@ -70,7 +70,7 @@ impl Client {
         }
         let mut groups: Vec<&mut [Recipient<'s>]> =
             recipients.chunks_mut(MIN_PER_WORKER).collect();
-        share(Some(&pool), &mut groups, &|group: &mut &mut [Recipient<'s>]| {
+        let _helped = share(Some(&pool), &mut groups, &|group: &mut &mut [Recipient<'s>]| {
             for r in group.iter_mut() {
                 r.results =
                     r.at.iter()

@@ -15,6 +15,7 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use proteus_core::plan::{OpenJob, Opened, open_jobs};
@@ -133,6 +134,10 @@ impl Client {
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
         let pool = self.batch_pool.pool();
+        // Set once helpers took no share of a segment's opens: they are not getting a CPU in
+        // time (a busy machine), and waiting for them to start would make the batch slower
+        // than one thread; the batch's later segments are opened on this thread.
+        let helpers_late = AtomicBool::new(false);
         for window in queue.chunks(WINDOW) {
             // Decoding is cheaper than handing it to another thread.
             let decoded: Vec<_> = window.iter().map(decode).collect();
@@ -144,18 +149,23 @@ impl Client {
                 // (a short run, a conversation's turn, never leaves this thread).
                 [task] => {
                     let open = |jobs: &[OpenJob<'_>]| {
-                        if jobs.len() < SHARE_MIN_OPENS {
-                            open_jobs(jobs)
-                        } else {
-                            open_shared(pool, jobs)
+                        if jobs.len() < SHARE_MIN_OPENS || helpers_late.load(Ordering::Relaxed) {
+                            return open_jobs(jobs);
                         }
+                        let (opened, helped) = open_shared(pool, jobs);
+                        if helped == 0 {
+                            helpers_late.store(true, Ordering::Relaxed);
+                        }
+                        opened
                     };
                     task.run(identity, identities, &open);
                 }
                 // Several: sessions are shared out, each task opening its own messages.
-                tasks => share(pool, tasks, &|task: &mut SessionTask<'_, '_>| {
-                    task.run(identity, identities, &open_jobs);
-                }),
+                tasks => {
+                    share(pool, tasks, &|task: &mut SessionTask<'_, '_>| {
+                        task.run(identity, identities, &open_jobs);
+                    });
+                }
             }
             for ((queued, (message_id, envelope)), slot) in window.iter().zip(&decoded).zip(&slots)
             {
@@ -412,17 +422,19 @@ impl SessionTask<'_, '_> {
 /// How a task has its planned opens run.
 type Opener<'a> = dyn Fn(&[OpenJob<'_>]) -> Vec<Opened> + Sync + 'a;
 
-/// Opens a segment's jobs a chunk at a time, on the calling thread and the pool's helpers.
-fn open_shared(pool: Option<&rayon::ThreadPool>, jobs: &[OpenJob<'_>]) -> Vec<Opened> {
+/// Opens a segment's jobs a chunk at a time, on the calling thread and the pool's helpers;
+/// with how many chunks the helpers took.
+fn open_shared(pool: Option<&rayon::ThreadPool>, jobs: &[OpenJob<'_>]) -> (Vec<Opened>, usize) {
     let mut chunks: Vec<(&[OpenJob<'_>], Vec<Opened>)> = jobs
         .chunks(OPEN_CHUNK)
         .map(|chunk| (chunk, Vec::new()))
         .collect();
-    share(pool, &mut chunks, &|(chunk, opened)| *opened = open_jobs(chunk));
-    chunks
+    let helped = share(pool, &mut chunks, &|(chunk, opened)| *opened = open_jobs(chunk));
+    let opened = chunks
         .into_iter()
         .flat_map(|(_, opened)| opened)
-        .collect()
+        .collect();
+    (opened, helped)
 }
 
 /// A task's result that is not there: never expected; the batch stops and commits nothing.

@@ -19,36 +19,42 @@ const SPINS_BEFORE_YIELD: u32 = 2_000;
 
 /// Runs `work` on every item, each exactly once, on the calling thread and on up to all of
 /// `pool`'s threads: each thread takes the next item nobody has taken. Returns when every item
-/// is done (and every helper has left). `None`, or a single item: on the calling thread only.
+/// is done (and every helper has left), with how many items the helpers took (0: they came
+/// too late, or there were none). `None`, or a single item: on the calling thread only.
 pub(crate) fn share<T: Send>(
     pool: Option<&ThreadPool>,
     items: &mut [T],
     work: &(dyn Fn(&mut T) + Sync),
-) {
+) -> usize {
     let helpers = pool.map_or(0, |pool| {
         pool.current_num_threads()
             .min(items.len().saturating_sub(1))
     });
     let Some(pool) = pool.filter(|_| helpers > 0) else {
         items.iter_mut().for_each(|item| work(item));
-        return;
+        return 0;
     };
     let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let take = || {
+        let mut taken = 0;
         while let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
             // Counted even if `work` panics, so that the caller's wait below ends and the
             // scope passes the panic on.
             let _count = Done(&done);
+            taken += 1;
             work(&mut slot.lock().unwrap_or_else(PoisonError::into_inner));
         }
+        taken
     };
     pool.in_place_scope(|scope| {
         for _ in 0..helpers {
-            scope.spawn(|_| take());
+            scope.spawn(|_| {
+                take();
+            });
         }
-        take();
+        let mine = take();
         // The caller has taken its last item; helpers may still be on theirs. Waiting for
         // them without sleeping: a sleeping caller would pay a wake-up.
         let mut spins = 0;
@@ -60,7 +66,8 @@ pub(crate) fn share<T: Send>(
                 std::thread::yield_now();
             }
         }
-    });
+        slots.len() - mine
+    })
 }
 
 /// Counts an item as done when dropped.
@@ -90,7 +97,7 @@ mod tests {
         let pool = pool(3);
         for len in [0, 1, 2, 3, 7, 100, 1000] {
             let mut items: Vec<(usize, u32)> = (0..len).map(|i| (i, 0)).collect();
-            share(Some(&pool), &mut items, &|(i, count)| {
+            let helped = share(Some(&pool), &mut items, &|(i, count)| {
                 *count += 1;
                 // Uneven work, so that threads take different numbers of items.
                 if *i % 7 == 0 {
@@ -98,9 +105,10 @@ mod tests {
                 }
             });
             assert!(items.iter().all(|(_, count)| *count == 1), "len {len}");
+            assert!(helped <= len);
         }
         let mut alone = vec![0u32; 10];
-        share(None, &mut alone, &|count| *count += 1);
+        assert_eq!(share(None, &mut alone, &|count| *count += 1), 0);
         assert!(alone.iter().all(|count| *count == 1));
     }
 
