@@ -43,6 +43,18 @@ const OPEN_CHUNK: usize = 8;
 /// would come too late to take a share (about 1 µs each; a wake-up costs tens of µs).
 const SHARE_MIN_OPENS: usize = 96;
 
+/// Whether a batch has work for more than one thread: several sessions, or a run long enough
+/// to share its opens. A conversation's turn (a few messages from one sender) goes the
+/// sequential way, without the grouping into tasks.
+pub(super) fn has_work_to_share(queue: &[QueuedMessage<'_>]) -> bool {
+    match queue {
+        [] | [_] => false,
+        [first, rest @ ..] => {
+            queue.len() >= SHARE_MIN_OPENS || rest.iter().any(|m| m.session_id != first.session_id)
+        }
+    }
+}
+
 /// The thread count of a client's batches and, once a batch needs it, the pool of its helpers
 /// (the calling thread is one of the batch's threads: the pool has one thread fewer).
 pub(crate) struct BatchPool {
