@@ -256,7 +256,11 @@ fn same_with_threads(f: &mut Fixture, threads: usize, chunk: usize) -> Result<()
         next.push((id.clone(), alice.encrypt("bob", b"after").unwrap()));
     }
     let after = |r: &mut Run| -> Vec<Seen> {
-        common::run_batch(&mut r.client, &next).unwrap().iter().map(seen).collect()
+        common::run_batch(&mut r.client, &next)
+            .unwrap()
+            .iter()
+            .map(seen)
+            .collect()
     };
     prop_assert_eq!(after(&mut many), after(&mut one));
     Ok(())

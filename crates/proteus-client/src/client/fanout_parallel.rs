@@ -68,22 +68,25 @@ impl Client {
                 Err(e) => results.push(Some(Err(e))),
             }
         }
-        let mut groups: Vec<&mut [Recipient<'s>]> =
-            recipients.chunks_mut(MIN_PER_WORKER).collect();
-        let _helped = share(Some(&pool), &mut groups, &|group: &mut &mut [Recipient<'s>]| {
-            for r in group.iter_mut() {
-                r.results =
-                    r.at.iter()
-                        .map(|_| {
-                            r.cached
-                                .sending()
-                                .encrypt(plaintext)
-                                .map(|envelope| envelope.to_bytes())
-                                .map_err(ClientError::from)
-                        })
-                        .collect();
-            }
-        });
+        let mut groups: Vec<&mut [Recipient<'s>]> = recipients.chunks_mut(MIN_PER_WORKER).collect();
+        let _helped = share(
+            Some(&pool),
+            &mut groups,
+            &|group: &mut &mut [Recipient<'s>]| {
+                for r in group.iter_mut() {
+                    r.results =
+                        r.at.iter()
+                            .map(|_| {
+                                r.cached
+                                    .sending()
+                                    .encrypt(plaintext)
+                                    .map(|envelope| envelope.to_bytes())
+                                    .map_err(ClientError::from)
+                            })
+                            .collect();
+                }
+            },
+        );
         // The sessions to commit, in the order of their first envelope, as the loop has them.
         let mut advanced: Vec<(usize, &'s str)> = Vec::with_capacity(recipients.len());
         for r in recipients {

@@ -18,14 +18,9 @@ use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use proteus_core::plan::{OpenJob, Opened, open_jobs};
-use proteus_core::{
-    CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
-    IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
-};
 use super::Client;
-use super::share::share;
 use super::batch::{BatchState, decode};
+use super::share::share;
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::{HashMap, SortedSet};
@@ -33,6 +28,11 @@ use crate::error::{ClientError, StoreError};
 use crate::prekeys::load_prekey;
 use crate::records::check_session_id;
 use crate::session_cache::{CachedSession, SessionConfig};
+use proteus_core::plan::{OpenJob, Opened, open_jobs};
+use proteus_core::{
+    CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
+    IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
+};
 
 /// Messages taken at a time: results are handed over per window, so a progress display moves
 /// during a batch, and a window is enough work to share out.
@@ -441,11 +441,10 @@ fn open_shared(pool: Option<&rayon::ThreadPool>, jobs: &[OpenJob<'_>]) -> (Vec<O
         .chunks(OPEN_CHUNK)
         .map(|chunk| (chunk, Vec::new()))
         .collect();
-    let helped = share(pool, &mut chunks, &|(chunk, opened)| *opened = open_jobs(chunk));
-    let opened = chunks
-        .into_iter()
-        .flat_map(|(_, opened)| opened)
-        .collect();
+    let helped = share(pool, &mut chunks, &|(chunk, opened)| {
+        *opened = open_jobs(chunk)
+    });
+    let opened = chunks.into_iter().flat_map(|(_, opened)| opened).collect();
     (opened, helped)
 }
 

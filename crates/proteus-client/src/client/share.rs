@@ -31,7 +31,7 @@ pub(crate) fn share<T: Send>(
             .min(items.len().saturating_sub(1))
     });
     let Some(pool) = pool.filter(|_| helpers > 0) else {
-        items.iter_mut().for_each(|item| work(item));
+        items.iter_mut().for_each(work);
         return 0;
     };
     let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
