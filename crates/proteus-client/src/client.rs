@@ -24,6 +24,8 @@ mod fanout_parallel;
 mod operation;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
+#[cfg(not(target_arch = "wasm32"))]
+mod pipeline;
 mod runs;
 #[cfg(not(target_arch = "wasm32"))]
 mod share;

@@ -3,8 +3,8 @@
 //! The queue is taken a window at a time. The messages of a window are grouped by session;
 //! each session's run is a task that owns the session while it decrypts, on the calling thread
 //! or a helper (`client/share.rs`: the caller works too, helpers join as they come). A window
-//! of one session's run (a backlog from one sender) is one task on the calling thread, with the
-//! planned opens of its longer segments shared out (`Session::decrypt_run`). What sessions
+//! of one session's run (a backlog from one sender) is one task on the calling thread, which
+//! plans the run while the helpers open what it planned (`client/pipeline.rs`). What sessions
 //! share — the prekeys, the last-resort replay guard — is read before the tasks start, and a
 //! session that could see another one's change within the window (two sessions naming one
 //! one-time prekey or one last-resort handshake) is not a task: its messages go the ordinary
@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Client;
 use super::batch::{BatchState, decode};
+use super::pipeline::decrypt_run_pipelined;
 use super::share::share;
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::checked_identities::CheckedIdentities;
@@ -28,7 +29,7 @@ use crate::error::{ClientError, StoreError};
 use crate::prekeys::load_prekey;
 use crate::records::check_session_id;
 use crate::session_cache::{CachedSession, SessionConfig};
-use proteus_core::plan::{OpenJob, Opened, open_jobs};
+use proteus_core::plan::open_jobs;
 use proteus_core::{
     CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
     IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
@@ -37,11 +38,57 @@ use proteus_core::{
 /// Messages taken at a time: results are handed over per window, so a progress display moves
 /// during a batch, and a window is enough work to share out.
 const WINDOW: usize = 256;
-/// Opens taken by one thread at a time (a batched opener, e.g. SIMD lanes, gets this many).
-const OPEN_CHUNK: usize = 8;
-/// Fewer planned opens than this are done on the calling thread: a helper that has to be woken
-/// would come too late to take a share (about 1 µs each; a wake-up costs tens of µs).
+/// The longest window of one session's run (a backlog from one sender): one pipelined run
+/// (`client/pipeline.rs`) instead of several, each of which would start and drain the
+/// pipeline; about 6 ms of work between hand-overs.
+const MAX_RUN_WINDOW: usize = 4096;
+/// A run of one session shorter than this is decrypted on the calling thread: a helper that
+/// has to be woken would come too late to take a share (an open costs about 1 µs; a wake-up
+/// tens of µs).
 const SHARE_MIN_OPENS: usize = 96;
+
+/// Envelopes decoded per thread at a time.
+const DECODE_CHUNK: usize = 64;
+
+/// The window's envelopes decoded, with their ids; a long window's shared out (which also
+/// wakes the helpers for the work that follows).
+fn decode_window<'q>(
+    pool: Option<&rayon::ThreadPool>,
+    window: &[QueuedMessage<'q>],
+) -> Vec<(MessageId, Result<Envelope<'q>, DecodeError>)> {
+    if window.len() < SHARE_MIN_OPENS {
+        return window.iter().map(decode).collect();
+    }
+    let mut chunks: Vec<(&[QueuedMessage<'q>], Vec<_>)> = window
+        .chunks(DECODE_CHUNK)
+        .map(|chunk| (chunk, Vec::new()))
+        .collect();
+    share(pool, &mut chunks, &|(chunk, decoded)| {
+        *decoded = chunk.iter().map(decode).collect();
+    });
+    chunks
+        .into_iter()
+        .flat_map(|(_, decoded)| decoded)
+        .collect()
+}
+
+/// The length of the next window of `rest`: a run of one session longer than [`WINDOW`] whole
+/// (up to [`MAX_RUN_WINDOW`]), else [`WINDOW`] messages.
+fn window_len(rest: &[QueuedMessage<'_>]) -> usize {
+    let Some(first) = rest.first() else {
+        return 0;
+    };
+    let run = rest
+        .iter()
+        .take(MAX_RUN_WINDOW)
+        .take_while(|m| m.session_id == first.session_id)
+        .count();
+    if run > WINDOW {
+        run
+    } else {
+        WINDOW.min(rest.len())
+    }
+}
 
 /// Whether a batch has work for more than one thread: several sessions, or a run long enough
 /// to share its opens. A conversation's turn (a few messages from one sender) goes the
@@ -150,32 +197,28 @@ impl Client {
         // time (a busy machine), and waiting for them to start would make the batch slower
         // than one thread; the batch's later segments are opened on this thread.
         let helpers_late = AtomicBool::new(false);
-        for window in queue.chunks(WINDOW) {
-            // Decoding is cheaper than handing it to another thread.
-            let decoded: Vec<_> = window.iter().map(decode).collect();
+        let mut rest = queue;
+        while !rest.is_empty() {
+            let (window, after) = rest.split_at(window_len(rest));
+            rest = after;
+            let decoded = decode_window(pool.as_deref(), window);
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
             let pool = pool.as_deref();
             match tasks.as_mut_slice() {
-                // One session: its task runs here, the opens of a long segment are shared out
-                // (a short run, a conversation's turn, never leaves this thread).
+                // One session: its task runs here, a long run pipelined with the helpers (a
+                // short run, a conversation's turn, never leaves this thread).
                 [task] => {
-                    let open = |jobs: &[OpenJob<'_>]| {
-                        if jobs.len() < SHARE_MIN_OPENS || helpers_late.load(Ordering::Relaxed) {
-                            return open_jobs(jobs);
-                        }
-                        let (opened, helped) = open_shared(pool, jobs);
-                        if helped == 0 {
-                            helpers_late.store(true, Ordering::Relaxed);
-                        }
-                        opened
-                    };
-                    task.run(identity, identities, &open);
+                    let late = helpers_late.load(Ordering::Relaxed);
+                    let helpers = pool.filter(|_| !late);
+                    if let Some(false) = task.run(identity, identities, helpers) {
+                        helpers_late.store(true, Ordering::Relaxed);
+                    }
                 }
                 // Several: sessions are shared out, each task opening its own messages.
                 tasks => {
                     share(pool, tasks, &|task: &mut SessionTask<'_, '_>| {
-                        task.run(identity, identities, &open_jobs);
+                        task.run(identity, identities, None);
                     });
                 }
             }
@@ -367,8 +410,14 @@ fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet
 }
 
 impl SessionTask<'_, '_> {
-    /// Decrypts the run, in order, as the ordinary path would one message at a time.
-    fn run(&mut self, identity: &IdentityKeyPair, shared: &CheckedIdentities, open: &Opener<'_>) {
+    /// Decrypts the run, in order, as the ordinary path would one message at a time; a long
+    /// run with `helpers` pipelined. Whether the helpers took a share, if they were asked.
+    fn run(
+        &mut self,
+        identity: &IdentityKeyPair,
+        shared: &CheckedIdentities,
+        helpers: Option<&rayon::ThreadPool>,
+    ) -> Option<bool> {
         let mut prekeys = TaskPreKeys {
             fetched: &self.prekeys,
             removed: &mut self.removed,
@@ -413,39 +462,45 @@ impl SessionTask<'_, '_> {
             outcomes.push(Some(outcome));
         }
         if let Some(cached) = &mut self.cached {
-            let results = cached.session_mut().decrypt_run(
-                &mut OsRng,
-                identity,
-                &mut prekeys,
-                &mut identities,
-                rest,
-                |jobs| open(jobs),
-            );
+            let session = cached.session_mut();
+            let (results, helped) = match helpers {
+                Some(pool) if rest.len() >= SHARE_MIN_OPENS => {
+                    let mut ordinary = |session: &mut Session, envelope: &Envelope<'_>| {
+                        session.decrypt_with_cache(
+                            &mut OsRng,
+                            identity,
+                            &mut prekeys,
+                            &mut identities,
+                            envelope,
+                        )
+                    };
+                    let (results, helped) =
+                        decrypt_run_pipelined(pool, session, identity, rest, &mut ordinary);
+                    (results, Some(helped))
+                }
+                _ => {
+                    let results = session.decrypt_run(
+                        &mut OsRng,
+                        identity,
+                        &mut prekeys,
+                        &mut identities,
+                        rest,
+                        |jobs| open_jobs(jobs),
+                    );
+                    (results, None)
+                }
+            };
             outcomes.extend(
                 results
                     .into_iter()
                     .map(|r| Some((r.map_err(super::decrypt_error), None))),
             );
+            self.outcomes = outcomes;
+            return helped;
         }
         self.outcomes = outcomes;
+        None
     }
-}
-
-/// How a task has its planned opens run.
-type Opener<'a> = dyn Fn(&[OpenJob<'_>]) -> Vec<Opened> + Sync + 'a;
-
-/// Opens a segment's jobs a chunk at a time, on the calling thread and the pool's helpers;
-/// with how many chunks the helpers took.
-fn open_shared(pool: Option<&rayon::ThreadPool>, jobs: &[OpenJob<'_>]) -> (Vec<Opened>, usize) {
-    let mut chunks: Vec<(&[OpenJob<'_>], Vec<Opened>)> = jobs
-        .chunks(OPEN_CHUNK)
-        .map(|chunk| (chunk, Vec::new()))
-        .collect();
-    let helped = share(pool, &mut chunks, &|(chunk, opened)| {
-        *opened = open_jobs(chunk)
-    });
-    let opened = chunks.into_iter().flat_map(|(_, opened)| opened).collect();
-    (opened, helped)
 }
 
 /// A task's result that is not there: never expected; the batch stops and commits nothing.
