@@ -25,6 +25,10 @@ const PART: usize = 32;
 const AHEAD: usize = 8;
 /// Spins of the calling thread waiting for a part a helper is opening, before it yields.
 const SPINS_BEFORE_YIELD: u32 = 2_000;
+/// How long the calling thread waits for the next part to apply while a helper opens it (a
+/// part takes about 40 µs) before it decrypts that part itself, the ordinary way: a helper
+/// that the system stopped mid-part (a busy machine) may not run again for milliseconds.
+const TAKE_OVER_AFTER: Duration = Duration::from_micros(250);
 /// How long a helper with nothing to open watches for the next part before it sleeps: a
 /// sleeping helper takes tens of µs to wake, longer than the calling thread takes to plan a
 /// part.
@@ -70,6 +74,8 @@ impl<'e> Board<'e> {
         loop {
             if let Some((number, jobs)) = parts.to_open.pop_front() {
                 drop(parts);
+                #[cfg(test)]
+                tests::stall_if_asked();
                 let opened = open_jobs(&jobs);
                 parts = self.lock();
                 if number >= parts.valid_from {
@@ -178,6 +184,7 @@ struct Run<'b, 'e> {
 impl Run<'_, '_> {
     fn decrypt(&mut self, results: &mut Vec<Opened>, ordinary: &mut Ordinary<'_>) {
         let mut spins = 0;
+        let mut waiting_since = None;
         while results.len() < self.envelopes.len() {
             if self.planned_to < self.envelopes.len() && self.parts.len() < AHEAD {
                 self.plan_part();
@@ -197,6 +204,7 @@ impl Run<'_, '_> {
             if let Some((jobs, opened)) = parts.opened.remove(&number) {
                 drop(parts);
                 spins = 0;
+                waiting_since = None;
                 if let Some(part) = self.parts.pop_front() {
                     self.apply(part, jobs, opened, results, ordinary);
                 }
@@ -206,9 +214,17 @@ impl Run<'_, '_> {
                 let opened = open_jobs(&jobs);
                 self.board.lock().opened.insert(number, (jobs, opened));
             } else {
-                // A helper is opening the part: it takes a few µs.
+                // A helper is opening the part: it takes a few µs, unless the helper was
+                // stopped; then this thread decrypts the part and plans again after it.
                 drop(parts);
-                if spins < SPINS_BEFORE_YIELD {
+                let since = *waiting_since.get_or_insert_with(Instant::now);
+                if since.elapsed() > TAKE_OVER_AFTER {
+                    if let Some(part) = self.parts.pop_front() {
+                        self.take_over(part, results, ordinary);
+                    }
+                    spins = 0;
+                    waiting_since = None;
+                } else if spins < SPINS_BEFORE_YIELD {
                     spins += 1;
                     std::hint::spin_loop();
                 } else {
@@ -277,6 +293,15 @@ impl Run<'_, '_> {
         }
     }
 
+    /// Decrypts a part the ordinary way (its helper is late); planning starts again after it.
+    fn take_over(&mut self, part: Part, results: &mut Vec<Opened>, ordinary: &mut Ordinary<'_>) {
+        let envelopes = self.envelopes.get(part.start..part.end).unwrap_or_default();
+        for &envelope in envelopes {
+            results.push(ordinary(self.session, envelope));
+        }
+        self.replan_after(part.end - 1);
+    }
+
     /// Drops every part planned from the old state; planning starts again after message `at`.
     fn replan_after(&mut self, at: usize) {
         self.ahead = PlanAhead::default();
@@ -287,5 +312,92 @@ impl Run<'_, '_> {
         parts.valid_from = self.next_number;
         parts.to_open.clear();
         parts.opened.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
+
+    use super::decrypt_run_pipelined;
+
+    /// Makes every helper stop for 2 ms in each part it opens (a helper the system stopped).
+    static STALL: AtomicBool = AtomicBool::new(false);
+
+    pub(super) fn stall_if_asked() {
+        if STALL.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Bob's identity and session, and `n` messages from Alice with a lost one and a reordered
+    /// pair in the middle.
+    fn backlog(n: usize) -> (IdentityKeyPair, Vec<u8>, Vec<Envelope<'static>>) {
+        let (alice, bob) = (
+            IdentityKeyPair::generate(&mut OsRng),
+            IdentityKeyPair::generate(&mut OsRng),
+        );
+        let prekey = PreKey::generate(PreKeyId::new(1), &mut OsRng);
+        let bundle = PreKeyBundle::new(bob.public_key(), &prekey);
+        let mut prekeys = BTreeMap::from([(prekey.id(), prekey)]);
+        let mut a = Session::init_from_prekey(&mut OsRng, &alice, &bundle).unwrap();
+        let hello = a.encrypt(b"hello").unwrap();
+        let b = Session::init_from_message(&mut OsRng, &bob, &mut prekeys, &hello)
+            .unwrap()
+            .session;
+        let mut queue: Vec<Envelope<'static>> = (0..n)
+            .map(|i| a.encrypt(&i.to_be_bytes()).unwrap())
+            .collect();
+        queue.remove(n / 3);
+        queue.swap(n / 2, n / 2 + 1);
+        (bob, b.to_bytes().to_vec(), queue)
+    }
+
+    fn one_by_one(bob: &IdentityKeyPair, session: &[u8], queue: &[Envelope<'_>]) -> Vec<String> {
+        let mut s = Session::from_bytes(bob.public_key(), session).unwrap();
+        let mut none = BTreeMap::new();
+        queue
+            .iter()
+            .map(|e| format!("{:?}", s.decrypt(&mut OsRng, bob, &mut none, e)))
+            .collect()
+    }
+
+    fn pipelined(
+        pool: &rayon::ThreadPool,
+        bob: &IdentityKeyPair,
+        session: &[u8],
+        queue: &[Envelope<'_>],
+    ) -> (Vec<String>, bool) {
+        let mut s = Session::from_bytes(bob.public_key(), session).unwrap();
+        let run: Vec<&Envelope<'_>> = queue.iter().collect();
+        let mut none = BTreeMap::new();
+        let mut ordinary = |s: &mut Session, e: &Envelope<'_>| {
+            s.decrypt_with_cache(&mut OsRng, bob, &mut none, &mut (), e)
+        };
+        let (results, helped) = decrypt_run_pipelined(pool, &mut s, bob, &run, &mut ordinary);
+        (results.iter().map(|r| format!("{r:?}")).collect(), helped)
+    }
+
+    #[test]
+    fn a_pipelined_run_decrypts_as_one_message_at_a_time_even_with_stalled_helpers() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (bob, session, queue) = backlog(600);
+        let expected = one_by_one(&bob, &session, &queue);
+        let (got, _) = pipelined(&pool, &bob, &session, &queue);
+        assert_eq!(got, expected);
+        // Helpers that stop mid-part: the calling thread takes their parts over.
+        STALL.store(true, Ordering::Relaxed);
+        let (got, _) = pipelined(&pool, &bob, &session, &queue);
+        STALL.store(false, Ordering::Relaxed);
+        assert_eq!(got, expected);
     }
 }
