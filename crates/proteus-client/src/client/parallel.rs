@@ -165,7 +165,7 @@ enum Slot {
 /// The result of a message decrypted by a task, and the last-resort handshake it recorded.
 type TaskOutcome = (Result<Vec<u8>, ClientError>, Option<PublicKey>);
 
-/// One session's messages of a window, decrypted on a worker thread.
+/// One session's messages of a window, decrypted on the calling thread or a helper.
 struct SessionTask<'w, 'q> {
     session_id: &'q str,
     /// The session, taken out of the cache; `None` while it does not exist.
@@ -193,13 +193,15 @@ impl Client {
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
         let pool = self.batch_pool.pool();
-        // Set once helpers took no share of a segment's opens: they are not getting a CPU in
-        // time (a busy machine), and waiting for them to start would make the batch slower
-        // than one thread; the batch's later segments are opened on this thread.
+        // Set once the helpers opened no part of a pipelined run: they are not getting a CPU
+        // in time (a busy machine), and waiting for them to start would make the batch slower
+        // than one thread; the batch's later runs stay on this thread.
         let helpers_late = AtomicBool::new(false);
         let mut rest = queue;
         while !rest.is_empty() {
-            let (window, after) = rest.split_at(window_len(rest));
+            let (window, after) = rest
+                .split_at_checked(window_len(rest))
+                .unwrap_or((rest, &[]));
             rest = after;
             let decoded = decode_window(pool.as_deref(), window);
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
