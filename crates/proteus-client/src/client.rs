@@ -24,7 +24,11 @@ mod fanout_parallel;
 mod operation;
 #[cfg(not(target_arch = "wasm32"))]
 mod parallel;
+#[cfg(not(target_arch = "wasm32"))]
+mod pipeline;
 mod runs;
+#[cfg(not(target_arch = "wasm32"))]
+mod share;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
@@ -152,8 +156,12 @@ impl Client {
     /// Sets how many threads a batch uses (at least 1; default
     /// [`default_batch_threads`](Self::default_batch_threads)). With more than one, the
     /// independent work of a batch (different sessions; the message keys, MAC check and
-    /// ChaCha20 of messages whose chain has been stepped; the recipients of a fan-out) runs on
-    /// a pool of that many threads, owned by this client and started by its first batch. The
+    /// ChaCha20 of messages whose chain has been stepped; the recipients of a fan-out) is
+    /// shared between the calling thread, which works too, and `threads - 1` helper threads
+    /// (a pool started by the first batch that needs it, shared by the process's clients with
+    /// the same count, idle between batches). A batch never waits for a helper to start: one
+    /// that gets no CPU in time leaves its share to the calling thread. A batch with nothing
+    /// to share (a few messages from one sender) runs on the calling thread alone. The
     /// results, their order, the delivery during the batch and the single commit are exactly
     /// those of one thread. 1 runs everything on the calling thread. WebAssembly has no
     /// threads: there the number is kept and has no effect.
@@ -168,13 +176,22 @@ impl Client {
         }
     }
 
-    /// The default thread count of a batch: 1, the calling thread. On a quiet 2-core machine
-    /// two threads made decrypt batches slower (one chain of 1000 messages took 1.4 times as
-    /// long, 50 new sessions about as long) and a fan-out to 4000 sessions 1.15 times faster
-    /// (docs/benchmarks.md): measure on the target device before raising it.
+    /// The default thread count of a batch: the processor's available parallelism, at most
+    /// [`MAX_DEFAULT_BATCH_THREADS`](Self::MAX_DEFAULT_BATCH_THREADS) (4, a phone's big
+    /// cores; 1 if it cannot be read, and 1 in WebAssembly). On a 2-core machine two threads
+    /// decrypt one chain of 1000 messages about 1.15 times as fast as one, 50 new sessions
+    /// 1.75 times, a fan-out to 4000 sessions 1.15 times; a conversation's turns are
+    /// unchanged (README, Measurements; `proteus-bench --threads-ab`).
     pub fn default_batch_threads() -> usize {
-        1
+        #[cfg(target_arch = "wasm32")]
+        return 1;
+        #[cfg(not(target_arch = "wasm32"))]
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get().min(Self::MAX_DEFAULT_BATCH_THREADS))
     }
+
+    /// The most threads a batch uses by default, however many the processor has.
+    pub const MAX_DEFAULT_BATCH_THREADS: usize = 4;
 
     // --- prekeys --------------------------------------------------------------------------
 

@@ -243,6 +243,29 @@ fn stored(run: &Run) -> Vec<(Table, Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
+/// Decrypts the fixture's queue with one thread and with `threads`, and compares everything.
+fn same_with_threads(f: &mut Fixture, threads: usize, chunk: usize) -> Result<(), TestCaseError> {
+    let mut one = run(f, 1, chunk);
+    let mut many = run(f, threads, chunk);
+    prop_assert_eq!(&many.results, &one.results);
+    prop_assert_eq!(&many.chunks, &one.chunks);
+    prop_assert_eq!(stored(&many), stored(&one));
+    // The receive chains are the same: what the senders send next decrypts alike.
+    let mut next: Queue = Vec::new();
+    for (id, alice) in &mut f.senders {
+        next.push((id.clone(), alice.encrypt("bob", b"after").unwrap()));
+    }
+    let after = |r: &mut Run| -> Vec<Seen> {
+        common::run_batch(&mut r.client, &next)
+            .unwrap()
+            .iter()
+            .map(seen)
+            .collect()
+    };
+    prop_assert_eq!(after(&mut many), after(&mut one));
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
@@ -255,20 +278,25 @@ proptest! {
         threads in 2usize..5,
     ) {
         let mut f = fixture(&senders, &picks, &mutations);
-        let mut one = run(&f, 1, chunk);
-        let mut many = run(&f, threads, chunk);
-        prop_assert_eq!(&many.results, &one.results);
-        prop_assert_eq!(&many.chunks, &one.chunks);
-        prop_assert_eq!(stored(&many), stored(&one));
-        // The receive chains are the same: what the senders send next decrypts alike.
-        let mut next: Queue = Vec::new();
-        for (id, alice) in &mut f.senders {
-            next.push((id.clone(), alice.encrypt("bob", b"after").unwrap()));
-        }
-        let after = |r: &mut Run| -> Vec<Seen> {
-            common::run_batch(&mut r.client, &next).unwrap().iter().map(seen).collect()
-        };
-        prop_assert_eq!(after(&mut many), after(&mut one));
+        same_with_threads(&mut f, threads, chunk)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(8))]
+
+    /// Long runs of one or two senders: segments of hundreds of planned opens, which are
+    /// shared out between the calling thread and the helpers.
+    #[test]
+    fn long_runs_change_nothing_but_time(
+        senders in prop::collection::vec((start(), prop::collection::vec(step(), 150..500)), 1..3),
+        picks in prop::collection::vec(any::<usize>(), 1..10),
+        mutations in prop::collection::vec(mutation(), 0..6),
+        chunk in 1usize..300,
+        threads in 2usize..5,
+    ) {
+        let mut f = fixture(&senders, &picks, &mutations);
+        same_with_threads(&mut f, threads, chunk)?;
     }
 }
 

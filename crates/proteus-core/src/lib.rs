@@ -120,7 +120,7 @@ pub mod plan {
     /// The four-lane opener on whatever lanes the build has (`test-support` only).
     #[cfg(feature = "test-support")]
     pub use crate::session::open_jobs_in_lanes;
-    pub use crate::session::{OpenJob, Opened, open_jobs};
+    pub use crate::session::{OpenJob, Opened, PlanAhead, open_jobs};
 }
 
 /// Storing a session's staged message keys as records of their own, so that a store writes

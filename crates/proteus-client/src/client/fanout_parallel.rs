@@ -1,17 +1,17 @@
-//! `encrypt_for` on the batch pool (native builds): each recipient's session encrypts on a worker
-//! thread, a session listed more than once encrypting its envelopes in list order. The results,
-//! their order and the single commit are those of the sequential loop in `fanout.rs`.
-
-use rayon::prelude::*;
+//! `encrypt_for` on the batch's threads (native builds): the recipients are shared out in
+//! groups between the calling thread and the pool's helpers (`client/share.rs`), a session
+//! listed more than once encrypting its envelopes in list order. The results, their order and
+//! the single commit are those of the sequential loop in `fanout.rs`.
 
 use super::Client;
+use super::share::share;
 use crate::collections::HashMap;
 use crate::error::ClientError;
 use crate::records::check_session_id;
 use crate::session_cache::CachedSession;
 
-/// Below this many recipients per worker, handing work to another thread costs more than it
-/// saves.
+/// Recipients taken by one thread at a time; below twice this many, a fan-out stays on the
+/// calling thread (handing work to another thread would cost more than it saves).
 const MIN_PER_WORKER: usize = 16;
 
 /// A recipient's result, as `encrypt_for` returns it.
@@ -68,11 +68,12 @@ impl Client {
                 Err(e) => results.push(Some(Err(e))),
             }
         }
-        pool.install(|| {
-            recipients
-                .par_iter_mut()
-                .with_min_len(MIN_PER_WORKER)
-                .for_each(|r| {
+        let mut groups: Vec<&mut [Recipient<'s>]> = recipients.chunks_mut(MIN_PER_WORKER).collect();
+        let _helped = share(
+            Some(&pool),
+            &mut groups,
+            &|group: &mut &mut [Recipient<'s>]| {
+                for r in group.iter_mut() {
                     r.results =
                         r.at.iter()
                             .map(|_| {
@@ -83,8 +84,9 @@ impl Client {
                                     .map_err(ClientError::from)
                             })
                             .collect();
-                });
-        });
+                }
+            },
+        );
         // The sessions to commit, in the order of their first envelope, as the loop has them.
         let mut advanced: Vec<(usize, &'s str)> = Vec::with_capacity(recipients.len());
         for r in recipients {

@@ -1,8 +1,10 @@
 //! Batch decryption on a small thread pool (native builds; see [`Client::set_batch_threads`]).
 //!
 //! The queue is taken a window at a time. The messages of a window are grouped by session;
-//! each session's run is a task that owns the session while it decrypts, on a worker thread,
-//! with the planned opens of its run on the pool too (`Session::decrypt_run`). What sessions
+//! each session's run is a task that owns the session while it decrypts, on the calling thread
+//! or a helper (`client/share.rs`: the caller works too, helpers join as they come). A window
+//! of one session's run (a backlog from one sender) is one task on the calling thread, which
+//! plans the run while the helpers open what it planned (`client/pipeline.rs`). What sessions
 //! share — the prekeys, the last-resort replay guard — is read before the tasks start, and a
 //! session that could see another one's change within the window (two sessions naming one
 //! one-time prekey or one last-resort handshake) is not a task: its messages go the ordinary
@@ -13,17 +15,13 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-
-use proteus_core::plan::{OpenJob, Opened, open_jobs};
-use proteus_core::{
-    CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
-    IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
-};
-use rayon::prelude::*;
 
 use super::Client;
 use super::batch::{BatchState, decode};
+use super::pipeline::decrypt_run_pipelined;
+use super::share::share;
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::{HashMap, SortedSet};
@@ -31,20 +29,87 @@ use crate::error::{ClientError, StoreError};
 use crate::prekeys::load_prekey;
 use crate::records::check_session_id;
 use crate::session_cache::{CachedSession, SessionConfig};
+use proteus_core::plan::open_jobs;
+use proteus_core::{
+    CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
+    IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
+};
 
 /// Messages taken at a time: results are handed over per window, so a progress display moves
 /// during a batch, and a window is enough work to share out.
 const WINDOW: usize = 256;
-/// Opens handed to one worker at a time (a batched opener, e.g. SIMD lanes, gets this many).
-const OPEN_CHUNK: usize = 8;
+/// The longest window of one session's run (a backlog from one sender): one pipelined run
+/// (`client/pipeline.rs`) instead of several, each of which would start and drain the
+/// pipeline; about 6 ms of work between hand-overs.
+const MAX_RUN_WINDOW: usize = 4096;
+/// A run of one session shorter than this is decrypted on the calling thread: a helper that
+/// has to be woken would come too late to take a share (an open costs about 1 µs; a wake-up
+/// tens of µs).
+const SHARE_MIN_OPENS: usize = 96;
 
-/// The thread count of a client's batches and, once a batch needs it, its pool.
+/// Envelopes decoded per thread at a time.
+const DECODE_CHUNK: usize = 64;
+
+/// The window's envelopes decoded, with their ids; a long window's shared out (which also
+/// wakes the helpers for the work that follows).
+fn decode_window<'q>(
+    pool: Option<&rayon::ThreadPool>,
+    window: &[QueuedMessage<'q>],
+) -> Vec<(MessageId, Result<Envelope<'q>, DecodeError>)> {
+    if window.len() < SHARE_MIN_OPENS {
+        return window.iter().map(decode).collect();
+    }
+    let mut chunks: Vec<(&[QueuedMessage<'q>], Vec<_>)> = window
+        .chunks(DECODE_CHUNK)
+        .map(|chunk| (chunk, Vec::new()))
+        .collect();
+    share(pool, &mut chunks, &|(chunk, decoded)| {
+        *decoded = chunk.iter().map(decode).collect();
+    });
+    chunks
+        .into_iter()
+        .flat_map(|(_, decoded)| decoded)
+        .collect()
+}
+
+/// The length of the next window of `rest`: a run of one session longer than [`WINDOW`] whole
+/// (up to [`MAX_RUN_WINDOW`]), else [`WINDOW`] messages.
+fn window_len(rest: &[QueuedMessage<'_>]) -> usize {
+    let Some(first) = rest.first() else {
+        return 0;
+    };
+    let run = rest
+        .iter()
+        .take(MAX_RUN_WINDOW)
+        .take_while(|m| m.session_id == first.session_id)
+        .count();
+    if run > WINDOW {
+        run
+    } else {
+        WINDOW.min(rest.len())
+    }
+}
+
+/// Whether a batch has work for more than one thread: several sessions, or a run long enough
+/// to share its opens. A conversation's turn (a few messages from one sender) goes the
+/// sequential way, without the grouping into tasks.
+pub(super) fn has_work_to_share(queue: &[QueuedMessage<'_>]) -> bool {
+    match queue {
+        [] | [_] => false,
+        [first, rest @ ..] => {
+            queue.len() >= SHARE_MIN_OPENS || rest.iter().any(|m| m.session_id != first.session_id)
+        }
+    }
+}
+
+/// The thread count of a client's batches and, once a batch needs it, the pool of its helpers
+/// (the calling thread is one of the batch's threads: the pool has one thread fewer).
 pub(crate) struct BatchPool {
     threads: usize,
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
-/// The pools of the process, one per thread count: every client with that count shares it
+/// The pools of the process, one per helper count: every client with that count shares it
 /// (an app may open several clients), and it lives as long as the process, idle between
 /// batches, so no batch pays for starting threads but the first.
 static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
@@ -61,22 +126,25 @@ impl BatchPool {
         self.threads
     }
 
-    /// The pool, found or started on first use. `None` if the system gives no threads: the
-    /// batch then runs on the calling thread.
+    /// The pool of helpers, found or started on first use. `None` for one thread, or if the
+    /// system gives no threads: the batch then runs on the calling thread alone.
     pub(crate) fn pool(&mut self) -> Option<Arc<rayon::ThreadPool>> {
         if self.pool.is_none() {
             let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-            let threads = self.threads;
-            self.pool = match pools.iter().find(|(n, _)| *n == threads) {
+            let helpers = self.threads.saturating_sub(1);
+            if helpers == 0 {
+                return None;
+            }
+            self.pool = match pools.iter().find(|(n, _)| *n == helpers) {
                 Some((_, pool)) => Some(Arc::clone(pool)),
                 None => {
                     let built = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
+                        .num_threads(helpers)
                         .thread_name(|i| format!("proteus-batch-{i}"))
                         .build();
                     let pool = built.ok().map(Arc::new);
                     if let Some(pool) = &pool {
-                        pools.push((threads, Arc::clone(pool)));
+                        pools.push((helpers, Arc::clone(pool)));
                     }
                     pool
                 }
@@ -97,7 +165,7 @@ enum Slot {
 /// The result of a message decrypted by a task, and the last-resort handshake it recorded.
 type TaskOutcome = (Result<Vec<u8>, ClientError>, Option<PublicKey>);
 
-/// One session's messages of a window, decrypted on a worker thread.
+/// One session's messages of a window, decrypted on the calling thread or a helper.
 struct SessionTask<'w, 'q> {
     session_id: &'q str,
     /// The session, taken out of the cache; `None` while it does not exist.
@@ -125,32 +193,36 @@ impl Client {
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
         let pool = self.batch_pool.pool();
-        for window in queue.chunks(WINDOW) {
-            // Decoding is cheaper than handing it to another thread.
-            let decoded: Vec<_> = window.iter().map(decode).collect();
+        // Set once the helpers opened no part of a pipelined run: they are not getting a CPU
+        // in time (a busy machine), and waiting for them to start would make the batch slower
+        // than one thread; the batch's later runs stay on this thread.
+        let helpers_late = AtomicBool::new(false);
+        let mut rest = queue;
+        while !rest.is_empty() {
+            let (window, after) = rest
+                .split_at_checked(window_len(rest))
+                .unwrap_or((rest, &[]));
+            rest = after;
+            let decoded = decode_window(pool.as_deref(), window);
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
-            match (&pool, tasks.as_mut_slice()) {
-                // One session: its task runs here, its opens go to the pool when there are
-                // enough of them (a short run, a conversation's turn, never leaves this thread).
-                (Some(pool), [task]) => {
-                    let open = |jobs: &[OpenJob<'_>]| {
-                        if jobs.len() <= OPEN_CHUNK {
-                            open_jobs(jobs)
-                        } else {
-                            pool.install(|| open_on_pool(jobs))
-                        }
-                    };
-                    task.run(identity, identities, &open);
+            let pool = pool.as_deref();
+            match tasks.as_mut_slice() {
+                // One session: its task runs here, a long run pipelined with the helpers (a
+                // short run, a conversation's turn, never leaves this thread).
+                [task] => {
+                    let late = helpers_late.load(Ordering::Relaxed);
+                    let helpers = pool.filter(|_| !late);
+                    if let Some(false) = task.run(identity, identities, helpers) {
+                        helpers_late.store(true, Ordering::Relaxed);
+                    }
                 }
-                (Some(pool), tasks) => pool.install(|| {
-                    tasks
-                        .par_iter_mut()
-                        .for_each(|task| task.run(identity, identities, &open_on_pool));
-                }),
-                (None, tasks) => tasks
-                    .iter_mut()
-                    .for_each(|task| task.run(identity, identities, &open_jobs)),
+                // Several: sessions are shared out, each task opening its own messages.
+                tasks => {
+                    share(pool, tasks, &|task: &mut SessionTask<'_, '_>| {
+                        task.run(identity, identities, None);
+                    });
+                }
             }
             for ((queued, (message_id, envelope)), slot) in window.iter().zip(&decoded).zip(&slots)
             {
@@ -340,8 +412,14 @@ fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet
 }
 
 impl SessionTask<'_, '_> {
-    /// Decrypts the run, in order, as the ordinary path would one message at a time.
-    fn run(&mut self, identity: &IdentityKeyPair, shared: &CheckedIdentities, open: &Opener<'_>) {
+    /// Decrypts the run, in order, as the ordinary path would one message at a time; a long
+    /// run with `helpers` pipelined. Whether the helpers took a share, if they were asked.
+    fn run(
+        &mut self,
+        identity: &IdentityKeyPair,
+        shared: &CheckedIdentities,
+        helpers: Option<&rayon::ThreadPool>,
+    ) -> Option<bool> {
         let mut prekeys = TaskPreKeys {
             fetched: &self.prekeys,
             removed: &mut self.removed,
@@ -386,34 +464,45 @@ impl SessionTask<'_, '_> {
             outcomes.push(Some(outcome));
         }
         if let Some(cached) = &mut self.cached {
-            let results = cached.session_mut().decrypt_run(
-                &mut OsRng,
-                identity,
-                &mut prekeys,
-                &mut identities,
-                rest,
-                |jobs| open(jobs),
-            );
+            let session = cached.session_mut();
+            let (results, helped) = match helpers {
+                Some(pool) if rest.len() >= SHARE_MIN_OPENS => {
+                    let mut ordinary = |session: &mut Session, envelope: &Envelope<'_>| {
+                        session.decrypt_with_cache(
+                            &mut OsRng,
+                            identity,
+                            &mut prekeys,
+                            &mut identities,
+                            envelope,
+                        )
+                    };
+                    let (results, helped) =
+                        decrypt_run_pipelined(pool, session, identity, rest, &mut ordinary);
+                    (results, Some(helped))
+                }
+                _ => {
+                    let results = session.decrypt_run(
+                        &mut OsRng,
+                        identity,
+                        &mut prekeys,
+                        &mut identities,
+                        rest,
+                        |jobs| open_jobs(jobs),
+                    );
+                    (results, None)
+                }
+            };
             outcomes.extend(
                 results
                     .into_iter()
                     .map(|r| Some((r.map_err(super::decrypt_error), None))),
             );
+            self.outcomes = outcomes;
+            return helped;
         }
         self.outcomes = outcomes;
+        None
     }
-}
-
-/// How a task has its planned opens run.
-type Opener<'a> = dyn Fn(&[OpenJob<'_>]) -> Vec<Opened> + Sync + 'a;
-
-/// Opens a segment's jobs on the pool the caller runs on, a chunk per worker.
-fn open_on_pool(jobs: &[OpenJob<'_>]) -> Vec<Opened> {
-    if jobs.len() <= OPEN_CHUNK {
-        return open_jobs(jobs);
-    }
-    let chunks: Vec<Vec<Opened>> = jobs.par_chunks(OPEN_CHUNK).map(open_jobs).collect();
-    chunks.into_iter().flatten().collect()
 }
 
 /// A task's result that is not there: never expected; the batch stops and commits nothing.

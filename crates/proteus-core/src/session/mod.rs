@@ -13,7 +13,7 @@ mod state;
 
 #[cfg(feature = "test-support")]
 pub use plan::open_jobs_in_lanes;
-pub use plan::{OpenJob, Opened, open_jobs};
+pub use plan::{OpenJob, Opened, PlanAhead, open_jobs};
 pub use send_record::SendChainRecord;
 pub use staged::{StagedKey, StagedKeyId};
 

@@ -135,6 +135,14 @@ const AFTER_DIVERGENCE: usize = 8;
 /// round of jobs, and every round costs the caller a hand-over to its threads.
 const MAX_SEGMENT: usize = 512;
 
+/// A plan continued over several calls of [`Session::plan_more`]: the chains as the messages
+/// planned so far leave them, and the position of the next message in the run.
+#[derive(Default)]
+pub struct PlanAhead {
+    chains: Vec<Speculative>,
+    next_index: usize,
+}
+
 impl Session {
     /// Plans the opening of `envelopes` (a run of messages to this session, in queue order),
     /// assuming each message before decrypts, without changing the session. Messages that
@@ -143,11 +151,25 @@ impl Session {
     /// [`decrypt_with_cache`](Self::decrypt_with_cache). Jobs come in the order of their
     /// messages.
     pub fn plan_opens<'e>(&self, envelopes: &[&'e Envelope<'e>]) -> Vec<OpenJob<'e>> {
-        let mut chains = Vec::new();
+        self.plan_more(&mut PlanAhead::default(), envelopes)
+    }
+
+    /// [`plan_opens`](Self::plan_opens) of the next part of a run: planned as if it followed
+    /// the parts `ahead` has planned (with this session unchanged since), so that the jobs of
+    /// the first parts can be opened while the next are planned. Job indices count from the
+    /// start of the run.
+    pub fn plan_more<'e>(
+        &self,
+        ahead: &mut PlanAhead,
+        envelopes: &[&'e Envelope<'e>],
+    ) -> Vec<OpenJob<'e>> {
+        let start = ahead.next_index;
+        ahead.next_index += envelopes.len();
+        let chains = &mut ahead.chains;
         envelopes
             .iter()
             .enumerate()
-            .filter_map(|(index, envelope)| self.plan_one(index, envelope, &mut chains))
+            .filter_map(|(i, envelope)| self.plan_one(start + i, envelope, chains))
             .collect()
     }
 

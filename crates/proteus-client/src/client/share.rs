@@ -1,0 +1,132 @@
+//! Work shared between the calling thread and a batch pool's helper threads (native builds).
+//!
+//! The calling thread is one of a batch's threads: it takes items of the work itself, and the
+//! pool's helpers take items too once they are running. So a batch never waits for a helper to
+//! wake up or to be given a CPU before work starts, and if the system runs a helper late, or on
+//! the caller's own CPU, the caller has simply done more of the work: a batch on threads is
+//! then about as fast as on one thread, never much slower. (With `ThreadPool::install` the
+//! caller slept while the pool worked: every hand-over paid two wake-ups, about 50 µs each on a
+//! virtual machine's idle CPU, and two workers put on one CPU ran the batch at half speed.)
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use rayon::ThreadPool;
+
+/// Spins of the caller waiting for the items a helper is finishing, before it yields its CPU
+/// (a helper on the caller's own CPU can only finish if the caller lets it run).
+const SPINS_BEFORE_YIELD: u32 = 2_000;
+
+/// Runs `work` on every item, each exactly once, on the calling thread and on up to all of
+/// `pool`'s threads: each thread takes the next item nobody has taken. Returns when every item
+/// is done (and every helper has left), with how many items the helpers took (0: they came
+/// too late, or there were none). `None`, or a single item: on the calling thread only.
+pub(crate) fn share<T: Send>(
+    pool: Option<&ThreadPool>,
+    items: &mut [T],
+    work: &(dyn Fn(&mut T) + Sync),
+) -> usize {
+    let helpers = pool.map_or(0, |pool| {
+        pool.current_num_threads()
+            .min(items.len().saturating_sub(1))
+    });
+    let Some(pool) = pool.filter(|_| helpers > 0) else {
+        items.iter_mut().for_each(work);
+        return 0;
+    };
+    let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let take = || {
+        let mut taken = 0;
+        while let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // Counted even if `work` panics, so that the caller's wait below ends and the
+            // scope passes the panic on.
+            let _count = Done(&done);
+            taken += 1;
+            work(&mut slot.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+        taken
+    };
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| {
+                take();
+            });
+        }
+        let mine = take();
+        // The caller has taken its last item; helpers may still be on theirs. Waiting for
+        // them without sleeping: a sleeping caller would pay a wake-up.
+        let mut spins = 0;
+        while done.load(Ordering::Acquire) < slots.len() {
+            if spins < SPINS_BEFORE_YIELD {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        slots.len() - mine
+    })
+}
+
+/// Counts an item as done when dropped.
+struct Done<'a>(&'a AtomicUsize);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
+
+    use super::share;
+
+    fn pool(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_item_is_worked_on_exactly_once() {
+        let pool = pool(3);
+        for len in [0, 1, 2, 3, 7, 100, 1000] {
+            let mut items: Vec<(usize, u32)> = (0..len).map(|i| (i, 0)).collect();
+            let helped = share(Some(&pool), &mut items, &|(i, count)| {
+                *count += 1;
+                // Uneven work, so that threads take different numbers of items.
+                if *i % 7 == 0 {
+                    std::thread::sleep(std::time::Duration::from_micros(50));
+                }
+            });
+            assert!(items.iter().all(|(_, count)| *count == 1), "len {len}");
+            assert!(helped <= len);
+        }
+        let mut alone = vec![0u32; 10];
+        assert_eq!(share(None, &mut alone, &|count| *count += 1), 0);
+        assert!(alone.iter().all(|count| *count == 1));
+    }
+
+    #[test]
+    fn a_panic_in_the_work_reaches_the_caller_and_nothing_hangs() {
+        let pool = pool(2);
+        let mut items: Vec<usize> = (0..64).collect();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            share(Some(&pool), &mut items, &|i| {
+                if *i == 40 {
+                    panic!("item 40");
+                }
+            });
+        }));
+        assert!(caught.is_err());
+        // The pool still works.
+        let mut again = vec![0u32; 64];
+        share(Some(&pool), &mut again, &|count| *count += 1);
+        assert!(again.iter().all(|count| *count == 1));
+    }
+}
