@@ -3,12 +3,12 @@
 //! web package's do (ffi/web/src/delivery.rs): a few conversions per chunk rather than several
 //! per message.
 //!
-//! With a sink, the client decrypts on a worker thread and hands each chunk to the JS sink
+//! With a sink (`decryptBatchTo`), the client decrypts on a worker thread and hands each chunk to the JS sink
 //! through a threadsafe function, waiting for the Promise it returns before it goes on. The
 //! client commits only after the sink accepted the last chunk (the JS layer resolves that one
 //! once the callback's own promises settled), as the batch contract requires: false stops the
 //! batch (BatchAborted, 108), a rejection stops it too, and nothing is committed either way.
-//! Without a sink, all results come back as one chunk once committed.
+//! Without a sink (`decryptBatch`), all results come back as one chunk once committed.
 
 use std::ops::ControlFlow;
 
@@ -67,6 +67,21 @@ pub(crate) struct Packed {
 }
 
 impl Packed {
+    /// The queue's parts, copied out of JS memory: the work runs on another thread.
+    pub(crate) fn new(
+        session_ids: Vec<String>,
+        index: &[u32],
+        envelopes: &[u8],
+        lengths: &[u32],
+    ) -> Self {
+        Self {
+            session_ids,
+            index: index.to_vec(),
+            envelopes: envelopes.to_vec(),
+            lengths: lengths.to_vec(),
+        }
+    }
+
     fn queue(&self) -> napi::Result<Vec<QueuedMessage<'_>>> {
         let range = || napi::Error::new(Status::InvalidArg, "the packed batch is inconsistent");
         if self.index.len() != self.lengths.len() {
@@ -91,20 +106,19 @@ impl Packed {
     }
 }
 
-/// Runs the batch on `client` (on a worker thread: this blocks while JS handles each chunk).
-/// Without a sink, the results come back as one chunk once committed.
-pub(crate) fn decrypt(
-    client: &mut Client,
-    packed: &Packed,
-    sink: Option<&Sink>,
-) -> napi::Result<Option<RawBatchChunk>> {
+/// Runs the batch on `client`: all the results, as one chunk, once committed.
+pub(crate) fn decrypt_all(client: &mut Client, packed: &Packed) -> napi::Result<RawBatchChunk> {
     let queue = packed.queue()?;
-    let Some(sink) = sink else {
-        let results = client
-            .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
-            .map_err(|e| client_error(&e))?;
-        return Ok(Some(RawBatchChunk::of(0, &results)));
-    };
+    let results = client
+        .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
+        .map_err(|e| client_error(&e))?;
+    Ok(RawBatchChunk::of(0, &results))
+}
+
+/// Runs the batch on `client`, handing the results to `sink` in chunks before the commit (on a
+/// worker thread: this blocks while JS handles each chunk).
+pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> napi::Result<()> {
+    let queue = packed.queue()?;
     let result =
         client.decrypt_batch_chunked(&queue, Chunking::every(CHUNK), |results, progress| {
             let chunk = RawBatchChunk::of(progress.done - results.len(), results);
@@ -116,7 +130,7 @@ pub(crate) fn decrypt(
             })
         });
     match result {
-        Ok(_) => Ok(None),
+        Ok(_) => Ok(()),
         Err(BatchError::Client(e)) => Err(client_error(&e)),
         Err(BatchError::Delivery(e)) => Err(e),
     }
