@@ -285,7 +285,7 @@ export class Client {
       };
       this.#delivering = true;
       try {
-        await raw.decryptBatch(...packed, sink);
+        await raw.decryptBatchTo(...packed, sink);
       } catch (e) {
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown !== undefined) throw thrown;
