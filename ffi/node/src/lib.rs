@@ -10,6 +10,7 @@
 
 mod batch;
 mod error;
+mod fanout;
 mod store;
 mod task;
 
@@ -48,19 +49,6 @@ fn bundle_object(bundle: &PreKeyBundle) -> RawPrekeyBundle {
         id: u32::from(bundle.prekey_id().value()),
         bundle: bytes(bundle.to_bytes()),
     }
-}
-
-/// The result of one recipient of `encryptFor`: its envelope, or the error's code and kind.
-#[napi(object)]
-pub struct RawFanoutResult {
-    /// The recipient's session id.
-    pub session_id: String,
-    /// The envelope, when it was encrypted.
-    pub envelope: Option<Uint8Array>,
-    /// The error's code, when it was not.
-    pub error_code: Option<u32>,
-    /// The error's kind, when it was not.
-    pub error_kind: Option<String>,
 }
 
 /// A client on a store; see the crate docs. Made by [`open_store`] or [`in_memory`].
@@ -274,35 +262,18 @@ impl RawClient {
         }))
     }
 
-    /// Encrypts one plaintext for each session with one commit: a result per recipient.
+    /// Encrypts one plaintext for each session with one commit: a result per recipient,
+    /// packed (see [`fanout`]).
     #[napi]
     pub fn encrypt_for(
         &self,
         session_ids: Vec<String>,
         plaintext: Uint8Array,
-    ) -> AsyncTask<Call<Vec<RawFanoutResult>>> {
+    ) -> AsyncTask<Call<fanout::RawFanout>> {
         let plaintext = plaintext.to_vec();
         run(&self.shared, move |c| {
             let ids: Vec<&str> = session_ids.iter().map(String::as_str).collect();
-            let results = js(c.encrypt_for(&ids, &plaintext))?;
-            Ok(session_ids
-                .iter()
-                .zip(results)
-                .map(|(id, result)| match result {
-                    Ok(envelope) => RawFanoutResult {
-                        session_id: id.clone(),
-                        envelope: Some(bytes(envelope)),
-                        error_code: None,
-                        error_kind: None,
-                    },
-                    Err(e) => RawFanoutResult {
-                        session_id: id.clone(),
-                        envelope: None,
-                        error_code: Some(u32::from(e.code())),
-                        error_kind: Some(e.kind().to_owned()),
-                    },
-                })
-                .collect())
+            Ok(fanout::RawFanout::of(&js(c.encrypt_for(&ids, &plaintext))?))
         })
     }
 
