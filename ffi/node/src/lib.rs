@@ -3,8 +3,8 @@
 //! memory.
 //!
 //! It exports one class, [`RawClient`], and a few functions. Every call converts its arguments
-//! and runs the client's method on tokio's blocking pool, off the JS thread, resolving a
-//! Promise; no protocol or persistence logic lives here. The package's JS layer (`native.js`)
+//! and runs the client's method off the JS thread (Node-API async work, see [`task`]),
+//! resolving a Promise; no protocol or persistence logic lives here. The package's JS layer (`native.js`)
 //! wraps it into the public `Client` of the web package's API: argument checks, calls one at a
 //! time in order, `ProteusError`s (see [`error`]).
 
