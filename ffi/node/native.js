@@ -212,13 +212,23 @@ export class Client {
   encryptFor(sessionIds, plaintext) {
     const ids = sessionIdArray(sessionIds);
     const p = textOrBytes(plaintext);
-    return this.#run(async (raw) =>
-      (await raw.encryptFor(ids, p)).map((r) =>
-        r.envelope !== undefined && r.envelope !== null
-          ? { sessionId: r.sessionId, envelope: r.envelope }
-          : { sessionId: r.sessionId, errorCode: r.errorCode, errorKind: r.errorKind },
-      ),
-    );
+    return this.#run(async (raw) => {
+      // Per recipient its envelope's length or minus its error code; the envelopes back to back
+      // (src/fanout.rs): each result's envelope is a view of that buffer.
+      const { outcomes, envelopes } = await raw.encryptFor(ids, p);
+      const results = new Array(ids.length);
+      let at = 0;
+      for (let i = 0; i < ids.length; i++) {
+        const outcome = outcomes[i];
+        if (outcome >= 0) {
+          results[i] = { sessionId: ids[i], envelope: envelopes.subarray(at, at + outcome) };
+          at += outcome;
+        } else {
+          results[i] = { sessionId: ids[i], errorCode: -outcome, errorKind: ERROR_KINDS[-outcome] };
+        }
+      }
+      return results;
+    });
   }
 
   decrypt(id, envelope) {
@@ -285,7 +295,7 @@ export class Client {
       };
       this.#delivering = true;
       try {
-        await raw.decryptBatch(...packed, sink);
+        await raw.decryptBatchTo(...packed, sink);
       } catch (e) {
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown !== undefined) throw thrown;

@@ -3,49 +3,28 @@
 //! memory.
 //!
 //! It exports one class, [`RawClient`], and a few functions. Every call converts its arguments
-//! and runs the client's method on tokio's blocking pool, off the JS thread, resolving a
-//! Promise; no protocol or persistence logic lives here. The package's JS layer (`native.js`)
+//! and runs the client's method off the JS thread (Node-API async work, see [`task`]),
+//! resolving a Promise; no protocol or persistence logic lives here. The package's JS layer (`native.js`)
 //! wraps it into the public `Client` of the web package's API: argument checks, calls one at a
 //! time in order, `ProteusError`s (see [`error`]).
 
 mod batch;
 mod error;
+mod fanout;
 mod store;
+mod task;
 
 pub use store::{delete_store, rekey_store, seal_store};
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{Uint8Array, Uint32Array, spawn_blocking};
+use napi::bindgen_prelude::{AsyncTask, Uint8Array, Uint32Array, spawn_blocking};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
 
 use crate::error::{client_error, internal};
-
-/// The client a [`RawClient`] holds; `None` once closed (the keys are wiped when it drops).
-type Shared = Arc<Mutex<Option<Client>>>;
-
-/// Runs `f` on the client on the blocking pool. The JS layer runs one call at a time; the lock
-/// is for the pool's threads.
-async fn run<T, F>(shared: &Shared, f: F) -> napi::Result<T>
-where
-    T: Send + 'static,
-    F: FnOnce(&mut Client) -> Result<T, napi::Error> + Send + 'static,
-{
-    let shared = shared.clone();
-    spawn_blocking(move || {
-        let mut guard = shared
-            .lock()
-            .map_err(|_| internal("a call failed midway"))?;
-        let client = guard
-            .as_mut()
-            .ok_or_else(|| napi::Error::from_reason("the client is closed"))?;
-        f(client)
-    })
-    .await
-    .map_err(|e| internal(&e.to_string()))?
-}
+use crate::task::{Call, Shared, on_blocking_pool, run};
 
 /// `result` with its error as JS sees it.
 fn js<T>(result: Result<T, ClientError>) -> napi::Result<T> {
@@ -70,19 +49,6 @@ fn bundle_object(bundle: &PreKeyBundle) -> RawPrekeyBundle {
         id: u32::from(bundle.prekey_id().value()),
         bundle: bytes(bundle.to_bytes()),
     }
-}
-
-/// The result of one recipient of `encryptFor`: its envelope, or the error's code and kind.
-#[napi(object)]
-pub struct RawFanoutResult {
-    /// The recipient's session id.
-    pub session_id: String,
-    /// The envelope, when it was encrypted.
-    pub envelope: Option<Uint8Array>,
-    /// The error's code, when it was not.
-    pub error_code: Option<u32>,
-    /// The error's kind, when it was not.
-    pub error_kind: Option<String>,
 }
 
 /// A client on a store; see the crate docs. Made by [`open_store`] or [`in_memory`].
@@ -161,40 +127,38 @@ impl RawClient {
 
     /// Our fingerprint: lowercase hex of the identity key.
     #[napi]
-    pub async fn fingerprint(&self) -> napi::Result<String> {
-        run(&self.shared, |c| Ok(c.fingerprint())).await
+    pub fn fingerprint(&self) -> AsyncTask<Call<String>> {
+        run(&self.shared, |c| Ok(c.fingerprint()))
     }
 
     /// Our identity's public key (32 bytes).
     #[napi]
-    pub async fn identity_key(&self) -> napi::Result<Uint8Array> {
+    pub fn identity_key(&self) -> AsyncTask<Call<Uint8Array>> {
         run(&self.shared, |c| {
             Ok(bytes(c.identity().public_key().as_bytes().to_vec()))
         })
-        .await
     }
 
     /// An Ed25519 signature of `message` by our identity key.
     #[napi]
-    pub async fn sign(&self, message: Uint8Array) -> napi::Result<Uint8Array> {
+    pub fn sign(&self, message: Uint8Array) -> AsyncTask<Call<Uint8Array>> {
         let message = message.to_vec();
-        run(&self.shared, move |c| Ok(bytes(c.sign(&message).to_vec()))).await
+        run(&self.shared, move |c| Ok(bytes(c.sign(&message).to_vec())))
     }
 
     /// Raises how many skipped-message keys each chain keeps.
     #[napi]
-    pub async fn set_max_counter_gap(&self, gap: u32) -> napi::Result<()> {
+    pub fn set_max_counter_gap(&self, gap: u32) -> AsyncTask<Call<()>> {
         run(&self.shared, move |c| {
             let config = c.session_config().with_max_counter_gap(gap);
             c.set_session_config(config);
             Ok(())
         })
-        .await
     }
 
     /// Generates `n` one-time prekeys.
     #[napi]
-    pub async fn generate_prekeys(&self, n: u32) -> napi::Result<Vec<RawPrekeyBundle>> {
+    pub fn generate_prekeys(&self, n: u32) -> AsyncTask<Call<Vec<RawPrekeyBundle>>> {
         run(&self.shared, move |c| {
             let n = usize::try_from(n).map_err(|_| napi::Error::from_reason("n"))?;
             Ok(js(c.generate_prekeys(n))?
@@ -202,96 +166,90 @@ impl RawClient {
                 .map(bundle_object)
                 .collect())
         })
-        .await
     }
 
     /// The bundle of the last-resort prekey (id 65535).
     #[napi]
-    pub async fn last_resort_bundle(&self) -> napi::Result<Uint8Array> {
+    pub fn last_resort_bundle(&self) -> AsyncTask<Call<Uint8Array>> {
         run(&self.shared, |c| {
             Ok(bytes(js(c.last_resort_bundle())?.to_bytes()))
         })
-        .await
     }
 
     /// The bundle of a stored prekey.
     #[napi]
-    pub async fn prekey_bundle(&self, id: u16) -> napi::Result<Uint8Array> {
+    pub fn prekey_bundle(&self, id: u16) -> AsyncTask<Call<Uint8Array>> {
         run(&self.shared, move |c| {
             Ok(bytes(js(c.prekey_bundle(PreKeyId::new(id)))?.to_bytes()))
         })
-        .await
     }
 
     /// One-time prekeys left.
     #[napi]
-    pub async fn prekeys_remaining(&self) -> napi::Result<u32> {
+    pub fn prekeys_remaining(&self) -> AsyncTask<Call<u32>> {
         run(&self.shared, |c| {
             Ok(u32::try_from(js(c.prekeys_remaining())?).unwrap_or(u32::MAX))
         })
-        .await
     }
 
     /// Starts a session from a prekey bundle.
     #[napi]
-    pub async fn create_session(&self, session_id: String, bundle: Uint8Array) -> napi::Result<()> {
+    pub fn create_session(&self, session_id: String, bundle: Uint8Array) -> AsyncTask<Call<()>> {
         let bundle = bundle.to_vec();
         run(&self.shared, move |c| {
             js(c.create_session(&session_id, &bundle))
         })
-        .await
     }
 
     /// Whether a session with this id exists.
     #[napi]
-    pub async fn has_session(&self, session_id: String) -> napi::Result<bool> {
-        run(&self.shared, move |c| js(c.has_session(&session_id))).await
+    pub fn has_session(&self, session_id: String) -> AsyncTask<Call<bool>> {
+        run(&self.shared, move |c| js(c.has_session(&session_id)))
     }
 
     /// The ids of all sessions.
     #[napi]
-    pub async fn session_ids(&self) -> napi::Result<Vec<String>> {
-        run(&self.shared, |c| js(c.session_ids())).await
+    pub fn session_ids(&self) -> AsyncTask<Call<Vec<String>>> {
+        run(&self.shared, |c| js(c.session_ids()))
     }
 
     /// The peer's fingerprint in a session.
     #[napi]
-    pub async fn remote_fingerprint(&self, session_id: String) -> napi::Result<String> {
-        run(&self.shared, move |c| js(c.remote_fingerprint(&session_id))).await
+    pub fn remote_fingerprint(&self, session_id: String) -> AsyncTask<Call<String>> {
+        run(&self.shared, move |c| js(c.remote_fingerprint(&session_id)))
     }
 
     /// Deletes a session.
     #[napi]
-    pub async fn delete_session(&self, session_id: String) -> napi::Result<()> {
-        run(&self.shared, move |c| js(c.delete_session(&session_id))).await
+    pub fn delete_session(&self, session_id: String) -> AsyncTask<Call<()>> {
+        run(&self.shared, move |c| js(c.delete_session(&session_id)))
     }
 
     /// Encrypts for a session's peer; resolves once the advanced chain is stored.
     #[napi]
-    pub async fn encrypt(
+    pub fn encrypt(
         &self,
         session_id: String,
         plaintext: Uint8Array,
-    ) -> napi::Result<Uint8Array> {
+    ) -> AsyncTask<Call<Uint8Array>> {
         let plaintext = plaintext.to_vec();
         run(&self.shared, move |c| {
             Ok(bytes(js(c.encrypt(&session_id, &plaintext))?))
         })
-        .await
     }
 
     /// Encrypts `plaintexts[i]` for `session_ids[i]`, with one commit for all.
     #[napi]
-    pub async fn encrypt_batch(
+    pub fn encrypt_batch(
         &self,
         session_ids: Vec<String>,
         plaintexts: Vec<Uint8Array>,
-    ) -> napi::Result<Vec<Uint8Array>> {
+    ) -> napi::Result<AsyncTask<Call<Vec<Uint8Array>>>> {
         if session_ids.len() != plaintexts.len() {
             return Err(napi::Error::from_reason("one session id per plaintext"));
         }
         let plaintexts: Vec<Vec<u8>> = plaintexts.iter().map(|p| p.to_vec()).collect();
-        run(&self.shared, move |c| {
+        Ok(run(&self.shared, move |c| {
             let messages: Vec<(&str, &[u8])> = session_ids
                 .iter()
                 .map(String::as_str)
@@ -301,128 +259,102 @@ impl RawClient {
                 .into_iter()
                 .map(bytes)
                 .collect())
-        })
-        .await
+        }))
     }
 
-    /// Encrypts one plaintext for each session with one commit: a result per recipient.
+    /// Encrypts one plaintext for each session with one commit: a result per recipient,
+    /// packed (see [`fanout`]).
     #[napi]
-    pub async fn encrypt_for(
+    pub fn encrypt_for(
         &self,
         session_ids: Vec<String>,
         plaintext: Uint8Array,
-    ) -> napi::Result<Vec<RawFanoutResult>> {
+    ) -> AsyncTask<Call<fanout::RawFanout>> {
         let plaintext = plaintext.to_vec();
         run(&self.shared, move |c| {
             let ids: Vec<&str> = session_ids.iter().map(String::as_str).collect();
-            let results = js(c.encrypt_for(&ids, &plaintext))?;
-            Ok(session_ids
-                .iter()
-                .zip(results)
-                .map(|(id, result)| match result {
-                    Ok(envelope) => RawFanoutResult {
-                        session_id: id.clone(),
-                        envelope: Some(bytes(envelope)),
-                        error_code: None,
-                        error_kind: None,
-                    },
-                    Err(e) => RawFanoutResult {
-                        session_id: id.clone(),
-                        envelope: None,
-                        error_code: Some(u32::from(e.code())),
-                        error_kind: Some(e.kind().to_owned()),
-                    },
-                })
-                .collect())
+            Ok(fanout::RawFanout::of(&js(c.encrypt_for(&ids, &plaintext))?))
         })
-        .await
     }
 
     /// Decrypts one message and commits the result.
     #[napi]
-    pub async fn decrypt(
-        &self,
-        session_id: String,
-        envelope: Uint8Array,
-    ) -> napi::Result<Uint8Array> {
+    pub fn decrypt(&self, session_id: String, envelope: Uint8Array) -> AsyncTask<Call<Uint8Array>> {
         let envelope = envelope.to_vec();
         run(&self.shared, move |c| {
             Ok(bytes(js(c.decrypt(&session_id, &envelope))?))
         })
-        .await
     }
 
     /// Decrypts message `i` (`envelopes` split by `lengths`) of session
-    /// `session_ids[index[i]]` with one commit, handing the results to `sink` in chunks first
-    /// when there is one (resolving to nothing), else resolving to all of them once committed;
-    /// see [`batch`].
-    #[napi(
-        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Uint8Array, lengths: Uint32Array, sink?: (chunk: RawBatchChunk) => Promise<boolean>"
-    )]
-    pub async fn decrypt_batch(
+    /// `session_ids[index[i]]` with one commit, resolving to all the results once committed
+    /// (one chunk); see [`batch`].
+    #[napi]
+    pub fn decrypt_batch(
         &self,
         session_ids: Vec<String>,
         index: Uint32Array,
         envelopes: Uint8Array,
         lengths: Uint32Array,
-        sink: Option<batch::Sink>,
-    ) -> napi::Result<Option<batch::RawBatchChunk>> {
-        let packed = batch::Packed {
-            session_ids,
-            index: index.to_vec(),
-            envelopes: envelopes.to_vec(),
-            lengths: lengths.to_vec(),
-        };
-        run(&self.shared, move |c| {
-            batch::decrypt(c, &packed, sink.as_ref())
-        })
-        .await
+    ) -> AsyncTask<Call<batch::RawBatchChunk>> {
+        let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
+        run(&self.shared, move |c| batch::decrypt_all(c, &packed))
+    }
+
+    /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks
+    /// before the commit, and resolving to nothing; see [`batch`].
+    #[napi(
+        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Uint8Array, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>"
+    )]
+    pub async fn decrypt_batch_to(
+        &self,
+        session_ids: Vec<String>,
+        index: Uint32Array,
+        envelopes: Uint8Array,
+        lengths: Uint32Array,
+        sink: batch::Sink,
+    ) -> napi::Result<()> {
+        let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
+        on_blocking_pool(&self.shared, move |c| batch::decrypt_to(c, &packed, &sink)).await
     }
 
     /// Replaces the identity (only while there are no sessions).
     #[napi]
-    pub async fn import_identity(&self, identity: Uint8Array) -> napi::Result<()> {
+    pub fn import_identity(&self, identity: Uint8Array) -> AsyncTask<Call<()>> {
         let identity = identity.to_vec();
-        run(&self.shared, move |c| js(c.import_identity(&identity))).await
+        run(&self.shared, move |c| js(c.import_identity(&identity)))
     }
 
     /// Stores a prekey serialised by Wire's Proteus; resolves to its id.
     #[napi]
-    pub async fn import_prekey(&self, prekey: Uint8Array) -> napi::Result<u32> {
+    pub fn import_prekey(&self, prekey: Uint8Array) -> AsyncTask<Call<u32>> {
         let prekey = prekey.to_vec();
         run(&self.shared, move |c| {
             Ok(u32::from(js(c.import_prekey(&prekey))?.value()))
         })
-        .await
     }
 
     /// Stores a session serialised by Wire's Proteus.
     #[napi]
-    pub async fn import_session(
-        &self,
-        session_id: String,
-        session: Uint8Array,
-    ) -> napi::Result<()> {
+    pub fn import_session(&self, session_id: String, session: Uint8Array) -> AsyncTask<Call<()>> {
         let session = session.to_vec();
         run(&self.shared, move |c| {
             js(c.import_session(&session_id, &session))
         })
-        .await
     }
 
     /// The identity key pair as Wire's Proteus serialises it (holds the secret key).
     #[napi]
-    pub async fn export_identity(&self) -> napi::Result<Uint8Array> {
-        run(&self.shared, |c| Ok(bytes(c.export_identity().to_vec()))).await
+    pub fn export_identity(&self) -> AsyncTask<Call<Uint8Array>> {
+        run(&self.shared, |c| Ok(bytes(c.export_identity().to_vec())))
     }
 
     /// A session as Wire's Proteus serialises it (holds secret keys).
     #[napi]
-    pub async fn export_session(&self, session_id: String) -> napi::Result<Uint8Array> {
+    pub fn export_session(&self, session_id: String) -> AsyncTask<Call<Uint8Array>> {
         run(&self.shared, move |c| {
             Ok(bytes(js(c.export_session(&session_id))?.to_vec()))
         })
-        .await
     }
 
     /// Drops the client: its keys are wiped and the store is closed.

@@ -127,7 +127,7 @@ test(`Client.open(path): the native addon's durable store, or on the wasm fallba
 
 test('encryptBatch and decryptBatch: progress per message, ids, one commit after the callback', async () => {
   const { alice, bob } = await pair(Client);
-  const n = 150; // three chunks of the native delivery
+  const n = 600; // three chunks of the native delivery (256 each)
   const envelopes = await alice.encryptBatch(Array.from({ length: n }, (_, i) => ({ sessionId: 'bob', plaintext: `m${i}` })));
   assert.equal(envelopes.length, n);
   const queue = envelopes.map((envelope) => ({ sessionId: 'alice', envelope }));
