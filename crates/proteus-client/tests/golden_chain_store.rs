@@ -62,9 +62,11 @@ fn raw_forms(path: &Path) -> (bool, u8, u8) {
         == 1;
     let version = |id: &str| -> u8 {
         let record: Vec<u8> = conn
-            .query_row("SELECT value FROM sessions WHERE key = ?1", [id.as_bytes()], |r| {
-                r.get(0)
-            })
+            .query_row(
+                "SELECT value FROM sessions WHERE key = ?1",
+                [id.as_bytes()],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(record[1], 0, "key 0 first");
         record[2]
@@ -105,7 +107,10 @@ fn generate_golden_chain_store() {
     let next = alice.encrypt("bob", b"next").unwrap();
     bob.decrypt("alice", &next).unwrap();
     let replies: Vec<Vec<u8>> = (0..3)
-        .map(|i| bob.encrypt("alice", format!("reply {i}").as_bytes()).unwrap())
+        .map(|i| {
+            bob.encrypt("alice", format!("reply {i}").as_bytes())
+                .unwrap()
+        })
         .collect();
 
     // Carol's first message: Bob's sending step is pending (a version-2 record).
@@ -211,4 +216,3 @@ fn the_golden_chain_store_sealed_continues_both_sessions() {
         Client::open_sealed(p, OpenMode::Existing, &SqliteOptions::default(), &key).unwrap()
     });
 }
-
