@@ -27,9 +27,12 @@ pub(crate) struct SessionState {
 
 /// What a successful decryption changes in a state, computed on the side and applied only after
 /// the MAC verified: this is what makes decryption atomic without copying the state.
+/// Not boxed: a box is freed as it is, and the bytes of the `Sending` variant that is not in use
+/// (stale stack bytes, seeds among them, copied in with the value) would not be wiped with it.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum StateUpdate {
     Chain { index: usize, update: ChainUpdate },
-    Ratchet(Box<Ratchet>),
+    Ratchet(Ratchet),
 }
 
 pub(crate) struct Ratchet {
@@ -208,7 +211,7 @@ impl SessionState {
             sending: Sending::Pending(PendingStep::new(seed, *their, their_point)),
             root_key: recv_root,
         };
-        Ok((plaintext, StateUpdate::Ratchet(Box::new(ratchet))))
+        Ok((plaintext, StateUpdate::Ratchet(ratchet)))
     }
 
     pub(crate) fn apply(&mut self, update: StateUpdate, max_staged: usize) {
@@ -219,8 +222,8 @@ impl SessionState {
                 }
             }
             StateUpdate::Ratchet(mut r) => {
-                // Swapped rather than moved out of the box, so the old keys are dropped (and
-                // wiped) with it instead of leaving copies in the freed box.
+                // Swapped rather than moved out, so the old keys are dropped (and wiped) with
+                // `r` instead of leaving copies behind.
                 self.prev_counter = self.sending.next_counter();
                 std::mem::swap(&mut self.sending, &mut r.sending);
                 std::mem::swap(&mut self.root_key, &mut r.root_key);
