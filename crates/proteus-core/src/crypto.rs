@@ -8,6 +8,7 @@ use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use curve25519_dalek::{scalar::Scalar, traits::IsIdentity};
 use hkdf::Hkdf;
+use hmac::digest::FixedOutput;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
@@ -25,13 +26,12 @@ pub(crate) type Secret32 = Zeroizing<[u8; 32]>;
 /// HMAC key schedule, which saves two of its four SHA-256 compressions.
 pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
     static EMPTY_SALT: OnceLock<HmacSha256> = OnceLock::new();
-    let mut extract = if salt.is_empty() {
+    let extract = if salt.is_empty() {
         EMPTY_SALT.get_or_init(|| mac_with_slice(&[])).clone()
     } else {
         mac_with_slice(salt)
     };
-    extract.update(ikm);
-    let prk = Zeroizing::new(<[u8; 32]>::from(extract.finalize().into_bytes()));
+    let prk = extract.mac_last(ikm);
     let mut okm = Zeroizing::new([0u8; 64]);
     // A 32-byte PRK is valid and 64 bytes are far below HKDF's limit of 255 * 32, so neither
     // call can fail.
@@ -89,17 +89,35 @@ impl KeyedMac {
     }
 
     pub(crate) fn mac(&self, data: &[u8]) -> Secret32 {
-        let mut m = self.0.clone();
-        m.update(data);
-        Zeroizing::new(m.finalize().into_bytes().into())
+        self.0.clone().mac_last(data)
+    }
+
+    /// [`mac`](Self::mac) for the last use of the key: the schedule itself is finished, one
+    /// copy (and wipe) of the HMAC state fewer.
+    pub(crate) fn mac_last(self, data: &[u8]) -> Secret32 {
+        self.0.mac_last(data)
+    }
+}
+
+/// Finishing an HMAC over one last piece of data.
+trait MacLast {
+    fn mac_last(self, data: &[u8]) -> Secret32;
+}
+
+impl MacLast for HmacSha256 {
+    /// Written straight into the wiped secret: `finalize` would go through a `CtOutput`, one
+    /// more copy and one more wipe.
+    fn mac_last(mut self, data: &[u8]) -> Secret32 {
+        self.update(data);
+        let mut out = Zeroizing::new([0u8; 32]);
+        FixedOutput::finalize_into(self, (&mut *out).into());
+        out
     }
 }
 
 /// HMAC-SHA256 (docs/protocol.md §2.6).
 pub(crate) fn hmac(key: &[u8; 32], data: &[u8]) -> Secret32 {
-    let mut m = mac_with(key);
-    m.update(data);
-    Zeroizing::new(m.finalize().into_bytes().into())
+    mac_with(key).mac_last(data)
 }
 
 /// Verifies an HMAC-SHA256 tag in constant time.

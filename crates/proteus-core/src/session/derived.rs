@@ -53,7 +53,7 @@ impl ChainKey {
         Some((
             mk,
             Self {
-                key: keyed.mac(b"1"),
+                key: keyed.mac_last(b"1"),
                 idx,
             },
         ))
