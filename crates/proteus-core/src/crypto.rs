@@ -21,10 +21,17 @@ type HmacSha256 = Hmac<Sha256>;
 pub(crate) type Secret32 = Zeroizing<[u8; 32]>;
 
 /// HKDF-SHA256 with 64 bytes of output, split into (first 32, last 32) (docs/protocol.md §2.5).
+pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
+    let [a, b] = *kdf_pair(ikm, salt, info);
+    (Zeroizing::new(a), Zeroizing::new(b))
+}
+
+/// [`kdf`] with the two halves kept together in one wiped secret, as they were written: no
+/// copy of them to make and wipe (message keys, one per message).
 ///
 /// The extract step with an empty salt (every message key derivation) reuses one precomputed
 /// HMAC key schedule, which saves two of its four SHA-256 compressions.
-pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
+pub(crate) fn kdf_pair(ikm: &[u8], salt: &[u8], info: &[u8]) -> Zeroizing<[[u8; 32]; 2]> {
     static EMPTY_SALT: OnceLock<HmacSha256> = OnceLock::new();
     let extract = if salt.is_empty() {
         EMPTY_SALT.get_or_init(|| mac_with_slice(&[])).clone()
@@ -32,14 +39,13 @@ pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) 
         mac_with_slice(salt)
     };
     let prk = extract.mac_last(ikm);
-    let mut okm = Zeroizing::new([0u8; 64]);
+    let mut okm = Zeroizing::new([[0u8; 32]; 2]);
     // A 32-byte PRK is valid and 64 bytes are far below HKDF's limit of 255 * 32, so neither
     // call can fail.
     if let Ok(hk) = Hkdf::<Sha256>::from_prk(prk.as_slice()) {
-        let _ = hk.expand(info, okm.as_mut_slice());
+        let _ = hk.expand(info, okm.as_flattened_mut());
     }
-    let (a, b) = halves(&okm);
-    (Zeroizing::new(a), Zeroizing::new(b))
+    okm
 }
 
 /// `parts[0] ‖ parts[1] ‖ …` into an `N`-byte secret (`N` = 32 × parts).
