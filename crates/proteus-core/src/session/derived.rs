@@ -49,14 +49,12 @@ impl ChainKey {
     pub(crate) fn step(&self) -> Option<(MessageKeys, ChainKey)> {
         let idx = self.idx.checked_add(1)?;
         let keyed = KeyedMac::new(&self.key);
-        let mk = message_keys(&keyed.mac(b"0"), self.idx);
-        Some((
-            mk,
-            Self {
-                key: keyed.mac_last(b"1"),
-                idx,
-            },
-        ))
+        // Both HMACs of the chain key before the message keys: they are independent, and
+        // side by side the CPU overlaps their SHA-256 compressions (each waits on its own
+        // chain of rounds); the derivation after them depends on the first.
+        let base = keyed.mac(b"0");
+        let next = keyed.mac_last(b"1");
+        Some((message_keys(&base, self.idx), Self { key: next, idx }))
     }
 
     /// The HMAC key schedule of this chain key (for this index's message keys, see
