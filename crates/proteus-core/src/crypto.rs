@@ -8,6 +8,7 @@ use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
 use curve25519_dalek::{scalar::Scalar, traits::IsIdentity};
 use hkdf::Hkdf;
+use hmac::digest::FixedOutput;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256, Sha512};
 use subtle::ConstantTimeEq;
@@ -20,26 +21,31 @@ type HmacSha256 = Hmac<Sha256>;
 pub(crate) type Secret32 = Zeroizing<[u8; 32]>;
 
 /// HKDF-SHA256 with 64 bytes of output, split into (first 32, last 32) (docs/protocol.md §2.5).
+pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
+    let [a, b] = *kdf_pair(ikm, salt, info);
+    (Zeroizing::new(a), Zeroizing::new(b))
+}
+
+/// [`kdf`] with the two halves kept together in one wiped secret, as they were written: no
+/// copy of them to make and wipe (message keys, one per message).
 ///
 /// The extract step with an empty salt (every message key derivation) reuses one precomputed
 /// HMAC key schedule, which saves two of its four SHA-256 compressions.
-pub(crate) fn kdf(ikm: &[u8], salt: &[u8], info: &[u8]) -> (Secret32, Secret32) {
+pub(crate) fn kdf_pair(ikm: &[u8], salt: &[u8], info: &[u8]) -> Zeroizing<[[u8; 32]; 2]> {
     static EMPTY_SALT: OnceLock<HmacSha256> = OnceLock::new();
-    let mut extract = if salt.is_empty() {
+    let extract = if salt.is_empty() {
         EMPTY_SALT.get_or_init(|| mac_with_slice(&[])).clone()
     } else {
         mac_with_slice(salt)
     };
-    extract.update(ikm);
-    let prk = Zeroizing::new(<[u8; 32]>::from(extract.finalize().into_bytes()));
-    let mut okm = Zeroizing::new([0u8; 64]);
+    let prk = extract.mac_last(ikm);
+    let mut okm = Zeroizing::new([[0u8; 32]; 2]);
     // A 32-byte PRK is valid and 64 bytes are far below HKDF's limit of 255 * 32, so neither
     // call can fail.
     if let Ok(hk) = Hkdf::<Sha256>::from_prk(prk.as_slice()) {
-        let _ = hk.expand(info, okm.as_mut_slice());
+        let _ = hk.expand(info, okm.as_flattened_mut());
     }
-    let (a, b) = halves(&okm);
-    (Zeroizing::new(a), Zeroizing::new(b))
+    okm
 }
 
 /// `parts[0] ‖ parts[1] ‖ …` into an `N`-byte secret (`N` = 32 × parts).
@@ -89,17 +95,35 @@ impl KeyedMac {
     }
 
     pub(crate) fn mac(&self, data: &[u8]) -> Secret32 {
-        let mut m = self.0.clone();
-        m.update(data);
-        Zeroizing::new(m.finalize().into_bytes().into())
+        self.0.clone().mac_last(data)
+    }
+
+    /// [`mac`](Self::mac) for the last use of the key: the schedule itself is finished, one
+    /// copy (and wipe) of the HMAC state fewer.
+    pub(crate) fn mac_last(self, data: &[u8]) -> Secret32 {
+        self.0.mac_last(data)
+    }
+}
+
+/// Finishing an HMAC over one last piece of data.
+trait MacLast {
+    fn mac_last(self, data: &[u8]) -> Secret32;
+}
+
+impl MacLast for HmacSha256 {
+    /// Written straight into the wiped secret: `finalize` would go through a `CtOutput`, one
+    /// more copy and one more wipe.
+    fn mac_last(mut self, data: &[u8]) -> Secret32 {
+        self.update(data);
+        let mut out = Zeroizing::new([0u8; 32]);
+        FixedOutput::finalize_into(self, (&mut *out).into());
+        out
     }
 }
 
 /// HMAC-SHA256 (docs/protocol.md §2.6).
 pub(crate) fn hmac(key: &[u8; 32], data: &[u8]) -> Secret32 {
-    let mut m = mac_with(key);
-    m.update(data);
-    Zeroizing::new(m.finalize().into_bytes().into())
+    mac_with(key).mac_last(data)
 }
 
 /// Verifies an HMAC-SHA256 tag in constant time.

@@ -124,16 +124,22 @@ impl RecvChain {
         // costs one HMAC per step and no memory beyond the kept keys.
         let keep = gap.min(max_staged);
         let first_staged = c - keep;
-        let mut ck = self.chain_key.clone();
-        while ck.idx < first_staged {
-            ck = ck.next().ok_or_else(too_distant)?;
-        }
         let mut skipped_chain_keys = Vec::with_capacity(keep as usize);
-        while ck.idx < c {
-            let next = ck.next().ok_or_else(too_distant)?;
-            skipped_chain_keys.push(ck);
-            ck = next;
+        // In sync (most messages), the chain key is used where it is, without a copy to wipe.
+        let mut stepped = None;
+        if gap > 0 {
+            let mut ck = self.chain_key.clone();
+            while ck.idx < first_staged {
+                ck = ck.next().ok_or_else(too_distant)?;
+            }
+            while ck.idx < c {
+                let next = ck.next().ok_or_else(too_distant)?;
+                skipped_chain_keys.push(ck);
+                ck = next;
+            }
+            stepped = Some(ck);
         }
+        let ck = stepped.as_ref().unwrap_or(&self.chain_key);
         let position = if gap == 0 {
             CounterPosition::InSync
         } else {

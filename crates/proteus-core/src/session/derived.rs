@@ -4,7 +4,7 @@ use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf};
+use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf, kdf_pair};
 use crate::error::DecodeError;
 #[cfg(any(
     test,
@@ -49,14 +49,12 @@ impl ChainKey {
     pub(crate) fn step(&self) -> Option<(MessageKeys, ChainKey)> {
         let idx = self.idx.checked_add(1)?;
         let keyed = KeyedMac::new(&self.key);
-        let mk = message_keys(&keyed.mac(b"0"), self.idx);
-        Some((
-            mk,
-            Self {
-                key: keyed.mac(b"1"),
-                idx,
-            },
-        ))
+        // Both HMACs of the chain key before the message keys: they are independent, and
+        // side by side the CPU overlaps their SHA-256 compressions (each waits on its own
+        // chain of rounds); the derivation after them depends on the first.
+        let base = keyed.mac(b"0");
+        let next = keyed.mac_last(b"1");
+        Some((message_keys(&base, self.idx), Self { key: next, idx }))
     }
 
     /// The HMAC key schedule of this chain key (for this index's message keys, see
@@ -103,10 +101,8 @@ impl ChainKey {
 }
 
 fn message_keys(base: &[u8; 32], counter: u32) -> MessageKeys {
-    let (cipher_key, mac_key) = kdf(base, &[], b"hash_ratchet");
     MessageKeys {
-        cipher_key,
-        mac_key,
+        keys: kdf_pair(base, &[], b"hash_ratchet"),
         counter,
     }
 }
@@ -146,12 +142,20 @@ impl RootKey {
 /// The keys of one message: `{0: CipherKey, 1: MacKey, 2: counter}` when stored.
 #[derive(Clone, Zeroize)]
 pub(crate) struct MessageKeys {
-    cipher_key: Secret32,
-    mac_key: Secret32,
+    /// The cipher key, then the MAC key: the two halves of their KDF output, kept as written.
+    keys: Zeroizing<[[u8; 32]; 2]>,
     pub(crate) counter: u32,
 }
 
 impl MessageKeys {
+    fn cipher_key(&self) -> &[u8; 32] {
+        &self.keys[0]
+    }
+
+    fn mac_key(&self) -> &[u8; 32] {
+        &self.keys[1]
+    }
+
     /// The message keys of index `counter` from the HMAC key schedule of its chain key
     /// ([`ChainKey::keyed_step`]).
     pub(crate) fn from_keyed(keyed: &KeyedMac, counter: u32) -> Self {
@@ -161,31 +165,26 @@ impl MessageKeys {
     /// Whether `other` holds the same keys for the same counter (compared in constant time).
     pub(crate) fn same_as(&self, other: &MessageKeys) -> bool {
         self.counter == other.counter
-            && bool::from(
-                self.cipher_key
-                    .as_slice()
-                    .ct_eq(other.cipher_key.as_slice()),
-            )
-            && bool::from(self.mac_key.as_slice().ct_eq(other.mac_key.as_slice()))
+            && bool::from(self.keys.as_flattened().ct_eq(other.keys.as_flattened()))
     }
 
     pub(crate) fn mac(&self, message: &[u8]) -> Secret32 {
-        hmac(&self.mac_key, message)
+        hmac(self.mac_key(), message)
     }
 
     pub(crate) fn verify(&self, message: &[u8], mac: &[u8; 32]) -> bool {
-        hmac_verify(&self.mac_key, message, mac)
+        hmac_verify(self.mac_key(), message, mac)
     }
 
     /// ChaCha20 with this message's counter as nonce: encrypts or decrypts `data`.
     pub(crate) fn apply_cipher(&self, data: &[u8]) -> Vec<u8> {
-        chacha20(&self.cipher_key, self.counter, data)
+        chacha20(self.cipher_key(), self.counter, data)
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
-        e.map(3).key(0).wrapped_bytes(self.cipher_key.as_slice());
+        e.map(3).key(0).wrapped_bytes(self.cipher_key());
         e.key(1)
-            .wrapped_bytes(self.mac_key.as_slice())
+            .wrapped_bytes(self.mac_key())
             .key(2)
             .u64(u64::from(self.counter));
     }
@@ -202,8 +201,10 @@ impl MessageKeys {
             }
         }
         Ok(Self {
-            cipher_key: required(cipher_key, "cipher key")?,
-            mac_key: required(mac_key, "mac key")?,
+            keys: Zeroizing::new([
+                *required::<Secret32>(cipher_key, "cipher key")?,
+                *required::<Secret32>(mac_key, "mac key")?,
+            ]),
             counter: required(counter, "message key counter")?,
         })
     }
@@ -230,8 +231,7 @@ impl MessageKeys {
         core::array::from_fn(|_| {
             let (cipher_key, mac_key) = halves.next().unwrap_or_default();
             MessageKeys {
-                cipher_key,
-                mac_key,
+                keys: Zeroizing::new([*cipher_key, *mac_key]),
                 counter: counters.next().unwrap_or_default(),
             }
         })
@@ -243,6 +243,6 @@ impl MessageKeys {
         messages: [&[u8]; 4],
         macs: [&[u8; 32]; 4],
     ) -> [bool; 4] {
-        hmac_verify4::<L>(keys.map(|k| &*k.mac_key), messages, macs)
+        hmac_verify4::<L>(keys.map(MessageKeys::mac_key), messages, macs)
     }
 }
