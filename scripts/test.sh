@@ -92,13 +92,16 @@ suite_wasm() {
   # The four-lane SHA-256 of the web build (crates/proteus-core/src/sha256x4) on its v128 lanes:
   # its tests built for wasm32-wasip1 with simd128, run by Node's WASI (scripts/wasi-run.mjs).
   rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
-  log "proteus-core's four-lane SHA-256 tests in wasm (wasm32-wasip1, simd128, Node)"
+  # The web build's curve arithmetic (ffi/web/build.sh: dalek's fiat backend) under the key
+  # checks' tests: the keys accepted in wasm are exactly the reference's.
+  local flags='-C target-feature=+simd128 --cfg curve25519_dalek_backend="fiat"'
+  log "proteus-core's four-lane SHA-256 and key-check tests in wasm (wasm32-wasip1, simd128, Node)"
   CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
-    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
-    cargo test --locked --release -p proteus-core --lib --target wasm32-wasip1 -- sha256x4
+    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="$flags" \
+    cargo test --locked --release -p proteus-core --lib --target wasm32-wasip1 -- sha256x4 crypto:: keys::public_key
   log "proteus-core's open plan in wasm: open_jobs opens four jobs at a time in v128 lanes"
   CARGO_TARGET_WASM32_WASIP1_RUNNER="node $PWD/scripts/wasi-run.mjs" \
-    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="-C target-feature=+simd128" \
+    CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="$flags" \
     cargo test --locked --release -p proteus-core --target wasm32-wasip1 --test open_plan
 }
 

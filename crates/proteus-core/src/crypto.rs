@@ -5,8 +5,7 @@ use std::sync::OnceLock;
 use chacha20::ChaCha20Legacy;
 use chacha20::cipher::{KeyIvInit, StreamCipher};
 use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
-#[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-use curve25519_dalek::{scalar::Scalar, traits::IsIdentity};
+use curve25519_dalek::scalar::Scalar;
 use hkdf::Hkdf;
 use hmac::digest::FixedOutput;
 use hmac::{Hmac, KeyInit, Mac};
@@ -193,22 +192,16 @@ impl DhPoint {
 
 /// Whether ℓ·P is the identity: `EdwardsPoint::is_torsion_free`, the same predicate.
 ///
-/// Natively it runs in variable time, which is fine for a public key and saves about an eighth
-/// of the check (the multiplication is mostly doublings, which no window saves): ℓ is not a
-/// canonical scalar, so it computes (ℓ − 1)·P, ℓ − 1 being the scalar −1, and compares with −P.
-/// The web build keeps the constant-time check, which adds no code there.
+/// It runs in variable time, which is fine for a public key: natively that saves about an eighth
+/// of the check (the multiplication is mostly doublings, which no window saves), in wasm a
+/// quarter (no constant-time table lookups); docs/benchmarks.md weighs its 4 KB of wasm. ℓ is
+/// not a canonical scalar, so it computes (ℓ − 1)·P, ℓ − 1 being the scalar −1 (0 − 1, a
+/// subtraction: negation would multiply), and compares with −P.
 fn in_prime_order_subgroup(point: &EdwardsPoint) -> bool {
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    {
-        let minus_one = -Scalar::ONE;
-        let product =
-            EdwardsPoint::vartime_double_scalar_mul_basepoint(&minus_one, point, &Scalar::ZERO);
-        (product + point).is_identity()
-    }
-    #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-    {
-        point.is_torsion_free()
-    }
+    let minus_one = Scalar::ZERO - Scalar::ONE;
+    let product =
+        EdwardsPoint::vartime_double_scalar_mul_basepoint(&minus_one, point, &Scalar::ZERO);
+    product == -point
 }
 
 /// Our side of Diffie-Hellman: the X25519 secret of an Ed25519 seed, SHA-512(seed)[..32]
