@@ -335,7 +335,8 @@ impl SqliteStorage {
     /// Rebuilds the file with only the live records (`VACUUM`) and empties the WAL. Changes no
     /// record; drops the free pages, which may hold records deleted before `secure_delete` was
     /// on (stores written by older versions), before the whole store is rewritten (sealed,
-    /// rekeyed).
+    /// rekeyed). Only sealing and rekeying (feature `sealed`) use it.
+    #[cfg(feature = "sealed")]
     pub(crate) fn compact(&mut self) -> Result<(), StoreError> {
         self.conn.execute_batch("VACUUM").map_err(backend)?;
         self.checkpoint()
