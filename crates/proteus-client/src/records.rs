@@ -34,7 +34,9 @@ pub(crate) const META_IDENTITY: &[u8] = b"identity";
 pub(crate) const META_NEXT_PREKEY_ID: &[u8] = b"next_prekey_id";
 /// Present (sealed) in an encrypted store: only the right key opens it.
 pub(crate) const META_SEAL_CHECK: &[u8] = b"sealed_check";
-/// Present (sealed) once an encrypted store keeps session ids hashed (sealed format 2).
+/// Present (sealed) once an encrypted store keeps session ids hashed (sealed format 2). Only the
+/// sealed store (feature `sealed`) reads or writes it.
+#[cfg(feature = "sealed")]
 pub(crate) const META_SEALED_IDS_HASHED: &[u8] = b"sealed_ids_hashed";
 /// How many commits a store opened with a [`RollbackGuard`](crate::RollbackGuard) has made.
 pub(crate) const META_COMMIT_COUNTER: &[u8] = b"commit_counter";

@@ -1,87 +1,16 @@
-//! Property tests of the protocol engine (docs/protocol.md §7, §8).
-//!
-//! * **Conversations**: random two-party conversations (sends both ways, reordering, drops,
-//!   duplicates, tampered bytes, serialise/restore of either side at random points) are
-//!   checked against an exact model of which receive chains each side still holds:
-//!   - an untampered message delivered for the first time decrypts to its plaintext when its
-//!     chain is held (or new), and is rejected when its chain was dropped (docs/protocol.md §7.2);
-//!   - a duplicate is rejected (`DuplicateMessage`/`OutdatedMessage` while its chain is held);
-//!   - a tampered envelope (any bit of the MAC or of the MAC-covered message bytes) is rejected;
-//!   - every rejection leaves the session and the prekey store byte for byte as they were.
-//!
-//!   The envelope's version and outer map keys are not covered by the MAC and are not checked by
-//!   receivers (docs/protocol.md §5.1), so flipping them is not tampering; the mutated-envelope
-//!   property below covers every byte with the right criterion.
-//! * **Decoders**: every decoder returns an error, never panics, on arbitrary bytes and on
-//!   mutated valid encodings (bit flips, truncations, byte edits); whatever they accept
-//!   re-encodes to something they decode to the same value. A mutated envelope is only ever
-//!   accepted by a session if its MAC and MAC-covered bytes are intact. A corrupted stored
-//!   session fails to load or works without panicking, atomically.
-//! * **Round trips**: `encode(decode(x)) == x` for identities, identity keys, prekeys, bundles
-//!   (unsigned, signed in either encoding), envelopes and sessions at random points of a
-//!   conversation.
-
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+//! The two-party conversation model of the conversation properties (module docs of `main.rs`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::convert::Infallible;
 use std::sync::OnceLock;
 
-use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::FileFailurePersistence;
 use proteus_core::limits::MAX_RECV_CHAINS;
 use proteus_core::{
-    BundleSignature, BundleVerification, Envelope, IdentityKey, IdentityKeyPair, Message, PreKey,
-    PreKeyBundle, PreKeyId, Session,
+    Envelope, IdentityKey, IdentityKeyPair, Message, PreKey, PreKeyBundle, PreKeyId, Session,
 };
 
-// ---------------------------------------------------------------------------------------------
-// Deterministic randomness
-// ---------------------------------------------------------------------------------------------
-
-/// SplitMix64 from a proptest-chosen seed, so that every case (and its shrinking) replays the
-/// same keys. Not cryptographically strong, which a test does not need.
-#[derive(Debug, Clone)]
-struct TestRng(u64);
-
-impl TestRng {
-    fn step(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-impl rand_core::TryRng for TestRng {
-    type Error = Infallible;
-
-    fn try_next_u32(&mut self) -> Result<u32, Infallible> {
-        Ok((self.step() >> 32) as u32)
-    }
-
-    fn try_next_u64(&mut self) -> Result<u64, Infallible> {
-        Ok(self.step())
-    }
-
-    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Infallible> {
-        for chunk in dst.chunks_mut(8) {
-            let word = self.step().to_le_bytes();
-            chunk.copy_from_slice(&word[..chunk.len()]);
-        }
-        Ok(())
-    }
-}
-
-impl rand_core::TryCryptoRng for TestRng {}
+use crate::rng::TestRng;
 
 // ---------------------------------------------------------------------------------------------
 // Error codes the model expects
@@ -100,7 +29,7 @@ const CHAIN_GONE: [u16; 3] = [101, 206, 207];
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
+pub(crate) enum Side {
     Alice,
     Bob,
 }
@@ -118,7 +47,7 @@ fn side() -> impl Strategy<Value = Side> {
 
 /// One step of a conversation. `to` is the recipient of the message acted on.
 #[derive(Debug, Clone)]
-enum Action {
+pub(crate) enum Action {
     /// `from` encrypts a `len`-byte message (a no-op for Bob before he has a session).
     Send { from: Side, len: usize },
     /// `from` sends and the message is delivered at once: in-order traffic, which is what
@@ -145,7 +74,7 @@ enum Action {
     Restore(Side),
 }
 
-fn action() -> impl Strategy<Value = Action> {
+pub(crate) fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         4 => (side(), 0usize..48).prop_map(|(from, len)| Action::Send { from, len }),
         3 => (side(), 0usize..48).prop_map(|(from, len)| Action::Ping { from, len }),
@@ -161,7 +90,7 @@ fn action() -> impl Strategy<Value = Action> {
 
 /// A sent message and what the model knows about it.
 #[derive(Debug, Clone)]
-struct Sent {
+pub(crate) struct Sent {
     id: u64,
     wire: Vec<u8>,
     plaintext: Vec<u8>,
@@ -171,7 +100,7 @@ struct Sent {
 }
 
 /// Everything a party keeps, plus the model of its receive chains and its mailbox.
-struct Party {
+pub(crate) struct Party {
     identity: IdentityKeyPair,
     session: Option<Session>,
     prekeys: BTreeMap<PreKeyId, PreKey>,
@@ -187,7 +116,7 @@ struct Party {
 
 /// A party's persistent state, byte for byte: the session and the prekey store.
 #[derive(Debug, PartialEq, Eq)]
-struct Snapshot {
+pub(crate) struct Snapshot {
     session: Option<Vec<u8>>,
     prekeys: Vec<Vec<u8>>,
 }
@@ -265,7 +194,7 @@ impl Party {
 }
 
 /// `Session::from_bytes(to_bytes(s))` re-encodes to the same bytes; returns the loaded copy.
-fn session_round_trip(identity: &IdentityKey, session: &Session) -> Session {
+pub(crate) fn session_round_trip(identity: &IdentityKey, session: &Session) -> Session {
     let bytes = session.to_bytes();
     let loaded = Session::from_bytes(identity, &bytes).unwrap();
     assert_eq!(*loaded.to_bytes(), *bytes, "session does not round-trip");
@@ -276,7 +205,7 @@ fn session_round_trip(identity: &IdentityKey, session: &Session) -> Session {
     loaded
 }
 
-fn plaintext(id: u64, len: usize) -> Vec<u8> {
+pub(crate) fn plaintext(id: u64, len: usize) -> Vec<u8> {
     let mut p: Vec<u8> = id.to_le_bytes().into_iter().chain(0..=255).collect();
     p.truncate(len);
     p
@@ -286,7 +215,7 @@ fn plaintext(id: u64, len: usize) -> Vec<u8> {
 /// names, a spare one and the last-resort prekey) and Alice's session from the bundle,
 /// serialised. Making these costs more than a whole short conversation in an unoptimised build
 /// (every key validation is a scalar multiplication), so a few are made once and shared.
-struct Start {
+pub(crate) struct Start {
     alice: IdentityKeyPair,
     bob: IdentityKeyPair,
     bundle_prekey: PreKeyId,
@@ -294,7 +223,7 @@ struct Start {
     session: Vec<u8>,
 }
 
-fn starts() -> &'static [Start] {
+pub(crate) fn starts() -> &'static [Start] {
     static STARTS: OnceLock<Vec<Start>> = OnceLock::new();
     STARTS.get_or_init(|| {
         // 0xfffe is one bit away from the last-resort id: a tampered PreKeyMessage can name it.
@@ -329,7 +258,7 @@ fn starts() -> &'static [Start] {
     })
 }
 
-struct Conversation {
+pub(crate) struct Conversation {
     rng: TestRng,
     alice: Party,
     bob: Party,
@@ -341,7 +270,7 @@ struct Conversation {
 impl Conversation {
     /// Starts from `starts()[start]`; the conversation's own randomness (ratchet keys) comes
     /// from `seed`.
-    fn new(seed: u64, start: usize) -> Self {
+    pub(crate) fn new(seed: u64, start: usize) -> Self {
         let start = &starts()[start];
         let mut alice = Party::new(start.alice.clone());
         let mut bob = Party::new(start.bob.clone());
@@ -609,7 +538,7 @@ impl Conversation {
 
     /// Plays `actions`, then delivers everything still in flight and checks that both
     /// directions still work.
-    fn run(mut self, actions: &[Action]) {
+    pub(crate) fn run(mut self, actions: &[Action]) {
         for action in actions {
             self.apply(action);
         }
@@ -630,447 +559,5 @@ impl Conversation {
             assert_eq!(self.party(to).delivered.last().map(|m| m.id), Some(id));
         }
         self.check_invariants();
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Decoders
-// ---------------------------------------------------------------------------------------------
-
-/// Runs every decoder on `bytes`. None may panic; what one accepts must re-encode to bytes it
-/// decodes to the same value (and the same bytes again).
-fn decode_everything(bytes: &[u8], identities: &[IdentityKey]) {
-    if let Ok(envelope) = Envelope::from_bytes(bytes) {
-        let again = envelope.to_bytes();
-        assert_eq!(Envelope::from_bytes(&again).unwrap(), envelope);
-    }
-    if let Ok(bundle) = PreKeyBundle::from_bytes(bytes) {
-        let again = bundle.to_bytes();
-        assert_eq!(PreKeyBundle::from_bytes(&again).unwrap(), bundle);
-        let _ = bundle.verify();
-    }
-    if let Ok(prekey) = PreKey::from_bytes(bytes) {
-        let again = prekey.to_bytes();
-        let reloaded = PreKey::from_bytes(&again).unwrap();
-        assert_eq!(*reloaded.to_bytes(), *again);
-        assert_eq!(reloaded.id(), prekey.id());
-    }
-    if let Ok(identity) = IdentityKeyPair::from_bytes(bytes) {
-        let again = identity.to_bytes();
-        let reloaded = IdentityKeyPair::from_bytes(&again).unwrap();
-        assert_eq!(*reloaded.to_bytes(), *again);
-        assert_eq!(reloaded.public_key(), identity.public_key());
-    }
-    if let Ok(key) = IdentityKey::from_bytes(bytes) {
-        assert_eq!(IdentityKey::from_bytes(&key.to_bytes()).unwrap(), key);
-    }
-    for identity in identities {
-        if let Ok(mut session) = Session::from_bytes(identity, bytes) {
-            let again = session.to_bytes();
-            let reloaded = Session::from_bytes(identity, &again).unwrap();
-            assert_eq!(*reloaded.to_bytes(), *again);
-            // A session that loads must also be usable without panicking.
-            let _ = session.encrypt(b"probe");
-        }
-    }
-}
-
-/// A message with the state its recipient had just before it arrived.
-struct Target {
-    wire: Vec<u8>,
-    plaintext: Vec<u8>,
-    recipient_seed: [u8; 32],
-    session: Option<Vec<u8>>,
-    prekeys: Vec<Vec<u8>>,
-}
-
-impl Target {
-    fn load_prekeys(&self) -> BTreeMap<PreKeyId, PreKey> {
-        self.prekeys
-            .iter()
-            .map(|b| {
-                let p = PreKey::from_bytes(b).unwrap();
-                (p.id(), p)
-            })
-            .collect()
-    }
-
-    fn assert_prekeys_unchanged(&self, prekeys: &BTreeMap<PreKeyId, PreKey>) {
-        let after: Vec<Vec<u8>> = prekeys.values().map(|p| p.to_bytes().to_vec()).collect();
-        assert_eq!(
-            after, self.prekeys,
-            "a rejected message changed the prekeys"
-        );
-    }
-}
-
-/// Valid encodings of every kind, from a fixed short conversation.
-struct Fixtures {
-    identities: Vec<IdentityKey>,
-    encodings: Vec<Vec<u8>>,
-    targets: Vec<Target>,
-}
-
-const ALICE_SEED: [u8; 32] = [0xa1; 32];
-const BOB_SEED: [u8; 32] = [0xb0; 32];
-
-fn fixtures() -> &'static Fixtures {
-    static FIXTURES: OnceLock<Fixtures> = OnceLock::new();
-    FIXTURES.get_or_init(|| {
-        let rng = &mut TestRng(0x5eed);
-        let alice = IdentityKeyPair::from_seed(&ALICE_SEED);
-        let bob = IdentityKeyPair::from_seed(&BOB_SEED);
-        let prekey = PreKey::generate(PreKeyId::new(42), rng);
-        let last_resort = PreKey::last_resort(rng);
-        let bundle = PreKeyBundle::new(bob.public_key(), &prekey);
-        let signed = PreKeyBundle::signed(&bob, &prekey);
-        let mut bob_prekeys = BTreeMap::from([(prekey.id(), prekey.clone())]);
-        let store_bytes =
-            |s: &BTreeMap<PreKeyId, PreKey>| s.values().map(|p| p.to_bytes().to_vec()).collect();
-
-        let mut to_bob = Session::init_from_prekey(rng, &alice, &bundle).unwrap();
-        let m1 = to_bob.encrypt(b"first").unwrap();
-        let m2 = to_bob.encrypt(b"second").unwrap();
-        let m3 = to_bob.encrypt(b"third").unwrap();
-        let mut targets = vec![Target {
-            wire: m1.to_bytes(),
-            plaintext: b"first".to_vec(),
-            recipient_seed: BOB_SEED,
-            session: None,
-            prekeys: store_bytes(&bob_prekeys),
-        }];
-        let mut to_alice = Session::init_from_message(rng, &bob, &mut bob_prekeys, &m1)
-            .unwrap()
-            .session;
-        // m3 arrives ahead of m2: a counter gap.
-        targets.push(Target {
-            wire: m3.to_bytes(),
-            plaintext: b"third".to_vec(),
-            recipient_seed: BOB_SEED,
-            session: Some(to_alice.to_bytes().to_vec()),
-            prekeys: store_bytes(&bob_prekeys),
-        });
-        to_alice.decrypt(rng, &bob, &mut bob_prekeys, &m3).unwrap();
-        // m2 is late: its key is staged.
-        targets.push(Target {
-            wire: m2.to_bytes(),
-            plaintext: b"second".to_vec(),
-            recipient_seed: BOB_SEED,
-            session: Some(to_alice.to_bytes().to_vec()),
-            prekeys: store_bytes(&bob_prekeys),
-        });
-        to_alice.decrypt(rng, &bob, &mut bob_prekeys, &m2).unwrap();
-        let r1 = to_alice.encrypt(b"reply").unwrap();
-        // r1 makes Alice do a DH ratchet step.
-        targets.push(Target {
-            wire: r1.to_bytes(),
-            plaintext: b"reply".to_vec(),
-            recipient_seed: ALICE_SEED,
-            session: Some(to_bob.to_bytes().to_vec()),
-            prekeys: Vec::new(),
-        });
-        to_bob
-            .decrypt(rng, &alice, &mut BTreeMap::new(), &r1)
-            .unwrap();
-        let c1 = to_bob.encrypt(b"cipher message").unwrap();
-        assert!(matches!(c1.message(), Message::Cipher(_)));
-        targets.push(Target {
-            wire: c1.to_bytes(),
-            plaintext: b"cipher message".to_vec(),
-            recipient_seed: BOB_SEED,
-            session: Some(to_alice.to_bytes().to_vec()),
-            prekeys: store_bytes(&bob_prekeys),
-        });
-
-        let mut encodings = vec![
-            alice.to_bytes().to_vec(),
-            bob.public_key().to_bytes(),
-            prekey.to_bytes().to_vec(),
-            last_resort.to_bytes().to_vec(),
-            bundle.to_bytes(),
-            signed.to_bytes(),
-            wrapped_signature(&signed),
-            to_bob.to_bytes().to_vec(),
-        ];
-        encodings.extend(targets.iter().map(|t| t.wire.clone()));
-        encodings.extend(targets.iter().filter_map(|t| t.session.clone()));
-        Fixtures {
-            identities: vec![*alice.public_key(), *bob.public_key()],
-            encodings,
-            targets,
-        }
-    })
-}
-
-/// A signed bundle re-encoded with Wire's Rust signature form `{0: bstr(64)}` (docs/protocol.md
-/// §4.7).
-fn wrapped_signature(signed: &PreKeyBundle) -> Vec<u8> {
-    let bare = signed.to_bytes();
-    let Some(BundleSignature::Bare(signature)) = signed.signature() else {
-        panic!("PreKeyBundle::signed writes the bare form");
-    };
-    // The bare signature is the last item: 58 40 <64 bytes>.
-    let (head, tail) = bare.split_at(bare.len() - 66);
-    assert_eq!(tail[..2], [0x58, 0x40]);
-    assert_eq!(tail[2..], signature[..]);
-    let mut wrapped = head.to_vec();
-    wrapped.extend_from_slice(&[0xa1, 0x00]);
-    wrapped.extend_from_slice(tail);
-    wrapped
-}
-
-#[derive(Debug, Clone)]
-enum Mutation {
-    FlipBit { at: Index, bit: u8 },
-    SetByte { at: Index, value: u8 },
-    Insert { at: Index, value: u8 },
-    Remove { at: Index },
-    Truncate { at: Index },
-}
-
-fn mutation() -> impl Strategy<Value = Mutation> {
-    prop_oneof![
-        4 => (any::<Index>(), 0u8..8).prop_map(|(at, bit)| Mutation::FlipBit { at, bit }),
-        2 => (any::<Index>(), any::<u8>()).prop_map(|(at, value)| Mutation::SetByte { at, value }),
-        1 => (any::<Index>(), any::<u8>()).prop_map(|(at, value)| Mutation::Insert { at, value }),
-        1 => any::<Index>().prop_map(|at| Mutation::Remove { at }),
-        1 => any::<Index>().prop_map(|at| Mutation::Truncate { at }),
-    ]
-}
-
-fn mutate(bytes: &mut Vec<u8>, mutation: &Mutation) {
-    if bytes.is_empty() {
-        return;
-    }
-    match *mutation {
-        Mutation::FlipBit { at, bit } => {
-            let i = at.index(bytes.len());
-            bytes[i] ^= 1 << bit;
-        }
-        Mutation::SetByte { at, value } => {
-            let i = at.index(bytes.len());
-            bytes[i] = value;
-        }
-        Mutation::Insert { at, value } => bytes.insert(at.index(bytes.len() + 1), value),
-        Mutation::Remove { at } => {
-            bytes.remove(at.index(bytes.len()));
-        }
-        Mutation::Truncate { at } => bytes.truncate(at.index(bytes.len())),
-    }
-}
-
-/// Delivers a mutated envelope to its recipient's state: it may only decrypt if the MAC and
-/// the MAC-covered bytes are intact (then to the original plaintext), and a rejection changes
-/// nothing.
-fn deliver_mutated(target: &Target, mutated: &[u8]) {
-    let Ok(envelope) = Envelope::from_bytes(mutated) else {
-        return;
-    };
-    let original = Envelope::from_bytes(&target.wire).unwrap();
-    let authentic =
-        envelope.mac() == original.mac() && envelope.message_bytes() == original.message_bytes();
-    let identity = IdentityKeyPair::from_seed(&target.recipient_seed);
-    let mut prekeys = target.load_prekeys();
-    let rng = &mut TestRng(7);
-    let result = match &target.session {
-        None => Session::init_from_message(rng, &identity, &mut prekeys, &envelope)
-            .map(|inbound| inbound.plaintext),
-        Some(bytes) => {
-            let mut session = Session::from_bytes(identity.public_key(), bytes).unwrap();
-            let result = session.decrypt(rng, &identity, &mut prekeys, &envelope);
-            if result.is_err() {
-                assert_eq!(
-                    *session.to_bytes(),
-                    bytes[..],
-                    "a rejected envelope changed the session"
-                );
-            }
-            result
-        }
-    };
-    match result {
-        Ok(plaintext) => {
-            assert!(authentic, "a forged envelope decrypted");
-            assert_eq!(plaintext, target.plaintext);
-        }
-        Err(_) => target.assert_prekeys_unchanged(&prekeys),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Properties
-// ---------------------------------------------------------------------------------------------
-
-/// Proptest settings; failures are saved next to this file (`properties.proptest-regressions`)
-/// since an integration test has no `lib.rs` for proptest's default location.
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
-            "proptest-regressions",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
-
-proptest! {
-    #![proptest_config(config(512))]
-
-    /// Random conversations against the exact receive-chain model (module docs).
-    #[test]
-    fn conversations_deliver_each_message_exactly_once(
-        seed in any::<u64>(),
-        start in any::<Index>(),
-        actions in vec(action(), 1..64),
-    ) {
-        Conversation::new(seed, start.index(starts().len())).run(&actions);
-    }
-}
-
-proptest! {
-    #![proptest_config(config(64))]
-
-    /// Long conversations: messages of both first chains are left in flight, then at least six
-    /// round trips drop those chains on both sides (docs/protocol.md §7.2), so the late messages
-    /// must be rejected, atomically; everything else as in the random conversations.
-    #[test]
-    fn late_messages_of_dropped_chains_are_rejected(
-        seed in any::<u64>(),
-        start in any::<Index>(),
-        before in vec(action(), 0..6),
-        rounds in 6usize..8,
-        after in vec(action(), 0..6),
-    ) {
-        let mut actions = vec![
-            Action::Send { from: Side::Alice, len: 7 },
-            Action::Ping { from: Side::Alice, len: 1 },
-            Action::Send { from: Side::Bob, len: 9 },
-        ];
-        actions.extend(before);
-        actions.push(Action::Exchange { rounds });
-        actions.extend(after);
-        Conversation::new(seed, start.index(starts().len())).run(&actions);
-    }
-}
-
-proptest! {
-    #![proptest_config(config(512))]
-
-    /// No decoder panics on arbitrary bytes.
-    #[test]
-    fn decoders_never_panic_on_arbitrary_bytes(bytes in vec(any::<u8>(), 0..256)) {
-        decode_everything(&bytes, &fixtures().identities);
-    }
-
-    /// No decoder panics on mutated valid encodings, and what they accept re-encodes stably.
-    #[test]
-    fn decoders_never_panic_on_mutated_encodings(
-        which in any::<Index>(),
-        mutations in vec(mutation(), 1..4),
-    ) {
-        let fixtures = fixtures();
-        let mut bytes = fixtures.encodings[which.index(fixtures.encodings.len())].clone();
-        for m in &mutations {
-            mutate(&mut bytes, m);
-        }
-        decode_everything(&bytes, &fixtures.identities);
-    }
-
-    /// A mutated envelope decrypts only if its MAC and MAC-covered bytes are intact; otherwise
-    /// it is rejected and neither the session nor the prekey store changes.
-    #[test]
-    fn mutated_envelopes_are_rejected_atomically(
-        which in any::<Index>(),
-        mutations in vec(mutation(), 1..3),
-    ) {
-        let fixtures = fixtures();
-        let target = &fixtures.targets[which.index(fixtures.targets.len())];
-        let mut bytes = target.wire.clone();
-        for m in &mutations {
-            mutate(&mut bytes, m);
-        }
-        deliver_mutated(target, &bytes);
-    }
-}
-
-proptest! {
-    // A ratchet step costs tens of milliseconds in unoptimised builds.
-    #![proptest_config(config(256))]
-
-    /// A corrupted stored session either fails to load or loads into a session that encrypts
-    /// and decrypts without panicking, and that a rejected message leaves as it was.
-    #[test]
-    fn mutated_sessions_never_panic(
-        which in any::<Index>(),
-        mutations in vec(mutation(), 1..3),
-    ) {
-        let targets: Vec<&Target> =
-            fixtures().targets.iter().filter(|t| t.session.is_some()).collect();
-        let target = targets[which.index(targets.len())];
-        let mut bytes = target.session.clone().unwrap();
-        for m in &mutations {
-            mutate(&mut bytes, m);
-        }
-        let identity = IdentityKeyPair::from_seed(&target.recipient_seed);
-        let Ok(mut session) = Session::from_bytes(identity.public_key(), &bytes) else {
-            return Ok(());
-        };
-        let loaded = session.to_bytes();
-        let envelope = Envelope::from_bytes(&target.wire).unwrap();
-        let mut prekeys = target.load_prekeys();
-        if session.decrypt(&mut TestRng(3), &identity, &mut prekeys, &envelope).is_err() {
-            prop_assert_eq!(&*session.to_bytes(), &*loaded);
-            target.assert_prekeys_unchanged(&prekeys);
-        }
-        let _ = session.encrypt(b"probe");
-    }
-}
-
-proptest! {
-    // Key generation and Ed25519 signing are slow in unoptimised builds.
-    #![proptest_config(config(32))]
-
-    /// encode(decode(x)) == x for identities, identity keys, prekeys and bundles.
-    #[test]
-    fn keys_and_bundles_round_trip(
-        identity_seed in any::<[u8; 32]>(),
-        prekey_seed in any::<[u8; 32]>(),
-        prekey_id in any::<u16>(),
-    ) {
-        let identity = IdentityKeyPair::from_seed(&identity_seed);
-        let bytes = identity.to_bytes();
-        let loaded = IdentityKeyPair::from_bytes(&bytes).unwrap();
-        prop_assert_eq!(&*loaded.to_bytes(), &*bytes);
-        prop_assert_eq!(loaded.public_key(), identity.public_key());
-
-        let public = identity.public_key().to_bytes();
-        let key = IdentityKey::from_bytes(&public).unwrap();
-        prop_assert_eq!(&key, identity.public_key());
-        prop_assert_eq!(key.to_bytes(), public);
-
-        let prekey = PreKey::from_seed(PreKeyId::new(prekey_id), &prekey_seed);
-        let bytes = prekey.to_bytes();
-        let loaded = PreKey::from_bytes(&bytes).unwrap();
-        prop_assert_eq!(&*loaded.to_bytes(), &*bytes);
-        prop_assert_eq!(loaded.id(), prekey.id());
-        prop_assert_eq!(loaded.public_key(), prekey.public_key());
-
-        let unsigned = PreKeyBundle::new(identity.public_key(), &prekey);
-        let signed = PreKeyBundle::signed(&identity, &prekey);
-        for (bundle, verification) in [
-            (&unsigned, BundleVerification::Unsigned),
-            (&signed, BundleVerification::Valid),
-        ] {
-            let bytes = bundle.to_bytes();
-            let loaded = PreKeyBundle::from_bytes(&bytes).unwrap();
-            prop_assert_eq!(&loaded, bundle);
-            prop_assert_eq!(loaded.to_bytes(), bytes);
-            prop_assert_eq!(loaded.verify(), verification);
-        }
-        let wrapped = wrapped_signature(&signed);
-        let loaded = PreKeyBundle::from_bytes(&wrapped).unwrap();
-        prop_assert!(matches!(loaded.signature(), Some(BundleSignature::Wrapped(_))));
-        prop_assert_eq!(loaded.to_bytes(), wrapped);
-        prop_assert_eq!(loaded.verify(), BundleVerification::Valid);
     }
 }

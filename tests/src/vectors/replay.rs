@@ -1,99 +1,16 @@
-//! The replayer of `proteus-interop-vectors` files (version 1): conversations recorded with
-//! `@wireapp/proteus`, kept in tests/vectors/.
-//!
-//! A file is one JSON object; byte strings are lowercase hex. `parties` gives each party's
-//! serialised identity key pair and prekeys; `bundles` the serialised prekey bundles; `messages`
-//! every envelope with its plaintext (and, mostly, the library's own decoding of it); `events`
-//! the library calls in order: `init_from_prekey`, `encrypt` (possibly clearing the pending
-//! prekey afterwards), `encrypt_unrecorded` (messages sent but never delivered), and `decrypt`
-//! with what it gave (`expect`: a plaintext, or an error class and code), the prekeys it
-//! removed and, on most events, `session_after` (the session serialised after the event).
-//! An event's `rng` lists the random draws the library made (32-byte key-pair seeds, 16-byte
-//! session tags), so a replay that feeds them back in must produce the same envelopes and
-//! session bytes. `index.json` lists a set's files.
-//!
-//! Two modes: replaying the draws (byte-exact envelopes and sessions), and loading the
-//! `session_after` snapshots with fresh randomness (every outcome must still match).
+//! The replay of one file: the parties' state and every event checked against the recording.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
-use std::path::{Path, PathBuf};
 
 use proteus_core::{
-    DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle,
-    PreKeyId, RecordedRng, Session, limits::MAX_FAST_FORWARD,
+    DecryptError, Envelope, IdentityKey, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId,
+    RecordedRng, Session, limits::MAX_FAST_FORWARD,
 };
 use serde_json::Value;
 
-/// How randomness is reproduced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Recorded random draws are replayed: envelopes and snapshots must be byte-identical.
-    Recorded,
-    /// Fresh randomness; each `session_after` snapshot is loaded after its event.
-    Snapshots,
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Recorded => "recorded",
-            Self::Snapshots => "snapshots",
-        })
-    }
-}
-
-type Res<T> = Result<T, String>;
-
-/// The scenario files of a folder (JSON files with `events`), sorted by name.
-pub fn scenario_files(dir: &Path) -> Res<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in
-        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-    {
-        let path = entry.map_err(|e| e.to_string())?.path();
-        if path.extension().is_some_and(|x| x == "json") {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let json: Value =
-                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-            if json.get("events").is_some() {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    if files.is_empty() {
-        return Err(format!("no scenario files in {}", dir.display()));
-    }
-    Ok(files)
-}
-
-/// Replays one file in one mode; returns a one-line summary or the first mismatch.
-pub fn replay_file(path: &Path, mode: Mode) -> Res<String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let json: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    let mut replay = Replay::new(&json, mode)?;
-    let events = arr(&json, "events")?;
-    for event in events {
-        let seq = event.get("seq").and_then(Value::as_u64).unwrap_or_default();
-        replay
-            .event(event)
-            .map_err(|e| format!("event {seq}: {e}"))?;
-    }
-    Ok(format!(
-        "{} events, {} decrypted, {} rejected as expected, {} envelopes and {} snapshots matched{}",
-        events.len(),
-        replay.decrypted,
-        replay.rejected,
-        replay.envelopes_matched,
-        replay.snapshots_matched,
-        match replay.fast_forwarded {
-            0 => String::new(),
-            n => format!(", {n} expected divergences (gap > 1000 accepted here)"),
-        }
-    ))
-}
+use super::errors::same_class;
+use super::fields::{arr, bytes, check_decoded, expect_eq, get, num, text};
+use super::{Mode, Res};
 
 struct Party {
     identity: IdentityKeyPair,
@@ -101,96 +18,21 @@ struct Party {
     sessions: HashMap<String, Session>,
 }
 
-struct Replay<'a> {
+pub(super) struct Replay<'a> {
     json: &'a Value,
     mode: Mode,
     parties: HashMap<String, Party>,
-    decrypted: usize,
-    rejected: usize,
-    envelopes_matched: usize,
-    snapshots_matched: usize,
+    pub(super) decrypted: usize,
+    pub(super) rejected: usize,
+    pub(super) envelopes_matched: usize,
+    pub(super) snapshots_matched: usize,
     /// Messages @wireapp/proteus rejects as TooDistantFuture (gap > 1000) that we decrypt by
     /// design (gap up to MAX_FAST_FORWARD); see [`Replay::decrypt`].
-    fast_forwarded: usize,
-}
-
-fn get<'v>(v: &'v Value, key: &str) -> Res<&'v Value> {
-    v.get(key).ok_or_else(|| format!("missing field `{key}`"))
-}
-
-fn arr<'v>(v: &'v Value, key: &str) -> Res<&'v Vec<Value>> {
-    get(v, key)?
-        .as_array()
-        .ok_or_else(|| format!("`{key}` is not an array"))
-}
-
-fn text<'v>(v: &'v Value, key: &str) -> Res<&'v str> {
-    get(v, key)?
-        .as_str()
-        .ok_or_else(|| format!("`{key}` is not a string"))
-}
-
-fn num(v: &Value, key: &str) -> Res<u64> {
-    get(v, key)?
-        .as_u64()
-        .ok_or_else(|| format!("`{key}` is not a number"))
-}
-
-fn bytes(v: &Value, key: &str) -> Res<Vec<u8>> {
-    hex::decode(text(v, key)?).map_err(|e| format!("`{key}` is not hex: {e}"))
-}
-
-fn expect_eq(what: &str, ours: &[u8], theirs: &[u8]) -> Res<()> {
-    if ours == theirs {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} differs:\n  ours   {}\n  theirs {}",
-            hex::encode(ours),
-            hex::encode(theirs)
-        ))
-    }
-}
-
-/// The error class of @wireapp/proteus that an error of ours corresponds to.
-fn class_of(e: &DecryptError) -> &'static str {
-    match e {
-        DecryptError::DuplicateMessage => "DuplicateMessage",
-        DecryptError::OutdatedMessage => "OutdatedMessage",
-        DecryptError::TooDistantFuture { .. } => "TooDistantFuture",
-        DecryptError::InvalidSignature(_) => "InvalidSignature",
-        DecryptError::NotAPreKeyMessage | DecryptError::UnknownSessionTag => "InvalidMessage",
-        DecryptError::RemoteIdentityChanged => "RemoteIdentityChanged",
-        DecryptError::PreKeyNotFound(_) | DecryptError::DegeneratedKey => "ProteusError",
-        DecryptError::Decode(_) => "DecodeError",
-        _ => "other",
-    }
-}
-
-/// Whether our error is the rejection the vector expects (same class; for classes whose
-/// conditions overlap in the two engines, any of the equivalent ones).
-fn same_class(ours: &DecryptError, class: &str) -> bool {
-    let mine = class_of(ours);
-    mine == class
-        || match class {
-            // JS rejects bad keys while decoding (InputError); we reject them when they are used.
-            // Vectors record `error.constructor.name`, so JS's subclasses appear under their own
-            // names: DecodeError.InvalidType / InvalidArrayLen (e.g. an unknown message type,
-            // 302) and InputError.ConversionError (a key that is no curve point, 408/409) /
-            // TypeError / RangeError (405/406, a message that does not match its shape).
-            // JS's OutdatedMessage (208) covers two conditions we keep apart: a message decrypted
-            // before (208) and one whose staged key was evicted, never decrypted (214).
-            "OutdatedMessage" => matches!(ours, DecryptError::MessageKeyEvicted),
-            "DecodeError" | "InputError" | "InvalidType" | "InvalidArrayLen"
-            | "ConversionError" | "TypeError" | "RangeError" => {
-                matches!(ours, DecryptError::Decode(_) | DecryptError::DegeneratedKey)
-            }
-            _ => false,
-        }
+    pub(super) fast_forwarded: usize,
 }
 
 impl<'a> Replay<'a> {
-    fn new(json: &'a Value, mode: Mode) -> Res<Self> {
+    pub(super) fn new(json: &'a Value, mode: Mode) -> Res<Self> {
         let mut parties = HashMap::new();
         let party_map = get(json, "parties")?
             .as_object()
@@ -334,7 +176,7 @@ impl<'a> Replay<'a> {
         Ok(RecordedRng::new(draws))
     }
 
-    fn event(&mut self, event: &Value) -> Res<()> {
+    pub(super) fn event(&mut self, event: &Value) -> Res<()> {
         match text(event, "type")? {
             "init_from_prekey" => self.init_from_prekey(event),
             "encrypt" => self.encrypt(event),
@@ -572,35 +414,4 @@ impl<'a> Replay<'a> {
         self.snapshots_matched += usize::from(compare);
         Ok(())
     }
-}
-
-fn check_decoded(env: &Envelope, d: &Value) -> Res<()> {
-    let cm = env.message().cipher_message();
-    let mut checks: Vec<(&str, String)> = vec![
-        ("session_tag", cm.session_tag.to_string()),
-        ("counter", cm.counter.to_string()),
-        ("prev_counter", cm.prev_counter.to_string()),
-        ("ratchet_key", cm.ratchet_key.fingerprint()),
-        ("cipher_text_len", cm.cipher_text.len().to_string()),
-    ];
-    match env.message() {
-        Message::Cipher(_) => checks.push(("type", "cipher".into())),
-        Message::PreKey(p) => {
-            checks.push(("type", "prekey".into()));
-            checks.push(("prekey_id", p.prekey_id.to_string()));
-            checks.push(("base_key", p.base_key.fingerprint()));
-            checks.push(("identity_key", p.identity_key.fingerprint()));
-        }
-    }
-    for (field, ours) in checks {
-        let Some(theirs) = d.get(field) else { continue };
-        let theirs = match theirs {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
-        if theirs != ours {
-            return Err(format!("decoded.{field}: ours {ours}, theirs {theirs}"));
-        }
-    }
-    Ok(())
 }
