@@ -149,11 +149,13 @@ pub(crate) struct MessageKeys {
 
 impl MessageKeys {
     fn cipher_key(&self) -> &[u8; 32] {
-        &self.keys[0]
+        let [cipher, _] = &*self.keys;
+        cipher
     }
 
     fn mac_key(&self) -> &[u8; 32] {
-        &self.keys[1]
+        let [_, mac] = &*self.keys;
+        mac
     }
 
     /// The message keys of index `counter` from the HMAC key schedule of its chain key
