@@ -3,7 +3,9 @@
 
 use zeroize::Zeroizing;
 
-use super::{IV, Lanes, State4, compress4, deinterleave};
+#[cfg(any(test, feature = "test-support"))]
+use super::IV;
+use super::{Lanes, State4, compress4, deinterleave};
 
 /// Writes block `index` of `msg` into `block`, padded as the end of a message of
 /// `prefix + msg.len()` bytes whose first `prefix` bytes (whole blocks) are already in the
@@ -87,6 +89,7 @@ pub(crate) fn lane_words<L: Lanes>(bytes: [&[u8; 32]; 4]) -> [L; 8] {
 }
 
 /// SHA-256 of four messages.
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) fn sha256x4<L: Lanes>(msgs: [&[u8]; 4]) -> [Zeroizing<[u8; 32]>; 4] {
     let mut state = super::splat_words(IV);
     finish4::<L>(&mut state, 0, msgs);

@@ -13,6 +13,9 @@
 
 pub(crate) mod hash;
 pub(crate) mod hmac;
+// The plain lanes, the `Fastest` alias and whole-message hashing serve tests and the fuzz
+// target; the web build's hot path names `Simd128` and the HMAC functions directly.
+#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
 mod portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd128;
@@ -21,15 +24,22 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
+#[cfg(any(test, not(all(target_arch = "wasm32", target_feature = "simd128"))))]
 pub(crate) use portable::Portable;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub(crate) use simd128::Simd128;
 
-/// The lanes the hot path uses: `v128` where the build has simd128, a plain array elsewhere.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+/// The fastest lanes of the build, for tests: `v128` where it has simd128, a plain array elsewhere.
+#[cfg(all(
+    any(test, feature = "test-support"),
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 pub(crate) type Fastest = Simd128;
-/// The lanes the hot path uses: `v128` where the build has simd128, a plain array elsewhere.
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+/// The fastest lanes of the build, for tests: `v128` where it has simd128, a plain array elsewhere.
+#[cfg(all(
+    any(test, feature = "test-support"),
+    not(all(target_arch = "wasm32", target_feature = "simd128"))
+))]
 pub(crate) type Fastest = Portable;
 
 /// Four independent 32-bit words and the lane-wise operations SHA-256 needs. Every operation
