@@ -24,27 +24,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{array_of, hex_of};
+use common::{array_of, chain_key_of, golden_dir, hex_of, peer_with_identity};
 use proteus_client::{Client, OpenMode, SqliteOptions, StoreKey};
-use proteus_core::{IdentityKeyPair, OsRng};
 use serde_json::{Value, json};
 
 const STORE: &str = "store-v1-chains.sqlite";
 const DOC: &str = "store-v1-chains.json";
-
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
-/// The staged-keys key of a session's send chain record: `u16 BE length ‖ session id`.
-fn chain_key_of(session_id: &str) -> Vec<u8> {
-    let mut key = u16::try_from(session_id.len())
-        .unwrap()
-        .to_be_bytes()
-        .to_vec();
-    key.extend_from_slice(session_id.as_bytes());
-    key
-}
 
 /// What the raw file holds for the two sessions: whether Alice's has a chain record, and the
 /// format version of each session record (a CBOR map whose key 0 comes first: `map, 0, version`).
@@ -88,14 +73,8 @@ fn generate_golden_chain_store() {
     let path = dir.path().join(STORE);
     let mut bob = Client::open_with(&path, OpenMode::New, &SqliteOptions::default()).unwrap();
     let bundles = bob.generate_prekeys(2).unwrap();
-    let peer = || {
-        let identity = IdentityKeyPair::generate(&mut OsRng);
-        let mut c = Client::in_memory().unwrap();
-        c.import_identity(&identity.to_bytes()).unwrap();
-        (c, identity.to_bytes().to_vec())
-    };
-    let (mut alice, alice_id) = peer();
-    let (mut carol, carol_id) = peer();
+    let (mut alice, alice_id) = peer_with_identity();
+    let (mut carol, carol_id) = peer_with_identity();
 
     // Alice and Bob: a round trip, Alice's next message (Bob's record is written whole when he
     // receives it), then three replies by Bob on that chain: chain records only.

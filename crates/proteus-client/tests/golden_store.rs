@@ -28,27 +28,14 @@ mod common;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use common::{array_of, code_of, hex_of, str_of, u64_of};
+use common::{array_of, code_of, golden_dir, hex_of, peer_with_identity as peer, str_of, u64_of};
 use proteus_client::{Client, OpenMode, QueuedMessage, SqliteOptions, StoreKey};
-use proteus_core::{IdentityKeyPair, OsRng};
 use serde_json::{Value, json};
-
-fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
 
 fn wal_of(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
     p.push("-wal");
     PathBuf::from(p)
-}
-
-/// A peer with an identity whose bytes we keep.
-fn peer() -> (Client, Vec<u8>) {
-    let identity = IdentityKeyPair::generate(&mut OsRng);
-    let mut c = Client::in_memory().unwrap();
-    c.import_identity(&identity.to_bytes()).unwrap();
-    (c, identity.to_bytes().to_vec())
 }
 
 #[test]

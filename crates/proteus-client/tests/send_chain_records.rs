@@ -12,15 +12,8 @@
 
 mod common;
 
-use common::{TestStorage, code_of, connect, count_writes, counter_of};
+use common::{TestStorage, chain_key_of, code_of, connect, count_writes, counter_of};
 use proteus_client::{Client, ClientError, StoreError, Table, Write};
-
-/// The staged-keys key of a session's send chain record: `u16 BE length ‖ session id`.
-fn chain_key_of(session_id: &str) -> Vec<u8> {
-    let mut key = (session_id.len() as u16).to_be_bytes().to_vec();
-    key.extend_from_slice(session_id.as_bytes());
-    key
-}
 
 /// Alice (on `storage`) with sessions to Bob and Carol; each has replied once and Alice has
 /// sent since, so she sends on the chain her stored session records hold.

@@ -271,6 +271,29 @@ pub fn code_of<T: std::fmt::Debug>(result: &Result<T, ClientError>) -> u16 {
     }
 }
 
+/// The staged-keys key of a session's send chain record: `u16 BE length ‖ session id`.
+pub fn chain_key_of(session_id: &str) -> Vec<u8> {
+    let mut key = u16::try_from(session_id.len())
+        .unwrap()
+        .to_be_bytes()
+        .to_vec();
+    key.extend_from_slice(session_id.as_bytes());
+    key
+}
+
+/// The folder of the golden stores (`tests/golden`).
+pub fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// An in-memory peer with a new identity, and that identity's bytes (to re-create it later).
+pub fn peer_with_identity() -> (Client, Vec<u8>) {
+    let identity = proteus_core::IdentityKeyPair::generate(&mut proteus_core::OsRng);
+    let mut c = Client::in_memory().unwrap();
+    c.import_identity(&identity.to_bytes()).unwrap();
+    (c, identity.to_bytes().to_vec())
+}
+
 // --- interop vectors -------------------------------------------------------------------------
 
 pub fn vectors_dir() -> PathBuf {
