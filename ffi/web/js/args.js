@@ -1,5 +1,7 @@
 // The arguments of the package's calls: checked, and converted to what the wasm client takes.
 
+import { wasmMemory } from './init.js';
+
 const encoder = new TextEncoder();
 
 export function bytes(value, what) {
@@ -38,8 +40,11 @@ export function batchThreads(value) {
   return value;
 }
 
-/** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
-export function packBatch(messages, field, toBytes) {
+/**
+ * A batch's messages checked and indexed: `[ids, index, parts, lengths, size]`, the distinct
+ * session ids, the id index of each message, each message's bytes, their lengths and sum.
+ */
+export function batchParts(messages, field, toBytes) {
   if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
   const n = messages.length;
   const ids = [];
@@ -69,11 +74,31 @@ export function packBatch(messages, field, toBytes) {
     lengths[i] = part.length;
     size += part.length;
   }
-  const all = new Uint8Array(size);
+  return [ids, index, parts, lengths, size];
+}
+
+/** `parts` back to back, written into `target` (a Uint8Array of their total size). */
+function join(parts, target) {
   let at = 0;
   for (const part of parts) {
-    all.set(part, at);
+    target.set(part, at);
     at += part.length;
   }
-  return [ids, index, all, lengths];
+  return target;
+}
+
+/** A batch as the wasm client takes it: distinct ids, an id index and one buffer per message. */
+export function packBatch(messages, field, toBytes) {
+  const [ids, index, parts, lengths, size] = batchParts(messages, field, toBytes);
+  return [ids, index, join(parts, new Uint8Array(size)), lengths];
+}
+
+/**
+ * `parts` (of total `size` bytes) back to back in wasm memory, as the next batch's input of the
+ * wasm client `raw`, written there in place: no concatenated copy in JS, no copy by the glue.
+ */
+export function toWasmInput(raw, parts, size) {
+  const offset = raw.input(size);
+  // The view after the allocation, which may have grown (and so detached) the memory.
+  join(parts, new Uint8Array(wasmMemory().buffer, offset, size));
 }

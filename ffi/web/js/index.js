@@ -18,7 +18,7 @@
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
 import { RawClient, RawJournal } from './proteus_web.js';
-import { batchThreads, bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
+import { batchParts, batchThreads, bytes, integer, packBatch, sessionId, textOrBytes, toWasmInput } from './args.js';
 import { init } from './init.js';
 import { TABLES } from './records.js';
 import { deliverySink } from './delivery.js';
@@ -554,8 +554,7 @@ export class Client {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
       throw new TypeError('onMessage must be a function');
     }
-    const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
-    const [sessionIds, index, envelopes] = packed;
+    const [sessionIds, index, parts, lengths, size] = batchParts(messages, 'envelope', (e) => bytes(e, 'envelope'));
     // What onMessage promised to finish before the commit.
     const pending = [];
     // Called before the commit: undefined when nothing is pending (the commit follows at once),
@@ -575,12 +574,13 @@ export class Client {
       }
     };
     return this.#run((raw) => {
-      const { results, sink } = deliverySink(sessionIds, index, envelopes.length, onMessage, pending);
+      const { results, sink } = deliverySink(sessionIds, index, size, onMessage, pending);
+      toWasmInput(raw, parts, size);
       // Until the callback's promises settle, a call on this client from the callback would wait
       // for the batch, which waits for it: such calls fail with ClientBusy instead.
       if (onMessage !== undefined) this.#delivering = true;
       try {
-        raw.decryptBatch(...packed, sink);
+        raw.decryptBatch(sessionIds, index, lengths, sink);
       } catch (e) {
         this.#delivering = false;
         // Nothing waits for these any more; keep their rejections from going unhandled.

@@ -4,6 +4,8 @@ import initWasm from './proteus_web.js';
 
 let ready;
 let initialised = false;
+/** The module's exports once loaded (its `memory`, for RawBytes). */
+let exports;
 
 function isNode() {
   return typeof process === 'object' && typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -24,13 +26,18 @@ export function init(input) {
       const { readFile } = await import(/* webpackIgnore: true */ /* @vite-ignore */ fsModule);
       source = await readFile(new URL('./proteus_web_bg.wasm', import.meta.url));
     }
-    await initWasm(source === undefined ? undefined : { module_or_path: source });
+    exports = await initWasm(source === undefined ? undefined : { module_or_path: source });
     initialised = true;
   })().catch((e) => {
     ready = undefined;
     throw e;
   });
   return ready;
+}
+
+/** The module's memory (after init). */
+export function wasmMemory() {
+  return exports.memory;
 }
 
 export function requireInit() {

@@ -89,19 +89,25 @@ impl Client {
         // four at a time in SIMD lanes (client/runs.rs); outcomes are handed over in queue order.
         let mut ahead = super::runs::RunAhead::default();
         for (i, queued) in queue.iter().enumerate() {
-            // The envelope is decoded once, for its id and for decryption.
-            let (message_id, decoded) = decode(queued);
-            let outcome = match self.run_outcome(queue, i, &mut batch.removed, &mut ahead) {
-                Some(outcome) => {
-                    // A run decrypted ahead changed its session for messages not handed over
-                    // yet: it is touched now, so that a batch that stops forgets it.
-                    if ahead.changed_at(i) {
-                        batch.touch(queued.session_id);
+            // The envelope is decoded once, for its id and for decryption (a run decrypted
+            // ahead decoded its envelopes and hands them over with the outcomes).
+            let (message_id, decoded, outcome) =
+                match self.run_outcome(queue, i, &mut batch.removed, &mut ahead) {
+                    Some((outcome, envelope)) => {
+                        // A run decrypted ahead changed its session for messages not handed
+                        // over yet: it is touched now, so that a batch that stops forgets it.
+                        if ahead.changed_at(i) {
+                            batch.touch(queued.session_id);
+                        }
+                        (MessageId::of_decoded(&envelope), Ok(envelope), outcome)
                     }
-                    outcome
-                }
-                None => self.decrypt_queued(queued, decoded.as_ref(), &mut batch.removed),
-            };
+                    None => {
+                        let (message_id, decoded) = decode(queued);
+                        let outcome =
+                            self.decrypt_queued(queued, decoded.as_ref(), &mut batch.removed);
+                        (message_id, decoded, outcome)
+                    }
+                };
             self.hand_over(
                 &mut batch,
                 queued,

@@ -22,25 +22,29 @@ const MIN_RUN: usize = 4;
 /// The most messages decrypted ahead at a time.
 const MAX_RUN: usize = 512;
 
+/// The outcome of a message decrypted ahead, and its envelope as the run decoded it (the
+/// batch needs it for the message's id and sender: it is not decoded twice).
+pub(super) type RanAhead<'q> = (Result<Vec<u8>, ClientError>, Envelope<'q>);
+
 /// Outcomes of the queue's next messages, decrypted ahead as one run.
 #[derive(Default)]
-pub(super) struct RunAhead {
+pub(super) struct RunAhead<'q> {
     /// The queue position of the first outcome.
     start: usize,
-    outcomes: VecDeque<Result<Vec<u8>, ClientError>>,
+    outcomes: VecDeque<RanAhead<'q>>,
     /// Where the last run that changed its session started: from there the cached session is
     /// ahead of the messages handed over, so a batch that stops must forget it.
     changed_from: Option<usize>,
 }
 
-impl RunAhead {
+impl<'q> RunAhead<'q> {
     /// Whether a run starting at message `index` of the queue changed its session.
     pub(super) fn changed_at(&self, index: usize) -> bool {
         self.changed_from == Some(index)
     }
 
     /// The outcome of message `index` of the queue if it was decrypted ahead.
-    fn take(&mut self, index: usize) -> Option<Result<Vec<u8>, ClientError>> {
+    fn take(&mut self, index: usize) -> Option<RanAhead<'q>> {
         if index != self.start || self.outcomes.is_empty() {
             return None;
         }
@@ -61,13 +65,13 @@ const RUNS_AHEAD: bool = cfg!(all(
 impl Client {
     /// The outcome of message `index` of the queue if it is part of a run decrypted ahead
     /// (decrypting the run that starts there first, if one does).
-    pub(super) fn run_outcome(
+    pub(super) fn run_outcome<'q>(
         &mut self,
-        queue: &[QueuedMessage<'_>],
+        queue: &[QueuedMessage<'q>],
         index: usize,
         removed: &mut SortedSet<PreKeyId>,
-        ahead: &mut RunAhead,
-    ) -> Option<Result<Vec<u8>, ClientError>> {
+        ahead: &mut RunAhead<'q>,
+    ) -> Option<RanAhead<'q>> {
         if !RUNS_AHEAD {
             return None;
         }
@@ -82,12 +86,12 @@ impl Client {
     /// existing session, decrypts the run into the cached session (uncommitted) and keeps the
     /// outcomes in `ahead`. Otherwise, or if the session cannot be loaded, does nothing: the
     /// messages go the ordinary way, which reports any error.
-    fn decrypt_run_ahead(
+    fn decrypt_run_ahead<'q>(
         &mut self,
-        queue: &[QueuedMessage<'_>],
+        queue: &[QueuedMessage<'q>],
         index: usize,
         removed: &mut SortedSet<PreKeyId>,
-        ahead: &mut RunAhead,
+        ahead: &mut RunAhead<'q>,
     ) {
         let Some(first) = queue.get(index) else {
             return;
@@ -106,7 +110,7 @@ impl Client {
         if same_session().nth(MIN_RUN - 1).is_none() {
             return;
         }
-        let envelopes: Vec<Envelope<'_>> = same_session()
+        let envelopes: Vec<Envelope<'q>> = same_session()
             .map_while(|q| Envelope::from_bytes(q.envelope).ok())
             .collect();
         if envelopes.len() < MIN_RUN {
@@ -136,6 +140,7 @@ impl Client {
         ahead.outcomes = opened
             .into_iter()
             .map(|r| r.map_err(super::decrypt_error))
+            .zip(envelopes)
             .collect();
     }
 }
