@@ -2,8 +2,9 @@
 # Runs every test suite, installing what a suite needs when it is missing (and nothing when it
 # is present). Usage: scripts/test.sh [SUITE...]; with no SUITE, all of them run in order.
 #
-#   rust     formatting, clippy (warnings are errors), every Rust test of the workspace, the docs of
-#            the published crates (warnings are errors)
+#   rust     formatting, clippy (warnings are errors; proteus-client also without its default
+#            features), every Rust test of the workspace, the docs of the published crates
+#            (warnings are errors)
 #   msrv     the published crates build with the rust-version they declare (rustup installs it)
 #   deny     cargo-deny: licences, duplicate and banned crates, sources (deny.toml)
 #   vectors  replay-vectors on the interop vectors made by @wireapp/proteus (tests/vectors, and
@@ -44,6 +45,13 @@ suite_rust() {
   cargo fmt --all -- --check
   log "cargo clippy (warnings are errors)"
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  # The workspace build turns on every feature of proteus-client; its tests must also build for
+  # a crate without SQLite or sealing (the web build's), so each is left out once.
+  local features
+  for features in "" sqlite sealed; do
+    log "clippy of proteus-client and its tests, no default features${features:+ but $features}"
+    cargo clippy -p proteus-client --all-targets --locked --no-default-features ${features:+--features "$features"} -- -D warnings
+  done
   log "cargo test"
   cargo test --workspace --locked
   log "cargo doc of the published crates (warnings are errors)"

@@ -1,5 +1,6 @@
 //! `delete_store`: a store and its side files go; a missing one is fine; anything else stays.
 
+#![cfg(feature = "sqlite")]
 #![allow(clippy::unwrap_used)]
 
 use proteus_client::{Client, OpenMode, SqliteOptions, StoreError, delete_store};

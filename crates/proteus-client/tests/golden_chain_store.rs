@@ -25,7 +25,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{array_of, chain_key_of, golden_dir, hex_of, peer_with_identity};
-use proteus_client::{Client, OpenMode, SqliteOptions, StoreKey};
+use proteus_client::{Client, OpenMode, SqliteOptions};
 use serde_json::{Value, json};
 
 const STORE: &str = "store-v1-chains.sqlite";
@@ -186,10 +186,11 @@ fn the_golden_chain_store_continues_both_sessions() {
     });
 }
 
+#[cfg(feature = "sealed")]
 #[test]
 fn the_golden_chain_store_sealed_continues_both_sessions() {
     let (_dir, path) = golden_copy();
-    let key = StoreKey::new([0x3c; 32]);
+    let key = proteus_client::StoreKey::new([0x3c; 32]);
     proteus_client::seal_store(&path, &key).unwrap();
     check_chains(&path, |p| {
         Client::open_sealed(p, OpenMode::Existing, &SqliteOptions::default(), &key).unwrap()

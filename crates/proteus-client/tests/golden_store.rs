@@ -29,7 +29,9 @@ use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
 use common::{array_of, code_of, golden_dir, hex_of, peer_with_identity as peer, str_of, u64_of};
-use proteus_client::{Client, OpenMode, QueuedMessage, SqliteOptions, StoreKey};
+#[cfg(feature = "sealed")]
+use proteus_client::StoreKey;
+use proteus_client::{Client, OpenMode, QueuedMessage, SqliteOptions};
 use serde_json::{Value, json};
 
 fn wal_of(path: &Path) -> PathBuf {
@@ -137,8 +139,10 @@ fn generate_golden_store_v1() {
 }
 
 /// The key of the sealed golden store.
+#[cfg(feature = "sealed")]
 const GOLDEN_STORE_KEY: [u8; 32] = [0x5e; 32];
 
+#[cfg(feature = "sealed")]
 #[test]
 #[ignore = "writes tests/golden/store-v1-sealed.sqlite; run once to create it"]
 fn generate_golden_sealed_store_v1() {
@@ -204,6 +208,7 @@ fn the_golden_v1_store_opens_and_decrypts_its_queue() {
 
 /// The same with the v1 store sealed in the first sealed record format (session ids in the
 /// clear): it opens, and afterwards no session id is left in the clear in the file.
+#[cfg(feature = "sealed")]
 #[test]
 fn the_sealed_golden_v1_store_opens_and_decrypts_its_queue() {
     let golden = golden_dir().join("store-v1-sealed.sqlite");
@@ -221,6 +226,7 @@ fn the_sealed_golden_v1_store_opens_and_decrypts_its_queue() {
     }
 }
 
+#[cfg(feature = "sealed")]
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }

@@ -268,18 +268,25 @@ impl RelayClient {
         }
     }
 
+    /// [`signed`](Self::signed), the answer decoded from JSON.
+    async fn signed_json<T: serde::de::DeserializeOwned>(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<T, NetError> {
+        decode(&self.signed(method, path_and_query, body, timeout).await?)
+    }
+
     /// Binds our user name to our identity key (or checks that it is bound to it).
     pub async fn register(&self, identity: &IdentityKey) -> Result<RegisterResponse, NetError> {
-        let body = serde_json::to_vec(&RegisterRequest {
+        let body = encode(&RegisterRequest {
             identity: api::b64(identity.public_key().as_bytes()),
-        })
-        .map_err(|e| NetError::Protocol(e.to_string()))?;
+        })?;
         let path = format!("/v1/users/{}", self.user);
-        decode(
-            &self
-                .signed(Method::POST, &path, body, REQUEST_TIMEOUT)
-                .await?,
-        )
+        self.signed_json(Method::POST, &path, body, REQUEST_TIMEOUT)
+            .await
     }
 
     /// Publishes our prekey bundles.
@@ -288,27 +295,21 @@ impl RelayClient {
         prekeys: &[PreKeyBundle],
         last_resort: Option<&PreKeyBundle>,
     ) -> Result<PreKeyCount, NetError> {
-        let body = serde_json::to_vec(&UploadPreKeys {
+        let body = encode(&UploadPreKeys {
             prekeys: prekeys.iter().map(|b| api::b64(&b.to_bytes())).collect(),
             last_resort: last_resort.map(|b| api::b64(&b.to_bytes())),
-        })
-        .map_err(|e| NetError::Protocol(e.to_string()))?;
+        })?;
         let path = format!("/v1/prekeys/{}", self.user);
-        decode(
-            &self
-                .signed(Method::PUT, &path, body, REQUEST_TIMEOUT)
-                .await?,
-        )
+        self.signed_json(Method::PUT, &path, body, REQUEST_TIMEOUT)
+            .await
     }
 
     /// Claims one of `peer`'s prekey bundles (CBOR); `true` if it is the last-resort one.
     pub async fn claim(&self, peer: &str) -> Result<(Vec<u8>, bool), NetError> {
         let path = format!("/v1/prekeys/{peer}/claim");
-        let claimed: ClaimedBundle = decode(
-            &self
-                .signed(Method::POST, &path, Vec::new(), REQUEST_TIMEOUT)
-                .await?,
-        )?;
+        let claimed: ClaimedBundle = self
+            .signed_json(Method::POST, &path, Vec::new(), REQUEST_TIMEOUT)
+            .await?;
         let bundle = api::unb64(&claimed.bundle)
             .ok_or_else(|| NetError::Protocol("the bundle is not base64".into()))?;
         Ok((bundle, claimed.last_resort))
@@ -317,11 +318,9 @@ impl RelayClient {
     /// Queues an envelope for `peer`; returns its sequence number.
     pub async fn send(&self, peer: &str, envelope: &[u8]) -> Result<u64, NetError> {
         let path = format!("/v1/queues/{peer}");
-        let sent: SendResponse = decode(
-            &self
-                .signed(Method::POST, &path, envelope.to_vec(), REQUEST_TIMEOUT)
-                .await?,
-        )?;
+        let sent: SendResponse = self
+            .signed_json(Method::POST, &path, envelope.to_vec(), REQUEST_TIMEOUT)
+            .await?;
         Ok(sent.seq)
     }
 
@@ -337,21 +336,16 @@ impl RelayClient {
             self.user,
             wait.as_secs()
         );
-        decode(
-            &self
-                .signed(Method::GET, &path, Vec::new(), wait + REQUEST_TIMEOUT)
-                .await?,
-        )
+        self.signed_json(Method::GET, &path, Vec::new(), wait + REQUEST_TIMEOUT)
+            .await
     }
 
     /// Deletes our queued messages up to `up_to`.
     pub async fn ack(&self, up_to: u64) -> Result<u64, NetError> {
         let path = format!("/v1/queues/{}?up_to={up_to}", self.user);
-        let acked: AckResponse = decode(
-            &self
-                .signed(Method::DELETE, &path, Vec::new(), REQUEST_TIMEOUT)
-                .await?,
-        )?;
+        let acked: AckResponse = self
+            .signed_json(Method::DELETE, &path, Vec::new(), REQUEST_TIMEOUT)
+            .await?;
         Ok(acked.deleted)
     }
 }
@@ -371,6 +365,10 @@ fn check(response: RawResponse) -> Result<Bytes, NetError> {
             response.status
         ))),
     }
+}
+
+fn encode(value: &impl serde::Serialize) -> Result<Vec<u8>, NetError> {
+    serde_json::to_vec(value).map_err(|e| NetError::Protocol(e.to_string()))
 }
 
 fn decode<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, NetError> {

@@ -60,6 +60,9 @@ export function storageFailure(cause) {
   return failure(STORAGE_FAILURE, `storage failure: ${detail}`, { cause });
 }
 
+/** A failure of a store's I/O as a ProteusError (those of sealing are ProteusErrors already). */
+export const storeFailure = (e) => (e instanceof ProteusError ? e : storageFailure(e));
+
 export function internalError(cause) {
   return failure(
     INTERNAL,
