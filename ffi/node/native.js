@@ -246,18 +246,21 @@ export class Client {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
       throw new TypeError('onMessage must be a function');
     }
-    // Distinct session ids, an id index per message, the envelopes back to back and their lengths.
-    const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
-    const [sessionIds, index] = packed;
+    // Distinct session ids, an id index per message, the envelopes back to back (in a buffer
+    // made for this call, which the addon may fill with the plaintexts) and their lengths.
+    const [sessionIds, index, envelopes, lengths] = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    const packed = [sessionIds, index, Buffer.from(envelopes.buffer, envelopes.byteOffset, envelopes.length), lengths];
     const total = index.length;
     const results = new Array(total);
     // A chunk of results (src/batch.rs, read as the web package reads its own): each result's
-    // plaintext is a view of the chunk's buffer.
-    const unpack = (chunk, each) =>
-      readChunk(chunk, sessionIds, index, (at, length) => chunk.plaintexts.subarray(at, at + length), (result, i) => {
+    // plaintext is a Uint8Array view of the chunk's buffer.
+    const unpack = (chunk, each) => {
+      const { buffer, byteOffset } = chunk.plaintexts;
+      return readChunk(chunk, sessionIds, index, (at, length) => new Uint8Array(buffer, byteOffset + at, length), (result, i) => {
         results[i] = result;
         return each === undefined || each(result, i);
       });
+    };
     // Without a callback the addon resolves to every result, as one chunk, once committed.
     if (onMessage === undefined) {
       return this.#run(async (raw) => {
