@@ -6,7 +6,8 @@
 // and the family guards work whichever backend runs).
 
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS } from './wasm/index.js';
-import { batchThreads, bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
+import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
+import { packQueue } from './queue.js';
 import { readChunk } from './wasm/delivery.js';
 
 /** The id of the last-resort prekey, which is never used up (Proteus's). */
@@ -247,9 +248,9 @@ export class Client {
       throw new TypeError('onMessage must be a function');
     }
     // Distinct session ids, an id index per message, the envelopes back to back (in a buffer
-    // made for this call, which the addon may fill with the plaintexts) and their lengths.
-    const [sessionIds, index, envelopes, lengths] = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
-    const packed = [sessionIds, index, Buffer.from(envelopes.buffer, envelopes.byteOffset, envelopes.length), lengths];
+    // lent to this call: given back once it settled) and their lengths.
+    const { packed, release } = packQueue(messages);
+    const [sessionIds, index] = packed;
     const total = index.length;
     const results = new Array(total);
     // A chunk of results (src/batch.rs, read as the web package reads its own): each result's
@@ -266,7 +267,7 @@ export class Client {
       return this.#run(async (raw) => {
         unpack(await raw.decryptBatch(...packed));
         return results;
-      });
+      }).finally(release);
     }
     return this.#run(async (raw) => {
       const pending = [];
@@ -307,7 +308,7 @@ export class Client {
         this.#delivering = false;
       }
       return results;
-    });
+    }).finally(release);
   }
 
   importIdentity(identity) {

@@ -8,10 +8,7 @@
 //! client commits only after the sink accepted the last chunk (the JS layer resolves that one
 //! once the callback's own promises settled), as the batch contract requires: false stops the
 //! batch (BatchAborted, 108), a rejection stops it too, and nothing is committed either way.
-//! Without a sink (`decryptBatch`), all results come back as one chunk once committed, their
-//! plaintexts written over the envelopes in the queue's own buffer (a plaintext is never longer
-//! than its envelope, and the envelopes are no longer needed then), which goes back to JS as it
-//! came: no buffer of the size of the batch is allocated, filled and handed over to JS.
+//! Without a sink (`decryptBatch`), all results come back as one chunk once committed.
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -23,7 +20,7 @@ use napi_derive::napi;
 use proteus_client::{BatchError, Chunking, Client, Decrypted, QueuedMessage};
 use proteus_js_results::PackedResults;
 
-use crate::error::{client_error, internal};
+use crate::error::client_error;
 
 /// Results per crossing into JS: a 1000-message batch crosses 4 times, not 1000. Each crossing
 /// is two thread hand-overs (to JS and back), about 30 µs on a loaded 2-core machine, where 256
@@ -67,35 +64,26 @@ impl RawBatchChunk {
         }
     }
 
-    /// All the `results` of a batch (from its first message), their plaintexts written back to
-    /// back into `buffer` (the queue's envelopes, no longer needed) when they fit, as they
-    /// always do: a plaintext is shorter than its envelope. The results are taken by value, each
-    /// freed once packed.
-    fn in_place(results: Vec<Decrypted>, mut buffer: Buffer) -> napi::Result<Self> {
-        let size: usize = results
+    /// All the `results` of a batch (from its first message), taken by value: each is freed
+    /// once packed, and the buffers are made at their final size (no growing, no copy when
+    /// they cross into JS).
+    fn all(results: Vec<Decrypted>) -> Self {
+        let size = results
             .iter()
             .map(|d| d.outcome.as_ref().map_or(0, Vec::len))
             .sum();
-        if size > buffer.len() {
-            return Ok(Self::of(0, &results));
-        }
         let mut packed = PackedResults::for_messages(results.len());
-        let mut free: &mut [u8] = &mut buffer;
+        let mut plaintexts = Vec::with_capacity(size);
         for decrypted in results {
-            let plaintext = packed.push_leaving_plaintext(&decrypted);
-            let (place, rest) = free
-                .split_at_mut_checked(plaintext.len())
-                .ok_or_else(|| internal("the plaintexts outgrew their buffer"))?;
-            place.copy_from_slice(plaintext);
-            free = rest;
+            plaintexts.extend_from_slice(packed.push_leaving_plaintext(&decrypted));
         }
-        Ok(Self {
+        Self {
             first: 0,
             meta: Uint32Array::from(packed.meta),
             ids: packed.ids,
-            plaintexts: buffer,
+            plaintexts: Buffer::from(plaintexts),
             senders: packed.senders,
-        })
+        }
     }
 }
 
@@ -105,7 +93,7 @@ pub(crate) struct Packed {
     pub(crate) session_ids: Vec<String>,
     pub(crate) index: Vec<u32>,
     /// The JS buffer itself, held (not copied) while the work runs on another thread: the JS
-    /// layer made it for this call and does not touch it until the call resolves.
+    /// layer (`queue.js`) lends it to this call and does not touch it until the call settled.
     pub(crate) envelopes: Buffer,
     pub(crate) lengths: Vec<u32>,
 }
@@ -150,13 +138,12 @@ impl Packed {
     }
 }
 
-/// Runs the batch on `client`: all the results, as one chunk, once committed (the plaintexts in
-/// the envelopes' buffer).
-pub(crate) fn decrypt_all(client: &mut Client, packed: Packed) -> napi::Result<RawBatchChunk> {
+/// Runs the batch on `client`: all the results, as one chunk, once committed.
+pub(crate) fn decrypt_all(client: &mut Client, packed: &Packed) -> napi::Result<RawBatchChunk> {
     let results = client
         .decrypt_batch(&packed.queue()?, |_, _| ControlFlow::Continue(()))
         .map_err(|e| client_error(&e))?;
-    RawBatchChunk::in_place(results, packed.envelopes)
+    Ok(RawBatchChunk::all(results))
 }
 
 /// Runs the batch on `client`, handing the results to `sink` in chunks before the commit (on a
@@ -222,30 +209,15 @@ mod tests {
     }
 
     #[test]
-    fn plaintexts_packed_in_place_read_as_packed_apart() {
+    fn a_batch_packed_by_value_reads_as_packed_by_reference() {
         let sender = *Client::in_memory().expect("a client").identity();
         let expected = PackedResults::of(&results(sender));
-        // Room for more than the plaintexts (the envelopes were longer): the rest stays as it was.
-        let chunk =
-            RawBatchChunk::in_place(results(sender), Buffer::from(vec![0xee; 10])).expect("fits");
+        let chunk = RawBatchChunk::all(results(sender));
         assert_eq!(chunk.first, 0);
         assert_eq!(&chunk.meta[..], &expected.meta[..]);
         assert_eq!(chunk.ids, expected.ids);
         assert_eq!(chunk.senders, expected.senders);
-        assert_eq!(
-            &chunk.plaintexts[..],
-            &[7, 7, 7, 7, 7, 8, 9, 0xee, 0xee, 0xee][..]
-        );
-    }
-
-    #[test]
-    fn plaintexts_that_do_not_fit_the_buffer_get_their_own() {
-        let sender = *Client::in_memory().expect("a client").identity();
-        let expected = PackedResults::of(&results(sender));
-        let chunk =
-            RawBatchChunk::in_place(results(sender), Buffer::from(vec![0; 6])).expect("packed");
-        assert_eq!(&chunk.meta[..], &expected.meta[..]);
-        assert_eq!(&chunk.plaintexts[..], &expected.plaintexts[..]);
+        assert_eq!(&chunk.plaintexts[..], &[7, 7, 7, 7, 7, 8, 9][..]);
     }
 
     #[test]

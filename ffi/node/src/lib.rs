@@ -298,7 +298,7 @@ impl RawClient {
         lengths: Uint32Array,
     ) -> AsyncTask<Call<batch::RawBatchChunk>> {
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
-        run(&self.shared, move |c| batch::decrypt_all(c, packed))
+        run(&self.shared, move |c| batch::decrypt_all(c, &packed))
     }
 
     /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks
