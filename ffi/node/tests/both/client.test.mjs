@@ -169,11 +169,10 @@ test('decryptBatch: results stay intact through later batches, in parallel or af
     (await alice.encryptBatch(Array.from({ length: n }, (_, i) => ({ sessionId: 'bob', plaintext: `${prefix}${i}`.repeat(8) }))))
       .map((envelope) => ({ sessionId: 'alice', envelope }));
   const first = await one.bob.decryptBatch(await batch(one, 'a', 40));
-  // Two clients at once (one with a callback), then a bigger batch on the first.
-  const [second, third] = await Promise.all([
-    one.bob.decryptBatch(await batch(one, 'b', 30), () => true),
-    two.bob.decryptBatch(await batch(two, 'c', 30)),
-  ]);
+  // Two clients at once (one with a callback; both queues packed before either runs), then a
+  // bigger batch on the first.
+  const [queueB, queueC] = [await batch(one, 'b', 30), await batch(two, 'c', 30)];
+  const [second, third] = await Promise.all([one.bob.decryptBatch(queueB, () => true), two.bob.decryptBatch(queueC)]);
   const fourth = await one.bob.decryptBatch(await batch(one, 'd', 80));
   for (const [results, prefix] of [[first, 'a'], [second, 'b'], [third, 'c'], [fourth, 'd']]) {
     assert.deepEqual(results.map((r) => text(r.plaintext)), results.map((_, i) => `${prefix}${i}`.repeat(8)));
