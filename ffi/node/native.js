@@ -6,7 +6,8 @@
 // and the family guards work whichever backend runs).
 
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS } from './wasm/index.js';
-import { batchThreads, bytes, integer, packBatch, sessionId, textOrBytes } from './wasm/args.js';
+import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
+import { packQueue } from './queue.js';
 import { readChunk } from './wasm/delivery.js';
 
 /** The id of the last-resort prekey, which is never used up (Proteus's). */
@@ -246,24 +247,27 @@ export class Client {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
       throw new TypeError('onMessage must be a function');
     }
-    // Distinct session ids, an id index per message, the envelopes back to back and their lengths.
-    const packed = packBatch(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    // Distinct session ids, an id index per message, the envelopes back to back (in a buffer
+    // lent to this call: given back once it settled) and their lengths.
+    const { packed, release } = packQueue(messages);
     const [sessionIds, index] = packed;
     const total = index.length;
     const results = new Array(total);
     // A chunk of results (src/batch.rs, read as the web package reads its own): each result's
-    // plaintext is a view of the chunk's buffer.
-    const unpack = (chunk, each) =>
-      readChunk(chunk, sessionIds, index, (at, length) => chunk.plaintexts.subarray(at, at + length), (result, i) => {
+    // plaintext is a Uint8Array view of the chunk's buffer.
+    const unpack = (chunk, each) => {
+      const { buffer, byteOffset } = chunk.plaintexts;
+      return readChunk(chunk, sessionIds, index, (at, length) => new Uint8Array(buffer, byteOffset + at, length), (result, i) => {
         results[i] = result;
         return each === undefined || each(result, i);
       });
+    };
     // Without a callback the addon resolves to every result, as one chunk, once committed.
     if (onMessage === undefined) {
       return this.#run(async (raw) => {
         unpack(await raw.decryptBatch(...packed));
         return results;
-      });
+      }).finally(release);
     }
     return this.#run(async (raw) => {
       const pending = [];
@@ -304,7 +308,7 @@ export class Client {
         this.#delivering = false;
       }
       return results;
-    });
+    }).finally(release);
   }
 
   importIdentity(identity) {

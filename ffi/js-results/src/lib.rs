@@ -32,23 +32,42 @@ impl PackedResults {
         packed
     }
 
+    /// Room for the results of `messages` messages but their plaintexts (see
+    /// [`push_leaving_plaintext`](Self::push_leaving_plaintext)): no growing on the way.
+    pub fn for_messages(messages: usize) -> Self {
+        Self {
+            meta: Vec::with_capacity(3 * messages),
+            ids: String::with_capacity(64 * messages),
+            ..Self::default()
+        }
+    }
+
     /// Adds the result of the next message.
     pub fn push(&mut self, decrypted: &Decrypted) {
+        let plaintext = self.push_leaving_plaintext(decrypted);
+        self.plaintexts.extend_from_slice(plaintext);
+    }
+
+    /// Adds the result of the next message but its plaintext, which it returns (empty for a
+    /// failed message): for a caller that places the plaintexts in a buffer of its own, back
+    /// to back in the same order.
+    pub fn push_leaving_plaintext<'d>(&mut self, decrypted: &'d Decrypted) -> &'d [u8] {
         // ASCII hex, so never the empty fallback; no String per message.
         self.ids
             .push_str(std::str::from_utf8(&decrypted.message_id.hex()).unwrap_or_default());
-        match &decrypted.outcome {
+        let plaintext: &[u8] = match &decrypted.outcome {
             Ok(plaintext) => {
                 self.meta.push(0);
                 self.meta
                     .push(u32::try_from(plaintext.len()).unwrap_or(u32::MAX));
-                self.plaintexts.extend_from_slice(plaintext);
+                plaintext
             }
             Err(e) => {
                 self.meta.push(u32::from(e.code()));
                 self.meta.push(0);
+                &[]
             }
-        }
+        };
         match decrypted.sender {
             Some(sender) => {
                 self.meta.push(1);
@@ -56,6 +75,7 @@ impl PackedResults {
             }
             None => self.meta.push(0),
         }
+        plaintext
     }
 
     /// Empties it, keeping its buffers for the next chunk.

@@ -1,7 +1,7 @@
 //! decryptBatch: the queue comes in packed (distinct session ids, an id index per message, the
-//! envelopes back to back and their lengths) and the results go out packed in chunks, as the
-//! web package's do (ffi/web/src/delivery.rs): a few conversions per chunk rather than several
-//! per message.
+//! envelopes back to back in one JS buffer, read where it lies, and their lengths) and the
+//! results go out packed in chunks, as the web package's do (ffi/web/src/delivery.rs): a few
+//! conversions per chunk rather than several per message.
 //!
 //! With a sink (`decryptBatchTo`), the client decrypts on a worker thread and hands each chunk to the JS sink
 //! through a threadsafe function, waiting for the Promise it returns before it goes on. The
@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 use napi::Status;
-use napi::bindgen_prelude::{Promise, Uint8Array, Uint32Array, block_on};
+use napi::bindgen_prelude::{Buffer, Promise, Uint32Array, block_on};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 use proteus_client::{BatchError, Chunking, Client, Decrypted, QueuedMessage};
@@ -46,8 +46,8 @@ pub struct RawBatchChunk {
     pub meta: Uint32Array,
     /// The message ids in hex.
     pub ids: String,
-    /// The plaintexts, back to back.
-    pub plaintexts: Uint8Array,
+    /// The plaintexts, back to back from the buffer's start (which may hold more after them).
+    pub plaintexts: Buffer,
     /// The sender fingerprints of the messages that name one.
     pub senders: String,
 }
@@ -59,7 +59,29 @@ impl RawBatchChunk {
             first: u32::try_from(first).unwrap_or(u32::MAX),
             meta: Uint32Array::from(packed.meta),
             ids: packed.ids,
-            plaintexts: Uint8Array::from(packed.plaintexts),
+            plaintexts: Buffer::from(packed.plaintexts),
+            senders: packed.senders,
+        }
+    }
+
+    /// All the `results` of a batch (from its first message), taken by value: each is freed
+    /// once packed, and the buffers are made at their final size (no growing, no copy when
+    /// they cross into JS).
+    fn all(results: Vec<Decrypted>) -> Self {
+        let size = results
+            .iter()
+            .map(|d| d.outcome.as_ref().map_or(0, Vec::len))
+            .sum();
+        let mut packed = PackedResults::for_messages(results.len());
+        let mut plaintexts = Vec::with_capacity(size);
+        for decrypted in results {
+            plaintexts.extend_from_slice(packed.push_leaving_plaintext(&decrypted));
+        }
+        Self {
+            first: 0,
+            meta: Uint32Array::from(packed.meta),
+            ids: packed.ids,
+            plaintexts: Buffer::from(plaintexts),
             senders: packed.senders,
         }
     }
@@ -70,22 +92,24 @@ impl RawBatchChunk {
 pub(crate) struct Packed {
     pub(crate) session_ids: Vec<String>,
     pub(crate) index: Vec<u32>,
-    pub(crate) envelopes: Vec<u8>,
+    /// The JS buffer itself, held (not copied) while the work runs on another thread: the JS
+    /// layer (`queue.js`) lends it to this call and does not touch it until the call settled.
+    pub(crate) envelopes: Buffer,
     pub(crate) lengths: Vec<u32>,
 }
 
 impl Packed {
-    /// The queue's parts, copied out of JS memory: the work runs on another thread.
+    /// The queue's parts; the small ones copied out of JS memory.
     pub(crate) fn new(
         session_ids: Vec<String>,
         index: &[u32],
-        envelopes: &[u8],
+        envelopes: Buffer,
         lengths: &[u32],
     ) -> Self {
         Self {
             session_ids,
             index: index.to_vec(),
-            envelopes: envelopes.to_vec(),
+            envelopes,
             lengths: lengths.to_vec(),
         }
     }
@@ -95,7 +119,7 @@ impl Packed {
         if self.index.len() != self.lengths.len() {
             return Err(range());
         }
-        let mut rest = self.envelopes.as_slice();
+        let mut rest: &[u8] = &self.envelopes;
         let mut queue = Vec::with_capacity(self.index.len());
         for (i, len) in self.index.iter().zip(&self.lengths) {
             let session_id = usize::try_from(*i)
@@ -116,11 +140,10 @@ impl Packed {
 
 /// Runs the batch on `client`: all the results, as one chunk, once committed.
 pub(crate) fn decrypt_all(client: &mut Client, packed: &Packed) -> napi::Result<RawBatchChunk> {
-    let queue = packed.queue()?;
     let results = client
-        .decrypt_batch(&queue, |_, _| ControlFlow::Continue(()))
+        .decrypt_batch(&packed.queue()?, |_, _| ControlFlow::Continue(()))
         .map_err(|e| client_error(&e))?;
-    Ok(RawBatchChunk::of(0, &results))
+    Ok(RawBatchChunk::all(results))
 }
 
 /// Runs the batch on `client`, handing the results to `sink` in chunks before the commit (on a
@@ -149,15 +172,52 @@ pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> n
 
 #[cfg(test)]
 mod tests {
-    use super::Packed;
+    use napi::bindgen_prelude::Buffer;
+    use proteus_client::{Client, ClientError, Decrypted, MessageId};
+    use proteus_core::{DecryptError, IdentityKey};
+    use proteus_js_results::PackedResults;
+
+    use super::{Packed, RawBatchChunk};
 
     fn packed(index: Vec<u32>, lengths: Vec<u32>) -> Packed {
         Packed {
             session_ids: vec!["a".into(), "b".into()],
             index,
-            envelopes: vec![1, 2, 3, 4, 5],
+            envelopes: Buffer::from(vec![1, 2, 3, 4, 5]),
             lengths,
         }
+    }
+
+    /// Results of all kinds: plaintexts (one empty), a failure, a named sender.
+    fn results(sender: IdentityKey) -> Vec<Decrypted> {
+        let result = |n: u8, outcome, sender| Decrypted {
+            message_id: MessageId::of(&[n]),
+            session_id: "a".into(),
+            outcome,
+            sender,
+        };
+        vec![
+            result(1, Ok(vec![7; 5]), Some(sender)),
+            result(
+                2,
+                Err(ClientError::Decrypt(DecryptError::DuplicateMessage)),
+                None,
+            ),
+            result(3, Ok(Vec::new()), None),
+            result(4, Ok(vec![8, 9]), None),
+        ]
+    }
+
+    #[test]
+    fn a_batch_packed_by_value_reads_as_packed_by_reference() {
+        let sender = *Client::in_memory().expect("a client").identity();
+        let expected = PackedResults::of(&results(sender));
+        let chunk = RawBatchChunk::all(results(sender));
+        assert_eq!(chunk.first, 0);
+        assert_eq!(&chunk.meta[..], &expected.meta[..]);
+        assert_eq!(chunk.ids, expected.ids);
+        assert_eq!(chunk.senders, expected.senders);
+        assert_eq!(&chunk.plaintexts[..], &[7, 7, 7, 7, 7, 8, 9][..]);
     }
 
     #[test]

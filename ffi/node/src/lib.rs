@@ -18,7 +18,7 @@ pub use store::{delete_store, rekey_store, seal_store};
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{AsyncTask, Uint8Array, Uint32Array, spawn_blocking};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Uint8Array, Uint32Array, spawn_blocking};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
@@ -294,27 +294,27 @@ impl RawClient {
         &self,
         session_ids: Vec<String>,
         index: Uint32Array,
-        envelopes: Uint8Array,
+        envelopes: Buffer,
         lengths: Uint32Array,
     ) -> AsyncTask<Call<batch::RawBatchChunk>> {
-        let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
+        let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
         run(&self.shared, move |c| batch::decrypt_all(c, &packed))
     }
 
     /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks
     /// before the commit, and resolving to nothing; see [`batch`].
     #[napi(
-        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Uint8Array, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>"
+        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>"
     )]
     pub async fn decrypt_batch_to(
         &self,
         session_ids: Vec<String>,
         index: Uint32Array,
-        envelopes: Uint8Array,
+        envelopes: Buffer,
         lengths: Uint32Array,
         sink: batch::Sink,
     ) -> napi::Result<()> {
-        let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
+        let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
         on_blocking_pool(&self.shared, move |c| batch::decrypt_to(c, &packed, &sink)).await
     }
 

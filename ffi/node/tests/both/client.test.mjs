@@ -162,6 +162,24 @@ test('decryptBatch: false aborts (108), a throw or a rejection fails (121): noth
   assert.deepEqual(results.map((r) => text(r.plaintext)), ['m1', 'm2', 'm3']);
 });
 
+test('decryptBatch: results stay intact through later batches, in parallel or after (the queue buffer is reused)', async () => {
+  const one = await pair(Client);
+  const two = await pair(Client);
+  const batch = async ({ alice }, prefix, n) =>
+    (await alice.encryptBatch(Array.from({ length: n }, (_, i) => ({ sessionId: 'bob', plaintext: `${prefix}${i}`.repeat(8) }))))
+      .map((envelope) => ({ sessionId: 'alice', envelope }));
+  const first = await one.bob.decryptBatch(await batch(one, 'a', 40));
+  // Two clients at once (one with a callback; both queues packed before either runs), then a
+  // bigger batch on the first.
+  const [queueB, queueC] = [await batch(one, 'b', 30), await batch(two, 'c', 30)];
+  const [second, third] = await Promise.all([one.bob.decryptBatch(queueB, () => true), two.bob.decryptBatch(queueC)]);
+  const fourth = await one.bob.decryptBatch(await batch(one, 'd', 80));
+  for (const [results, prefix] of [[first, 'a'], [second, 'b'], [third, 'c'], [fourth, 'd']]) {
+    assert.deepEqual(results.map((r) => text(r.plaintext)), results.map((_, i) => `${prefix}${i}`.repeat(8)));
+    for (const r of results) assert.equal(Object.getPrototypeOf(r.plaintext), Uint8Array.prototype);
+  }
+});
+
 test('decryptBatch: a call on the client while the callback delivers fails with ClientBusy (120)', async () => {
   const { alice, bob } = await pair(Client);
   const envelope = await alice.encrypt('bob', 'x');
