@@ -78,7 +78,7 @@ export function batchParts(messages, field, toBytes) {
 }
 
 /** `parts` back to back, written into `target` (a Uint8Array of their total size). */
-function join(parts, target) {
+export function join(parts, target) {
   let at = 0;
   for (const part of parts) {
     target.set(part, at);
