@@ -19,6 +19,8 @@ use proteus_core::plan::{OpenJob, Opened, PlanAhead, open_jobs};
 use proteus_core::{DecryptError, Envelope, IdentityKeyPair, Session};
 use rayon::ThreadPool;
 
+use super::share::Crew;
+
 /// Messages planned at a time: a part is what one thread opens at a time.
 const PART: usize = 32;
 /// Parts planned ahead of the next one to apply.
@@ -141,9 +143,13 @@ pub(super) fn decrypt_run_pipelined<'e>(
         sleeping: AtomicUsize::new(0),
     };
     let mut results = Vec::with_capacity(envelopes.len());
+    let crew = Crew::default();
     pool.in_place_scope(|scope| {
         for _ in 0..pool.current_num_threads() {
-            scope.spawn(|_| board.help());
+            scope.spawn(|_| {
+                let _aboard = crew.board();
+                board.help();
+            });
         }
         let mut run = Run {
             board: &board,
@@ -160,6 +166,7 @@ pub(super) fn decrypt_run_pipelined<'e>(
         board.lock().over = true;
         board.posted.store(usize::MAX, Ordering::Release);
         board.waiting.notify_all();
+        crew.wait_until_ashore();
     });
     let helped = board.lock().by_helpers > 0;
     (results, helped)
