@@ -196,8 +196,7 @@ pub(super) fn decrypt_run_pipelined<'e>(
         board.waiting.notify_all();
         crew.wait_until_ashore();
     });
-    let helped = board.lock().by_helpers > 0;
-    helped
+    board.lock().by_helpers > 0
 }
 
 /// The calling thread's side of a pipelined run.
