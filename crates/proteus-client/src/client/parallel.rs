@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Client;
 use super::batch::{BatchState, decode};
-use super::share::share;
+use super::share::{share, share_after};
 use super::task::{SessionTask, TaskOutcome, missing_result};
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::collections::{HashMap, SortedSet};
@@ -63,7 +63,17 @@ fn decode_window<'q>(
     pool: Option<&rayon::ThreadPool>,
     window: &[QueuedMessage<'q>],
 ) -> Decoded<'q> {
+    decode_window_after(pool, window, || ())
+}
+
+/// [`decode_window`], the calling thread doing `first` while the helpers start decoding.
+fn decode_window_after<'q>(
+    pool: Option<&rayon::ThreadPool>,
+    window: &[QueuedMessage<'q>],
+    first: impl FnOnce(),
+) -> Decoded<'q> {
     if window.len() < SHARE_MIN_OPENS {
+        first();
         return Decoded {
             chunks: vec![window.iter().map(decode).collect()],
         };
@@ -72,9 +82,14 @@ fn decode_window<'q>(
         .chunks(DECODE_CHUNK)
         .map(|chunk| (chunk, Vec::new()))
         .collect();
-    share(pool, &mut chunks, &|(chunk, decoded)| {
-        *decoded = chunk.iter().map(decode).collect();
-    });
+    share_after(
+        pool,
+        &mut chunks,
+        &|(chunk, decoded)| {
+            *decoded = chunk.iter().map(decode).collect();
+        },
+        first,
+    );
     Decoded {
         chunks: chunks.into_iter().map(|(_, decoded)| decoded).collect(),
     }
@@ -192,7 +207,30 @@ impl Client {
                 .split_at_checked(window_len(rest))
                 .unwrap_or((rest, &[]));
             rest = after;
-            let decoded = decode_window(pool.as_deref(), window);
+            // A window longer than WINDOW is one sender's backlog: its first message (often a
+            // ratchet step or a new session, which the rest waits for) is decrypted here, the
+            // ordinary way, while the helpers decode the others.
+            let (window, decoded) = match window.split_first() {
+                Some((first, others)) if window.len() > WINDOW && pool.is_some() => {
+                    let (message_id, envelope) = decode(first);
+                    let mut outcome = None;
+                    let decoded = decode_window_after(pool.as_deref(), others, || {
+                        outcome =
+                            Some(self.decrypt_queued(first, envelope.as_ref(), &mut batch.removed));
+                    });
+                    let outcome = outcome.unwrap_or_else(|| Err(missing_result()));
+                    self.hand_over(
+                        batch,
+                        first,
+                        message_id,
+                        envelope.as_ref(),
+                        outcome,
+                        deliver,
+                    )?;
+                    (others, decoded)
+                }
+                _ => (window, decode_window(pool.as_deref(), window)),
+            };
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
             let pool = pool.as_deref();

@@ -26,11 +26,20 @@ pub(crate) fn share<T: Send>(
     items: &mut [T],
     work: &(dyn Fn(&mut T) + Sync),
 ) -> usize {
-    let helpers = pool.map_or(0, |pool| {
-        pool.current_num_threads()
-            .min(items.len().saturating_sub(1))
-    });
+    share_after(pool, items, work, || ())
+}
+
+/// [`share`], the calling thread doing `first` (work of its own, which need not be `Send`)
+/// before it takes items: the helpers start on the items meanwhile.
+pub(crate) fn share_after<T: Send>(
+    pool: Option<&ThreadPool>,
+    items: &mut [T],
+    work: &(dyn Fn(&mut T) + Sync),
+    first: impl FnOnce(),
+) -> usize {
+    let helpers = pool.map_or(0, |pool| pool.current_num_threads().min(items.len()));
     let Some(pool) = pool.filter(|_| helpers > 0) else {
+        first();
         items.iter_mut().for_each(work);
         return 0;
     };
@@ -56,6 +65,7 @@ pub(crate) fn share<T: Send>(
                 take();
             });
         }
+        first();
         let mine = take();
         // The caller has taken its last item; helpers may still be on theirs. Waiting for
         // them without sleeping: a sleeping caller would pay a wake-up.
