@@ -29,6 +29,8 @@ mod pipeline;
 mod runs;
 #[cfg(not(target_arch = "wasm32"))]
 mod share;
+#[cfg(not(target_arch = "wasm32"))]
+mod task;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///

@@ -381,3 +381,37 @@ fn an_abort_mid_batch_commits_nothing() {
         run(&f, 1, 1).results
     );
 }
+
+/// A backlog from one sender is one pipelined run whose results are handed over while it
+/// runs: stopping there commits nothing, and the messages decrypt again afterwards. For a new
+/// sender (its session made in the run) and an established one (a ratchet step first).
+#[test]
+fn an_abort_mid_backlog_from_one_sender_commits_nothing() {
+    for start in [Start::Established, Start::New] {
+        let f = fixture(&[(start, vec![Step::Send; 700])], &[0], &[]);
+        for threads in [2, 3] {
+            let storage = TestStorage::from_dump(&f.dump);
+            let mut bob = storage.client();
+            bob.set_batch_threads(threads);
+            let mut handed = 0;
+            let result = bob.decrypt_batch(&queue(&f.queue), |d, p| {
+                assert!(d.outcome.is_ok(), "message {}", p.done);
+                handed = p.done;
+                if p.done == 300 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            });
+            assert!(matches!(result, Err(ClientError::BatchAborted)));
+            assert_eq!(handed, 300, "threads {threads}: stopped at the abort");
+            assert_eq!(storage.dump(), f.dump, "nothing was committed");
+            let again = common::run_batch(&mut bob, &f.queue).unwrap();
+            assert_eq!(
+                again.iter().map(seen).collect::<Vec<_>>(),
+                run(&f, 1, 1).results,
+                "threads {threads}"
+            );
+        }
+    }
+}

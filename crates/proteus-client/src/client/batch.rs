@@ -149,13 +149,34 @@ impl Client {
     where
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
+        let handed = batch.hand_over(queued, message_id, decoded, outcome, deliver);
+        if handed.is_err() {
+            self.forget(&batch.touched);
+        }
+        handed
+    }
+}
+
+impl<'q> BatchState<'q> {
+    /// [`Client::hand_over`] without forgetting the sessions when the batch ends: the caller
+    /// does (`Client::forget` of `touched`) before it returns the error.
+    pub(super) fn hand_over<F, E>(
+        &mut self,
+        queued: &QueuedMessage<'q>,
+        message_id: MessageId,
+        decoded: Result<&Envelope<'_>, &DecodeError>,
+        outcome: Result<Vec<u8>, ClientError>,
+        deliver: &mut F,
+    ) -> Result<(), BatchError<E>>
+    where
+        F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
+    {
+        let batch = self;
         match &outcome {
             Ok(_) => batch.touch(queued.session_id),
             // A damaged record concerns its own session only; a failing store stops the batch.
             Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {
-                let e = e.clone();
-                self.forget(&batch.touched);
-                return Err(ClientError::from(e).into());
+                return Err(ClientError::from(e.clone()).into());
             }
             Err(_) => {}
         }
@@ -191,14 +212,8 @@ impl Client {
         batch.clock.handed_over();
         match answer {
             Ok(ControlFlow::Continue(())) => Ok(()),
-            Ok(ControlFlow::Break(())) => {
-                self.forget(&batch.touched);
-                Err(ClientError::BatchAborted.into())
-            }
-            Err(e) => {
-                self.forget(&batch.touched);
-                Err(BatchError::Delivery(e))
-            }
+            Ok(ControlFlow::Break(())) => Err(ClientError::BatchAborted.into()),
+            Err(e) => Err(BatchError::Delivery(e)),
         }
     }
 }

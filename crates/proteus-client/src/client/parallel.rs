@@ -1,16 +1,17 @@
 //! Batch decryption on a small thread pool (native builds; see [`Client::set_batch_threads`]).
 //!
 //! The queue is taken a window at a time. The messages of a window are grouped by session;
-//! each session's run is a task that owns the session while it decrypts, on the calling thread
-//! or a helper (`client/share.rs`: the caller works too, helpers join as they come). A window
-//! of one session's run (a backlog from one sender) is one task on the calling thread, which
-//! plans the run while the helpers open what it planned (`client/pipeline.rs`). What sessions
-//! share — the prekeys, the last-resort replay guard — is read before the tasks start, and a
-//! session that could see another one's change within the window (two sessions naming one
-//! one-time prekey or one last-resort handshake) is not a task: its messages go the ordinary
-//! way, in queue order. The results are then handed over in queue order, exactly as the
-//! sequential path does, so the delivery, the chunks, the abort and the single commit after
-//! the last hand-over are unchanged; so are the results and what is stored.
+//! each session's run is a task (`client/task.rs`) that owns the session while it decrypts, on
+//! the calling thread or a helper (`client/share.rs`: the caller works too, helpers join as they
+//! come). A window of one session's run (a backlog from one sender) is one task on the calling
+//! thread, which plans the run while the helpers open what it planned (`client/pipeline.rs`),
+//! and hands each result over as soon as it is applied. What sessions share — the prekeys, the
+//! last-resort replay guard — is read before the tasks start, and a session that could see
+//! another one's change within the window (two sessions naming one one-time prekey or one
+//! last-resort handshake) is not a task: its messages go the ordinary way, in queue order. The
+//! results are handed over in queue order, exactly as the sequential path does, so the
+//! delivery, the chunks, the abort and the single commit after the last hand-over are
+//! unchanged; so are the results and what is stored.
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,20 +21,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Client;
 use super::batch::{BatchState, decode};
-use super::pipeline::decrypt_run_pipelined;
-use super::share::share;
+use super::share::{share, share_after};
+use super::task::{SessionTask, TaskOutcome, missing_result};
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
-use crate::checked_identities::CheckedIdentities;
 use crate::collections::{HashMap, SortedSet};
-use crate::error::{ClientError, StoreError};
 use crate::prekeys::load_prekey;
 use crate::records::check_session_id;
-use crate::session_cache::{CachedSession, SessionConfig};
-use proteus_core::plan::open_jobs;
-use proteus_core::{
-    CheckedIdentity, DecodeError, DecryptError, Envelope, IdentityCache, IdentityKey,
-    IdentityKeyPair, Message, OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
-};
+use proteus_core::{DecodeError, Envelope, IdentityCache, Message, PreKeyId};
 
 /// Messages taken at a time: results are handed over per window, so a progress display moves
 /// during a batch, and a window is enough work to share out.
@@ -45,31 +39,60 @@ const MAX_RUN_WINDOW: usize = 4096;
 /// A run of one session shorter than this is decrypted on the calling thread: a helper that
 /// has to be woken would come too late to take a share (an open costs about 1 µs; a wake-up
 /// tens of µs).
-const SHARE_MIN_OPENS: usize = 96;
+pub(super) const SHARE_MIN_OPENS: usize = 96;
 
 /// Envelopes decoded per thread at a time.
 const DECODE_CHUNK: usize = 64;
+
+/// A window's envelopes decoded, with their ids, in queue order: in the chunks they were
+/// decoded in (one vector per chunk), not moved into one vector (a copy of ~200 bytes a
+/// message, about 20 µs per 1000).
+struct Decoded<'q> {
+    chunks: Vec<Vec<(MessageId, Result<Envelope<'q>, DecodeError>)>>,
+}
+
+impl<'q> Decoded<'q> {
+    fn iter(&self) -> impl Iterator<Item = &(MessageId, Result<Envelope<'q>, DecodeError>)> {
+        self.chunks.iter().flatten()
+    }
+}
 
 /// The window's envelopes decoded, with their ids; a long window's shared out (which also
 /// wakes the helpers for the work that follows).
 fn decode_window<'q>(
     pool: Option<&rayon::ThreadPool>,
     window: &[QueuedMessage<'q>],
-) -> Vec<(MessageId, Result<Envelope<'q>, DecodeError>)> {
+) -> Decoded<'q> {
+    decode_window_after(pool, window, || ())
+}
+
+/// [`decode_window`], the calling thread doing `first` while the helpers start decoding.
+fn decode_window_after<'q>(
+    pool: Option<&rayon::ThreadPool>,
+    window: &[QueuedMessage<'q>],
+    first: impl FnOnce(),
+) -> Decoded<'q> {
     if window.len() < SHARE_MIN_OPENS {
-        return window.iter().map(decode).collect();
+        first();
+        return Decoded {
+            chunks: vec![window.iter().map(decode).collect()],
+        };
     }
     let mut chunks: Vec<(&[QueuedMessage<'q>], Vec<_>)> = window
         .chunks(DECODE_CHUNK)
         .map(|chunk| (chunk, Vec::new()))
         .collect();
-    share(pool, &mut chunks, &|(chunk, decoded)| {
-        *decoded = chunk.iter().map(decode).collect();
-    });
-    chunks
-        .into_iter()
-        .flat_map(|(_, decoded)| decoded)
-        .collect()
+    share_after(
+        pool,
+        &mut chunks,
+        &|(chunk, decoded)| {
+            *decoded = chunk.iter().map(decode).collect();
+        },
+        first,
+    );
+    Decoded {
+        chunks: chunks.into_iter().map(|(_, decoded)| decoded).collect(),
+    }
 }
 
 /// The length of the next window of `rest`: a run of one session longer than [`WINDOW`] whole
@@ -162,25 +185,6 @@ enum Slot {
     Task { task: usize, index: usize },
 }
 
-/// The result of a message decrypted by a task, and the last-resort handshake it recorded.
-type TaskOutcome = (Result<Vec<u8>, ClientError>, Option<PublicKey>);
-
-/// One session's messages of a window, decrypted on the calling thread or a helper.
-struct SessionTask<'w, 'q> {
-    session_id: &'q str,
-    /// The session, taken out of the cache; `None` while it does not exist.
-    cached: Option<CachedSession>,
-    config: SessionConfig,
-    envelopes: Vec<&'w Envelope<'q>>,
-    /// The prekeys the run's PreKeyMessages name, as the store holds them at the window's start.
-    prekeys: BTreeMap<PreKeyId, Option<PreKey>>,
-    /// Last-resort base keys the replay guard already holds (for a session that does not exist).
-    replayed: Vec<PublicKey>,
-    removed: SortedSet<PreKeyId>,
-    kept: Vec<CheckedIdentity>,
-    outcomes: Vec<Option<TaskOutcome>>,
-}
-
 impl Client {
     /// The batch loop of `decrypt_batch_chunked` on the pool.
     pub(super) fn decrypt_parallel<'q, F, E>(
@@ -203,7 +207,30 @@ impl Client {
                 .split_at_checked(window_len(rest))
                 .unwrap_or((rest, &[]));
             rest = after;
-            let decoded = decode_window(pool.as_deref(), window);
+            // A window longer than WINDOW is one sender's backlog: its first message (often a
+            // ratchet step or a new session, which the rest waits for) is decrypted here, the
+            // ordinary way, while the helpers decode the others.
+            let (window, decoded) = match window.split_first() {
+                Some((first, others)) if window.len() > WINDOW && pool.is_some() => {
+                    let (message_id, envelope) = decode(first);
+                    let mut outcome = None;
+                    let decoded = decode_window_after(pool.as_deref(), others, || {
+                        outcome =
+                            Some(self.decrypt_queued(first, envelope.as_ref(), &mut batch.removed));
+                    });
+                    let outcome = outcome.unwrap_or_else(|| Err(missing_result()));
+                    self.hand_over(
+                        batch,
+                        first,
+                        message_id,
+                        envelope.as_ref(),
+                        outcome,
+                        deliver,
+                    )?;
+                    (others, decoded)
+                }
+                _ => (window, decode_window(pool.as_deref(), window)),
+            };
             let (mut tasks, slots) = self.plan_window(window, &decoded, &batch.removed);
             let (identity, identities) = (&self.identity, &self.identities);
             let pool = pool.as_deref();
@@ -213,18 +240,78 @@ impl Client {
                 [task] => {
                     let late = helpers_late.load(Ordering::Relaxed);
                     let helpers = pool.filter(|_| !late);
-                    if let Some(false) = task.run(identity, identities, helpers) {
+                    // A window that is all this task's messages, in order (a backlog from
+                    // one sender): each result is handed over as soon as the run has it,
+                    // while the helpers open the next parts.
+                    let in_order = slots.iter().enumerate().all(
+                        |(k, slot)| matches!(slot, Slot::Task { task: 0, index } if *index == k),
+                    );
+                    if in_order {
+                        let replay_guard = &mut self.replay_guard;
+                        let mut pending = window.iter().zip(decoded.iter());
+                        let mut failed = None;
+                        let mut sink = |(outcome, recorded): TaskOutcome| {
+                            let Some((queued, (message_id, envelope))) = pending.next() else {
+                                return ControlFlow::Break(());
+                            };
+                            if let Some(base_key) = recorded {
+                                replay_guard.record(&base_key);
+                            }
+                            match batch.hand_over(
+                                queued,
+                                *message_id,
+                                envelope.as_ref(),
+                                outcome,
+                                deliver,
+                            ) {
+                                Ok(()) => ControlFlow::Continue(()),
+                                Err(e) => {
+                                    failed = Some(e);
+                                    ControlFlow::Break(())
+                                }
+                            }
+                        };
+                        let helped = task.run(identity, identities, helpers, Some(&mut sink));
+                        if let Some(false) = helped {
+                            helpers_late.store(true, Ordering::Relaxed);
+                        }
+                        // Messages the run gave no result for (never expected) fail the batch
+                        // as in the loop below.
+                        let failed = failed.map_or_else(
+                            || {
+                                pending.try_for_each(|(queued, (message_id, envelope))| {
+                                    let missing = Err(missing_result());
+                                    batch.hand_over(
+                                        queued,
+                                        *message_id,
+                                        envelope.as_ref(),
+                                        missing,
+                                        deliver,
+                                    )
+                                })
+                            },
+                            Err,
+                        );
+                        if let Err(e) = failed {
+                            self.forget(&batch.touched);
+                            return Err(e);
+                        }
+                        self.end_window(tasks, batch);
+                        continue;
+                    }
+                    if let Some(false) = task.run(identity, identities, helpers, None) {
                         helpers_late.store(true, Ordering::Relaxed);
                     }
                 }
                 // Several: sessions are shared out, each task opening its own messages.
                 tasks => {
                     share(pool, tasks, &|task: &mut SessionTask<'_, '_>| {
-                        task.run(identity, identities, None);
+                        task.run(identity, identities, None, None);
                     });
                 }
             }
-            for ((queued, (message_id, envelope)), slot) in window.iter().zip(&decoded).zip(&slots)
+            for ((queued, (message_id, envelope)), slot) in
+                window.iter().zip(decoded.iter()).zip(&slots)
             {
                 let outcome = match slot {
                     Slot::Sequential => {
@@ -255,19 +342,25 @@ impl Client {
                     deliver,
                 )?;
             }
-            for task in tasks {
-                for id in task.removed.iter() {
-                    batch.removed.insert(*id);
-                }
-                for checked in task.kept {
-                    self.identities.keep(checked);
-                }
-                if let Some(cached) = task.cached {
-                    self.sessions.put(task.session_id, cached);
-                }
-            }
+            self.end_window(tasks, batch);
         }
         Ok(())
+    }
+
+    /// What a window's tasks leave once their results are handed over: the prekeys they used
+    /// up, the identities they checked, their sessions back in the cache.
+    fn end_window<'q>(&mut self, tasks: Vec<SessionTask<'_, 'q>>, batch: &mut BatchState<'q>) {
+        for task in tasks {
+            for id in task.removed.iter() {
+                batch.removed.insert(*id);
+            }
+            for checked in task.kept {
+                self.identities.keep(checked);
+            }
+            if let Some(cached) = task.cached {
+                self.sessions.put(task.session_id, cached);
+            }
+        }
     }
 
     /// Groups a window's messages into session tasks, taking their sessions out of the cache
@@ -275,19 +368,32 @@ impl Client {
     fn plan_window<'w, 'q>(
         &mut self,
         window: &[QueuedMessage<'q>],
-        decoded: &'w [(MessageId, Result<Envelope<'q>, DecodeError>)],
+        decoded: &'w Decoded<'q>,
         removed: &SortedSet<PreKeyId>,
     ) -> (Vec<SessionTask<'w, 'q>>, Vec<Slot>) {
         let mut groups: Vec<(&'q str, Vec<(usize, &'w Envelope<'q>)>)> = Vec::new();
         let mut group_of: HashMap<&'q str, usize> = HashMap::default();
-        for (k, (queued, (_, envelope))) in window.iter().zip(decoded).enumerate() {
-            let (Ok(envelope), Ok(())) = (envelope, check_session_id(queued.session_id)) else {
+        // A backlog comes in runs of one session: the previous message's group is tried first,
+        // without checking and hashing the id again.
+        let mut last: Option<(&'q str, usize)> = None;
+        for (k, (queued, (_, envelope))) in window.iter().zip(decoded.iter()).enumerate() {
+            let Ok(envelope) = envelope else {
                 continue;
             };
-            let g = *group_of.entry(queued.session_id).or_insert_with(|| {
-                groups.push((queued.session_id, Vec::new()));
-                groups.len() - 1
-            });
+            let g = match last {
+                Some((id, g)) if id == queued.session_id => g,
+                _ => {
+                    if check_session_id(queued.session_id).is_err() {
+                        continue;
+                    }
+                    let g = *group_of.entry(queued.session_id).or_insert_with(|| {
+                        groups.push((queued.session_id, Vec::new()));
+                        groups.len() - 1
+                    });
+                    last = Some((queued.session_id, g));
+                    g
+                }
+            };
             if let Some((_, members)) = groups.get_mut(g) {
                 members.push((k, envelope));
             }
@@ -409,149 +515,4 @@ fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet
         }
     }
     shared
-}
-
-impl SessionTask<'_, '_> {
-    /// Decrypts the run, in order, as the ordinary path would one message at a time; a long
-    /// run with `helpers` pipelined. Whether the helpers took a share, if they were asked.
-    fn run(
-        &mut self,
-        identity: &IdentityKeyPair,
-        shared: &CheckedIdentities,
-        helpers: Option<&rayon::ThreadPool>,
-    ) -> Option<bool> {
-        let mut prekeys = TaskPreKeys {
-            fetched: &self.prekeys,
-            removed: &mut self.removed,
-        };
-        let mut identities = TaskIdentities {
-            shared,
-            kept: &mut self.kept,
-        };
-        let mut outcomes = Vec::with_capacity(self.envelopes.len());
-        let mut rest = self.envelopes.as_slice();
-        while self.cached.is_none() {
-            let Some((envelope, tail)) = rest.split_first() else {
-                break;
-            };
-            rest = tail;
-            let Message::PreKey(pkm) = envelope.message() else {
-                let missing = ClientError::SessionNotFound(self.session_id.to_owned());
-                outcomes.push(Some((Err(missing), None)));
-                continue;
-            };
-            // As `Client::decrypt_uncommitted` for a session that does not exist.
-            let last_resort = pkm.prekey_id.is_last_resort();
-            let inbound = Session::init_from_message_with_cache(
-                &mut OsRng,
-                identity,
-                &mut prekeys,
-                &mut identities,
-                envelope,
-            );
-            let outcome = match inbound {
-                Ok(_) if last_resort && self.replayed.contains(&pkm.base_key) => {
-                    (Err(DecryptError::DuplicateMessage.into()), None)
-                }
-                Ok(inbound) => {
-                    let mut session = inbound.session;
-                    self.config.apply(&mut session);
-                    self.cached = Some(CachedSession::new_unstored(session));
-                    (Ok(inbound.plaintext), last_resort.then_some(pkm.base_key))
-                }
-                Err(e) => (Err(super::decrypt_error(e)), None),
-            };
-            outcomes.push(Some(outcome));
-        }
-        if let Some(cached) = &mut self.cached {
-            let session = cached.session_mut();
-            let (results, helped) = match helpers {
-                Some(pool) if rest.len() >= SHARE_MIN_OPENS => {
-                    let mut ordinary = |session: &mut Session, envelope: &Envelope<'_>| {
-                        session.decrypt_with_cache(
-                            &mut OsRng,
-                            identity,
-                            &mut prekeys,
-                            &mut identities,
-                            envelope,
-                        )
-                    };
-                    let (results, helped) =
-                        decrypt_run_pipelined(pool, session, identity, rest, &mut ordinary);
-                    (results, Some(helped))
-                }
-                _ => {
-                    let results = session.decrypt_run(
-                        &mut OsRng,
-                        identity,
-                        &mut prekeys,
-                        &mut identities,
-                        rest,
-                        |jobs| open_jobs(jobs),
-                    );
-                    (results, None)
-                }
-            };
-            outcomes.extend(
-                results
-                    .into_iter()
-                    .map(|r| Some((r.map_err(super::decrypt_error), None))),
-            );
-            self.outcomes = outcomes;
-            return helped;
-        }
-        self.outcomes = outcomes;
-        None
-    }
-}
-
-/// A task's result that is not there: never expected; the batch stops and commits nothing.
-fn missing_result() -> ClientError {
-    ClientError::Store(StoreError::Backend(
-        "a batch worker gave no result for a message".into(),
-    ))
-}
-
-/// The prekeys as a task sees them: those read for it, less those its run used up.
-struct TaskPreKeys<'t> {
-    fetched: &'t BTreeMap<PreKeyId, Option<PreKey>>,
-    removed: &'t mut SortedSet<PreKeyId>,
-}
-
-impl PreKeyStore for TaskPreKeys<'_> {
-    type Error = StoreError;
-
-    fn prekey(&mut self, id: PreKeyId) -> Result<Option<PreKey>, StoreError> {
-        if self.removed.contains(&id) {
-            return Ok(None);
-        }
-        match self.fetched.get(&id) {
-            Some(prekey) => Ok(prekey.clone()),
-            // Every prekey a PreKeyMessage of the run names was read before the task started.
-            None => Err(StoreError::Backend(format!("prekey {id} was not read"))),
-        }
-    }
-
-    fn remove(&mut self, id: PreKeyId) -> Result<(), StoreError> {
-        self.removed.insert(id);
-        Ok(())
-    }
-}
-
-/// The client's checked identities as a task sees them; what it checks is kept after the window.
-struct TaskIdentities<'t> {
-    shared: &'t CheckedIdentities,
-    kept: &'t mut Vec<CheckedIdentity>,
-}
-
-impl IdentityCache for TaskIdentities<'_> {
-    fn get(&self, key: &IdentityKey) -> Option<&CheckedIdentity> {
-        self.shared
-            .get(key)
-            .or_else(|| self.kept.iter().find(|c| c.key() == key))
-    }
-
-    fn keep(&mut self, checked: CheckedIdentity) {
-        self.kept.push(checked);
-    }
 }

@@ -8,9 +8,12 @@
 //! A message the plan did not foresee (a new ratchet key, a forgery, a reordering) goes the
 //! ordinary way, and planning starts again from the session as it then is; parts planned from
 //! the old state are dropped. The results and the session after the run are those of
-//! decrypting the messages one by one, as with `Session::decrypt_run`.
+//! decrypting the messages one by one, as with `Session::decrypt_run`. Each result goes to the
+//! run's sink as soon as it is applied, in order, so the batch hands results over to the
+//! application while the helpers open the next parts (the sink can stop the run).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -18,6 +21,8 @@ use std::time::{Duration, Instant};
 use proteus_core::plan::{OpenJob, Opened, PlanAhead, open_jobs};
 use proteus_core::{DecryptError, Envelope, IdentityKeyPair, Session};
 use rayon::ThreadPool;
+
+use super::share::Crew;
 
 /// Messages planned at a time: a part is what one thread opens at a time.
 const PART: usize = 32;
@@ -37,6 +42,25 @@ const HELPER_WATCHES: Duration = Duration::from_micros(100);
 /// How a message the plan did not foresee is decrypted (`Session::decrypt_with_cache`).
 pub(super) type Ordinary<'a> =
     dyn FnMut(&mut Session, &Envelope<'_>) -> Result<Vec<u8>, DecryptError> + 'a;
+
+/// Where a run's results go, one at a time in run order; `Break` stops the run.
+pub(super) type Sink<'a> = dyn FnMut(Opened) -> ControlFlow<()> + 'a;
+
+/// The results given to the sink so far.
+struct Results<'s, 'a> {
+    done: usize,
+    sink: &'s mut Sink<'a>,
+    stopped: bool,
+}
+
+impl Results<'_, '_> {
+    fn push(&mut self, result: Opened) {
+        self.done += 1;
+        if (self.sink)(result).is_break() {
+            self.stopped = true;
+        }
+    }
+}
 
 /// The parts between the calling thread and the helpers.
 struct Board<'e> {
@@ -125,25 +149,35 @@ struct Part {
 }
 
 /// Decrypts `envelopes` (a run of messages to `session`, in queue order) with `pool`'s helpers,
-/// as `Session::decrypt_run` would; `ordinary` decrypts a message the plan did not foresee
-/// (`Session::decrypt_with_cache`). Also returns whether the helpers opened any part.
+/// as `Session::decrypt_run` would, giving each result to `sink` in order as soon as it is
+/// applied (if `sink` breaks, the run stops there); `ordinary` decrypts a message the plan did
+/// not foresee (`Session::decrypt_with_cache`). Returns whether the helpers opened any part.
 pub(super) fn decrypt_run_pipelined<'e>(
     pool: &ThreadPool,
     session: &mut Session,
     identity: &IdentityKeyPair,
     envelopes: &[&'e Envelope<'e>],
     ordinary: &mut Ordinary<'_>,
-) -> (Vec<Opened>, bool) {
+    sink: &mut Sink<'_>,
+) -> bool {
     let board = Board {
         parts: Mutex::new(Parts::default()),
         waiting: Condvar::new(),
         posted: AtomicUsize::new(0),
         sleeping: AtomicUsize::new(0),
     };
-    let mut results = Vec::with_capacity(envelopes.len());
+    let mut results = Results {
+        done: 0,
+        sink,
+        stopped: false,
+    };
+    let crew = Crew::default();
     pool.in_place_scope(|scope| {
         for _ in 0..pool.current_num_threads() {
-            scope.spawn(|_| board.help());
+            scope.spawn(|_| {
+                let _aboard = crew.board();
+                board.help();
+            });
         }
         let mut run = Run {
             board: &board,
@@ -160,9 +194,9 @@ pub(super) fn decrypt_run_pipelined<'e>(
         board.lock().over = true;
         board.posted.store(usize::MAX, Ordering::Release);
         board.waiting.notify_all();
+        crew.wait_until_ashore();
     });
-    let helped = board.lock().by_helpers > 0;
-    (results, helped)
+    board.lock().by_helpers > 0
 }
 
 /// The calling thread's side of a pipelined run.
@@ -182,10 +216,10 @@ struct Run<'b, 'e> {
 }
 
 impl Run<'_, '_> {
-    fn decrypt(&mut self, results: &mut Vec<Opened>, ordinary: &mut Ordinary<'_>) {
+    fn decrypt(&mut self, results: &mut Results<'_, '_>, ordinary: &mut Ordinary<'_>) {
         let mut spins = 0;
         let mut waiting_since = None;
-        while results.len() < self.envelopes.len() {
+        while results.done < self.envelopes.len() && !results.stopped {
             if self.planned_to < self.envelopes.len() && self.parts.len() < AHEAD {
                 self.plan_part();
                 continue;
@@ -193,7 +227,7 @@ impl Run<'_, '_> {
             let Some(front) = self.parts.front() else {
                 // Nothing planned and nothing left to plan: never expected (the loop plans
                 // while messages are left); the rest goes the ordinary way.
-                let envelope = self.envelopes.get(results.len()).copied();
+                let envelope = self.envelopes.get(results.done).copied();
                 if let Some(envelope) = envelope {
                     results.push(ordinary(self.session, envelope));
                 }
@@ -261,7 +295,7 @@ impl Run<'_, '_> {
         part: Part,
         jobs: Vec<OpenJob<'_>>,
         opened: Vec<Opened>,
-        results: &mut Vec<Opened>,
+        results: &mut Results<'_, '_>,
         ordinary: &mut Ordinary<'_>,
     ) {
         let mut planned = jobs.into_iter().zip(opened).peekable();
@@ -286,6 +320,9 @@ impl Run<'_, '_> {
                 }
             };
             results.push(result);
+            if results.stopped {
+                return;
+            }
             if changed_unplanned {
                 self.replan_after(at);
                 return;
@@ -294,10 +331,18 @@ impl Run<'_, '_> {
     }
 
     /// Decrypts a part the ordinary way (its helper is late); planning starts again after it.
-    fn take_over(&mut self, part: Part, results: &mut Vec<Opened>, ordinary: &mut Ordinary<'_>) {
+    fn take_over(
+        &mut self,
+        part: Part,
+        results: &mut Results<'_, '_>,
+        ordinary: &mut Ordinary<'_>,
+    ) {
         let envelopes = self.envelopes.get(part.start..part.end).unwrap_or_default();
         for &envelope in envelopes {
             results.push(ordinary(self.session, envelope));
+            if results.stopped {
+                return;
+            }
         }
         self.replan_after(part.end - 1);
     }
@@ -323,6 +368,9 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
+    use std::ops::ControlFlow;
+
+    use proteus_core::plan::Opened;
     use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
 
     use super::decrypt_run_pipelined;
@@ -380,8 +428,13 @@ mod tests {
         let mut ordinary = |s: &mut Session, e: &Envelope<'_>| {
             s.decrypt_with_cache(&mut OsRng, bob, &mut none, &mut (), e)
         };
-        let (results, helped) = decrypt_run_pipelined(pool, &mut s, bob, &run, &mut ordinary);
-        (results.iter().map(|r| format!("{r:?}")).collect(), helped)
+        let mut results = Vec::new();
+        let mut sink = |r: Opened| {
+            results.push(format!("{r:?}"));
+            ControlFlow::Continue(())
+        };
+        let helped = decrypt_run_pipelined(pool, &mut s, bob, &run, &mut ordinary, &mut sink);
+        (results, helped)
     }
 
     #[test]
@@ -399,5 +452,32 @@ mod tests {
         let (got, _) = pipelined(&pool, &bob, &session, &queue);
         STALL.store(false, Ordering::Relaxed);
         assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_sink_that_breaks_stops_the_run_there() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let (bob, session, queue) = backlog(600);
+        let expected = one_by_one(&bob, &session, &queue);
+        let mut s = Session::from_bytes(bob.public_key(), &session).unwrap();
+        let run: Vec<&Envelope<'_>> = queue.iter().collect();
+        let mut none = BTreeMap::new();
+        let mut ordinary = |s: &mut Session, e: &Envelope<'_>| {
+            s.decrypt_with_cache(&mut OsRng, &bob, &mut none, &mut (), e)
+        };
+        let mut got = Vec::new();
+        let mut sink = |r: Opened| {
+            got.push(format!("{r:?}"));
+            if got.len() == 250 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        decrypt_run_pipelined(&pool, &mut s, &bob, &run, &mut ordinary, &mut sink);
+        assert_eq!(got, expected[..250]);
     }
 }

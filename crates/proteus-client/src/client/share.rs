@@ -26,11 +26,20 @@ pub(crate) fn share<T: Send>(
     items: &mut [T],
     work: &(dyn Fn(&mut T) + Sync),
 ) -> usize {
-    let helpers = pool.map_or(0, |pool| {
-        pool.current_num_threads()
-            .min(items.len().saturating_sub(1))
-    });
+    share_after(pool, items, work, || ())
+}
+
+/// [`share`], the calling thread doing `first` (work of its own, which need not be `Send`)
+/// before it takes items: the helpers start on the items meanwhile.
+pub(crate) fn share_after<T: Send>(
+    pool: Option<&ThreadPool>,
+    items: &mut [T],
+    work: &(dyn Fn(&mut T) + Sync),
+    first: impl FnOnce(),
+) -> usize {
+    let helpers = pool.map_or(0, |pool| pool.current_num_threads().min(items.len()));
     let Some(pool) = pool.filter(|_| helpers > 0) else {
+        first();
         items.iter_mut().for_each(work);
         return 0;
     };
@@ -48,26 +57,80 @@ pub(crate) fn share<T: Send>(
         }
         taken
     };
+    let crew = Crew::default();
     pool.in_place_scope(|scope| {
         for _ in 0..helpers {
             scope.spawn(|_| {
+                let _aboard = crew.board();
                 take();
             });
         }
+        first();
         let mine = take();
         // The caller has taken its last item; helpers may still be on theirs. Waiting for
         // them without sleeping: a sleeping caller would pay a wake-up.
-        let mut spins = 0;
+        let mut wait = SpinWait::default();
         while done.load(Ordering::Acquire) < slots.len() {
-            if spins < SPINS_BEFORE_YIELD {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            wait.once();
         }
+        crew.wait_until_ashore();
         slots.len() - mine
     })
+}
+
+/// Counts the helpers that started a scope's job and those that left it, so that the calling
+/// thread leaves the scope only once the helpers that started are done: leaving the scope
+/// while a helper is still on its last instructions puts the caller to sleep on the scope's
+/// latch, and its wake-up (tens of µs) came after every result was ready. A helper that has
+/// not started yet is not waited for here (the scope does that; it then finds nothing to do).
+#[derive(Default)]
+pub(super) struct Crew {
+    boarded: AtomicUsize,
+    ashore: AtomicUsize,
+}
+
+impl Crew {
+    /// Called first by a helper's job; the guard counts it as gone when dropped (on unwinding
+    /// too, so that a panic in the job reaches the caller through the scope).
+    pub(super) fn board(&self) -> Aboard<'_> {
+        self.boarded.fetch_add(1, Ordering::AcqRel);
+        Aboard(&self.ashore)
+    }
+
+    /// Waits, without sleeping, until every helper that started has left.
+    pub(super) fn wait_until_ashore(&self) {
+        let mut wait = SpinWait::default();
+        while self.ashore.load(Ordering::Acquire) < self.boarded.load(Ordering::Acquire) {
+            wait.once();
+        }
+    }
+}
+
+/// A helper in its job (see [`Crew::board`]).
+pub(super) struct Aboard<'a>(&'a AtomicUsize);
+
+impl Drop for Aboard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
+/// Spinning, then yielding the CPU (a helper on the caller's own CPU can only go on if the
+/// caller lets it run).
+#[derive(Default)]
+pub(super) struct SpinWait {
+    spins: u32,
+}
+
+impl SpinWait {
+    pub(super) fn once(&mut self) {
+        if self.spins < SPINS_BEFORE_YIELD {
+            self.spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
 }
 
 /// Counts an item as done when dropped.
