@@ -68,7 +68,8 @@ suite_msrv() {
     [[ $version =~ ^[0-9]+\.[0-9]+$ ]] && version=$version.0
     rustup toolchain list | grep -q "^$version-" || rustup toolchain install "$version" --profile minimal
     log "$crate with Rust $version (its rust-version)"
-    CARGO_TARGET_DIR=target/msrv cargo "+$version" check --locked -p "$crate"
+    # Without the repository's rustflags (.cargo/config.toml), which a consumer does not have.
+    CARGO_ENCODED_RUSTFLAGS= CARGO_TARGET_DIR=target/msrv cargo "+$version" check --locked -p "$crate"
   done
 }
 
