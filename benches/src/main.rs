@@ -56,7 +56,7 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
                  same scenarios, runs alternating (--runs: pairs); JSON: one line per
                  implementation and scenario, then one line of ratios (vodozemac / ours)
   --threads N    our clients' batch threads (Client::set_batch_threads; default: the
-                 client's default, 1); applies to every mode
+                 client's, the processor's parallelism up to 4); applies to every mode
   --threads-ab   batch threads 1 against N (--threads, or the default), runs alternating,
                  with the load average; default scenarios 1x1000est, 50x20, conv10,
                  fanout4000 and stores memory, sqlite-batch";
