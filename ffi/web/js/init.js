@@ -4,7 +4,7 @@ import initWasm from './proteus_web.js';
 
 let ready;
 let initialised = false;
-/** The module's exports once loaded (its `memory`, for RawBytes). */
+/** The module's exports once loaded (its `memory`, where toWasmInput writes a batch). */
 let exports;
 
 function isNode() {

@@ -422,6 +422,17 @@ mod tests {
         session: &[u8],
         queue: &[Envelope<'_>],
     ) -> (Vec<String>, bool) {
+        pipelined_until(pool, bob, session, queue, usize::MAX)
+    }
+
+    /// [`pipelined`] with a sink that breaks once it has `stop_after` results.
+    fn pipelined_until(
+        pool: &rayon::ThreadPool,
+        bob: &IdentityKeyPair,
+        session: &[u8],
+        queue: &[Envelope<'_>],
+        stop_after: usize,
+    ) -> (Vec<String>, bool) {
         let mut s = Session::from_bytes(bob.public_key(), session).unwrap();
         let run: Vec<&Envelope<'_>> = queue.iter().collect();
         let mut none = BTreeMap::new();
@@ -431,7 +442,11 @@ mod tests {
         let mut results = Vec::new();
         let mut sink = |r: Opened| {
             results.push(format!("{r:?}"));
-            ControlFlow::Continue(())
+            if results.len() == stop_after {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
         };
         let helped = decrypt_run_pipelined(pool, &mut s, bob, &run, &mut ordinary, &mut sink);
         (results, helped)
@@ -462,22 +477,7 @@ mod tests {
             .unwrap();
         let (bob, session, queue) = backlog(600);
         let expected = one_by_one(&bob, &session, &queue);
-        let mut s = Session::from_bytes(bob.public_key(), &session).unwrap();
-        let run: Vec<&Envelope<'_>> = queue.iter().collect();
-        let mut none = BTreeMap::new();
-        let mut ordinary = |s: &mut Session, e: &Envelope<'_>| {
-            s.decrypt_with_cache(&mut OsRng, &bob, &mut none, &mut (), e)
-        };
-        let mut got = Vec::new();
-        let mut sink = |r: Opened| {
-            got.push(format!("{r:?}"));
-            if got.len() == 250 {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        };
-        decrypt_run_pipelined(&pool, &mut s, &bob, &run, &mut ordinary, &mut sink);
+        let (got, _) = pipelined_until(&pool, &bob, &session, &queue, 250);
         assert_eq!(got, expected[..250]);
     }
 }
