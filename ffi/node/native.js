@@ -262,13 +262,7 @@ export class Client {
         return each === undefined || each(result, i);
       });
     };
-    // Without a callback the addon resolves to every result, as one chunk, once committed.
-    if (onMessage === undefined) {
-      return this.#run(async (raw) => {
-        unpack(await raw.decryptBatch(...packed));
-        return results;
-      }).finally(release);
-    }
+    if (onMessage === undefined) return this.#fed(packed, unpack, release).then(() => results);
     return this.#run(async (raw) => {
       const pending = [];
       let thrown;
@@ -309,6 +303,38 @@ export class Client {
       }
       return results;
     }).finally(release);
+  }
+
+  /**
+   * A decryptBatch without a callback, after the calls before it: the addon feeds the results
+   * in chunks while later messages decrypt (they are read meanwhile) and the last one after the
+   * commit, marked `committed`. The returned promise settles on that chunk (or the call's
+   * error), while the next call waits for the addon's call to end (it frees the results then).
+   */
+  #fed(packed, unpack, release) {
+    if (this.#closed) return Promise.reject(closedError());
+    if (this.#delivering) return Promise.reject(busyError());
+    let ended;
+    const committed = this.#tail.then(
+      () =>
+        new Promise((resolve, reject) => {
+          const feed = (chunk) => {
+            try {
+              unpack(chunk);
+            } catch (e) {
+              reject(e);
+            }
+            if (chunk.committed) resolve();
+          };
+          ended = this.#raw.decryptBatch(...packed, feed).finally(release);
+          ended.catch((e) => reject(adopt(e)));
+        }),
+    );
+    this.#tail = committed.then(
+      () => ended.catch(() => {}),
+      () => {},
+    );
+    return committed;
   }
 
   importIdentity(identity) {

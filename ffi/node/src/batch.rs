@@ -8,7 +8,8 @@
 //! client commits only after the sink accepted the last chunk (the JS layer resolves that one
 //! once the callback's own promises settled), as the batch contract requires: false stops the
 //! batch (BatchAborted, 108), a rejection stops it too, and nothing is committed either way.
-//! Without a sink (`decryptBatch`), all results come back as one chunk once committed.
+//! Without a sink (`decryptBatch`), the results go to JS in chunks too, without waiting for it
+//! (see [`feed`](crate::feed)).
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -50,24 +51,15 @@ pub struct RawBatchChunk {
     pub plaintexts: Buffer,
     /// The sender fingerprints of the messages that name one.
     pub senders: String,
+    /// The batch is committed: this is its last chunk (only a batch without a callback
+    /// marks it; see [`feed`](crate::feed)).
+    pub committed: bool,
 }
 
 impl RawBatchChunk {
+    /// The `results` of messages `first`, `first + 1`, …, in buffers made at their final size
+    /// (no growing, no copy when they cross into JS).
     fn of(first: usize, results: &[Decrypted]) -> Self {
-        let packed = PackedResults::of(results);
-        Self {
-            first: u32::try_from(first).unwrap_or(u32::MAX),
-            meta: Uint32Array::from(packed.meta),
-            ids: packed.ids,
-            plaintexts: Buffer::from(packed.plaintexts),
-            senders: packed.senders,
-        }
-    }
-
-    /// All the `results` of a batch (from its first message), taken by value: each is freed
-    /// once packed, and the buffers are made at their final size (no growing, no copy when
-    /// they cross into JS).
-    fn all(results: Vec<Decrypted>) -> Self {
         let size = results
             .iter()
             .map(|d| d.outcome.as_ref().map_or(0, Vec::len))
@@ -75,14 +67,20 @@ impl RawBatchChunk {
         let mut packed = PackedResults::for_messages(results.len());
         let mut plaintexts = Vec::with_capacity(size);
         for decrypted in results {
-            plaintexts.extend_from_slice(packed.push_leaving_plaintext(&decrypted));
+            plaintexts.extend_from_slice(packed.push_leaving_plaintext(decrypted));
         }
+        Self::from_parts(first, packed, plaintexts)
+    }
+
+    /// Results packed by the caller, their plaintexts in `plaintexts`.
+    pub(crate) fn from_parts(first: usize, packed: PackedResults, plaintexts: Vec<u8>) -> Self {
         Self {
-            first: 0,
+            first: u32::try_from(first).unwrap_or(u32::MAX),
             meta: Uint32Array::from(packed.meta),
             ids: packed.ids,
             plaintexts: Buffer::from(plaintexts),
             senders: packed.senders,
+            committed: false,
         }
     }
 }
@@ -114,7 +112,7 @@ impl Packed {
         }
     }
 
-    fn queue(&self) -> napi::Result<Vec<QueuedMessage<'_>>> {
+    pub(crate) fn queue(&self) -> napi::Result<Vec<QueuedMessage<'_>>> {
         let range = || napi::Error::new(Status::InvalidArg, "the packed batch is inconsistent");
         if self.index.len() != self.lengths.len() {
             return Err(range());
@@ -136,14 +134,6 @@ impl Packed {
         }
         Ok(queue)
     }
-}
-
-/// Runs the batch on `client`: all the results, as one chunk, once committed.
-pub(crate) fn decrypt_all(client: &mut Client, packed: &Packed) -> napi::Result<RawBatchChunk> {
-    let results = client
-        .decrypt_batch(&packed.queue()?, |_, _| ControlFlow::Continue(()))
-        .map_err(|e| client_error(&e))?;
-    Ok(RawBatchChunk::all(results))
 }
 
 /// Runs the batch on `client`, handing the results to `sink` in chunks before the commit (on a
@@ -209,10 +199,10 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_packed_by_value_reads_as_packed_by_reference() {
+    fn a_chunk_reads_as_the_web_package_packs_it() {
         let sender = *Client::in_memory().expect("a client").identity();
         let expected = PackedResults::of(&results(sender));
-        let chunk = RawBatchChunk::all(results(sender));
+        let chunk = RawBatchChunk::of(0, &results(sender));
         assert_eq!(chunk.first, 0);
         assert_eq!(&chunk.meta[..], &expected.meta[..]);
         assert_eq!(chunk.ids, expected.ids);

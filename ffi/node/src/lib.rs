@@ -11,6 +11,7 @@
 mod batch;
 mod error;
 mod fanout;
+mod feed;
 mod store;
 mod task;
 
@@ -287,18 +288,22 @@ impl RawClient {
     }
 
     /// Decrypts message `i` (`envelopes` split by `lengths`) of session
-    /// `session_ids[index[i]]` with one commit, resolving to all the results once committed
-    /// (one chunk); see [`batch`].
-    #[napi]
+    /// `session_ids[index[i]]` with one commit, feeding the results to `feed` in chunks while
+    /// it runs and resolving once committed (after the chunks were queued for JS; they may
+    /// reach it after the resolution); see [`batch`].
+    #[napi(
+        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, feed: (chunk: RawBatchChunk) => void"
+    )]
     pub fn decrypt_batch(
         &self,
         session_ids: Vec<String>,
         index: Uint32Array,
         envelopes: Buffer,
         lengths: Uint32Array,
-    ) -> AsyncTask<Call<batch::RawBatchChunk>> {
+        feed: feed::Feed,
+    ) -> AsyncTask<Call<()>> {
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
-        run(&self.shared, move |c| batch::decrypt_all(c, &packed))
+        run(&self.shared, move |c| feed::decrypt_fed(c, &packed, &feed))
     }
 
     /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks

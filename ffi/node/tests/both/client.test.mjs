@@ -180,6 +180,64 @@ test('decryptBatch: results stay intact through later batches, in parallel or af
   }
 });
 
+test('decryptBatch without a callback: every result intact and in order, whatever the batch size (the native addon hands them over in chunks)', async () => {
+  const bob = await Client.inMemory();
+  const senders = { alice: await Client.inMemory(), carol: await Client.inMemory() };
+  for (const [name, sender] of Object.entries(senders)) {
+    const [prekey] = await bob.generatePrekeys(1);
+    await sender.createSession('bob', prekey.bundle);
+    await bob.decrypt(name, await sender.encrypt('bob', 'hello'));
+  }
+  // The senders' messages stay PreKeyMessages (no reply yet): each result names its sender.
+  const fingerprints = { alice: await senders.alice.fingerprint(), carol: await senders.carol.fingerprint() };
+  // Sizes around the native chunks (128 results, the last 32 on their own), and none at all.
+  for (const n of [0, 1, 32, 33, 128, 161, 1000]) {
+    // Runs from two senders; in the 1000-message batch a duplicate, an undecodable envelope and
+    // a message for an unknown session fall on chunk edges.
+    const odd = new Map(n === 1000 ? [[127, 'duplicate'], [128, 'junk'], [967, 'unknown'], [968, 'duplicate'], [999, 'junk']] : []);
+    const queue = [];
+    const expected = [];
+    let last;
+    for (let i = 0; i < n; i++) {
+      if (odd.get(i) === 'duplicate') {
+        queue.push(last);
+        expected.push({ code: proteus.DUPLICATE_MESSAGE });
+      } else if (odd.get(i) === 'junk') {
+        queue.push({ sessionId: 'alice', envelope: new Uint8Array([0xa1, 0x00, i & 0xff]) });
+        expected.push({ code: undefined });
+      } else if (odd.get(i) === 'unknown') {
+        // A PreKeyMessage (the senders have had no reply), whose prekey is used up.
+        queue.push({ sessionId: 'nobody', envelope: await senders.alice.encrypt('bob', 'lost') });
+        expected.push({ code: undefined });
+      } else {
+        const name = Math.floor(i / 100) % 3 === 2 ? 'carol' : 'alice';
+        const plaintext = `${name} ${i} `.repeat(1 + (i % 5));
+        last = { sessionId: name, envelope: await senders[name].encrypt('bob', plaintext) };
+        queue.push(last);
+        expected.push({ plaintext, sender: fingerprints[name] });
+      }
+    }
+    const results = await bob.decryptBatch(queue);
+    assert.equal(results.length, n);
+    for (let i = 0; i < n; i++) {
+      const what = `message ${i} of ${n}`;
+      const [r, want] = [results[i], expected[i]];
+      assert.ok(r !== undefined, what);
+      assert.equal(r.messageId, proteus.messageId(queue[i].envelope), what);
+      assert.equal(r.sessionId, queue[i].sessionId, what);
+      if (want.plaintext !== undefined) {
+        assert.equal(text(r.plaintext), want.plaintext, what);
+        assert.equal(r.sender, want.sender, what);
+        assert.equal(r.errorCode, undefined, what);
+      } else {
+        assert.equal(r.plaintext, undefined, what);
+        assert.ok(r.errorCode > 0 && (want.code === undefined || r.errorCode === want.code), `${what}: ${r.errorCode} ${r.errorKind}`);
+        assert.equal(r.errorKind, proteus.ERROR_KINDS[r.errorCode], what);
+      }
+    }
+  }
+});
+
 test('decryptBatch: a call on the client while the callback delivers fails with ClientBusy (120)', async () => {
   const { alice, bob } = await pair(Client);
   const envelope = await alice.encrypt('bob', 'x');

@@ -6,8 +6,10 @@ import { mkdtempSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 
-import { Client, ProteusError, backend } from '../../index.js';
+import { Client, ProteusError, STORE_BUSY, backend } from '../../index.js';
 import { pair, text } from '../support/pair.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'proteus-node-'));
@@ -49,6 +51,34 @@ test('a failed decrypt changes nothing stored', async () => {
   const again = await Client.open(path);
   assert.equal(text(await again.decrypt('alice', envelope)), 'kept');
   await again.close();
+});
+
+test('a batch whose commit fails hands no result over and commits nothing (its results reached JS before the commit)', async () => {
+  const path = storePath('locked');
+  const bob = await Client.open(path);
+  const { alice } = await pair(Client, { bob });
+  const plaintexts = Array.from({ length: 600 }, (_, i) => `m${i}`);
+  const envelopes = await alice.encryptBatch(plaintexts.map((plaintext) => ({ sessionId: 'bob', plaintext })));
+  const queue = envelopes.map((envelope) => ({ sessionId: 'alice', envelope }));
+  // Another process holds the store's write lock past the client's busy timeout (5 s): the
+  // batch decrypts (and the addon hands most results to JS) but cannot commit.
+  const locker = spawn('sqlite3', [path], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const locked = new Promise((resolve, reject) => {
+    locker.on('error', reject);
+    locker.stdout.on('data', (d) => String(d).includes('locked') && resolve());
+  });
+  locker.stdin.write("BEGIN IMMEDIATE; SELECT 'locked';\n");
+  await locked;
+  try {
+    await assert.rejects(bob.decryptBatch(queue), (e) => e instanceof ProteusError && e.code === STORE_BUSY);
+  } finally {
+    locker.stdin.end('ROLLBACK;\n');
+    await once(locker, 'exit');
+  }
+  // Nothing was committed: the queue decrypts again, on this client and from the file.
+  const results = await bob.decryptBatch(queue);
+  assert.deepEqual(results.map((r) => text(r.plaintext)), plaintexts);
+  await bob.close();
 });
 
 test('sealed stores: the key is needed, the wrong key and a key on a plain store are refused', async () => {
