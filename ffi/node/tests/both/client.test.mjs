@@ -190,11 +190,11 @@ test('decryptBatch without a callback: every result intact and in order, whateve
   }
   // The senders' messages stay PreKeyMessages (no reply yet): each result names its sender.
   const fingerprints = { alice: await senders.alice.fingerprint(), carol: await senders.carol.fingerprint() };
-  // Sizes around the native chunks (128 results, the last 32 on their own), and none at all.
-  for (const n of [0, 1, 32, 33, 128, 161, 1000]) {
+  // Sizes around the native chunks (256 results, the last 32 on their own), and none at all.
+  for (const n of [0, 1, 32, 33, 256, 289, 1000]) {
     // Runs from two senders; in the 1000-message batch a duplicate, an undecodable envelope and
     // a message for an unknown session fall on chunk edges.
-    const odd = new Map(n === 1000 ? [[127, 'duplicate'], [128, 'junk'], [967, 'unknown'], [968, 'duplicate'], [999, 'junk']] : []);
+    const odd = new Map(n === 1000 ? [[255, 'duplicate'], [256, 'junk'], [967, 'unknown'], [968, 'duplicate'], [999, 'junk']] : []);
     const queue = [];
     const expected = [];
     let last;
