@@ -312,8 +312,10 @@ export class Client {
    * error), while the next call waits for the addon's call to end (it frees the results then).
    */
   #fed(packed, unpack, release) {
-    if (this.#closed) return Promise.reject(closedError());
-    if (this.#delivering) return Promise.reject(busyError());
+    if (this.#closed || this.#delivering) {
+      release();
+      return Promise.reject(this.#closed ? closedError() : busyError());
+    }
     let ended;
     const committed = this.#tail.then(
       () =>
@@ -326,14 +328,16 @@ export class Client {
             }
             if (chunk.committed) resolve();
           };
-          ended = this.#raw.decryptBatch(...packed, feed).finally(release);
+          ended = this.#raw.decryptBatch(...packed, feed);
           ended.catch((e) => reject(adopt(e)));
         }),
     );
-    this.#tail = committed.then(
-      () => ended.catch(() => {}),
-      () => {},
+    const settled = committed.then(
+      () => ended,
+      () => ended,
     );
+    // The queue's buffer is the addon's until its call ended; so is the client for the next call.
+    this.#tail = settled.then(release, release);
     return committed;
   }
 
