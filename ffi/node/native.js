@@ -306,10 +306,10 @@ export class Client {
   }
 
   /**
-   * A decryptBatch without a callback, after the calls before it: the addon feeds the results
-   * in chunks while later messages decrypt (they are read meanwhile) and the last one after the
-   * commit, marked `committed`. The returned promise settles on that chunk (or the call's
-   * error), while the next call waits for the addon's call to end (it frees the results then).
+   * A decryptBatch without a callback, after the calls before it: the addon hands the results
+   * to `feed` once committed, marked `committed`, and the returned promise settles on them (or
+   * on the call's error); the next call waits for the addon's call to end (it frees the
+   * engine's results after handing them over).
    */
   #fed(packed, unpack, release) {
     if (this.#closed || this.#delivering) {

@@ -5,9 +5,9 @@
 #
 #   1. build: ffi/node/build.sh (the web package, copied into wasm/; the addon, napi build --release)
 #   2. node --test tests/both/ with PROTEUS_BACKEND=native, then =wasm: one suite, both backends
-#   3. node --test tests/native/: the durable SQLite store (plain, sealed), a batch whose commit
-#      fails (the sqlite3 CLI holds the lock) and a process killed in the batch callback commit
-#      nothing, two Node processes on one store file, the addon and the wasm build talking to
+#   3. node --test tests/native/: the durable SQLite store (plain, sealed), a batch that cannot
+#      take the store (the sqlite3 CLI holds its lock) and a process killed in the batch callback
+#      commit nothing, two Node processes on one store file, the addon and the wasm build talking to
 #      each other
 #   4. tsc on a usage of the types
 #   5. a consumer project: the packed tarball installed outside the repository, on the durable store

@@ -8,8 +8,8 @@
 //! client commits only after the sink accepted the last chunk (the JS layer resolves that one
 //! once the callback's own promises settled), as the batch contract requires: false stops the
 //! batch (BatchAborted, 108), a rejection stops it too, and nothing is committed either way.
-//! Without a sink (`decryptBatch`), the results go to JS in chunks too, without waiting for it
-//! (see [`feed`](crate::feed)).
+//! Without a sink (`decryptBatch`), all the results go to JS as one chunk once committed, through
+//! a threadsafe function (see [`feed`](crate::feed)).
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -51,8 +51,8 @@ pub struct RawBatchChunk {
     pub plaintexts: Buffer,
     /// The sender fingerprints of the messages that name one.
     pub senders: String,
-    /// The batch is committed: this is its last chunk (only a batch without a callback
-    /// marks it; see [`feed`](crate::feed)).
+    /// The batch is committed and this chunk holds all its results (only a batch without a
+    /// callback sends one; see [`feed`](crate::feed)).
     pub committed: bool,
 }
 

@@ -288,9 +288,8 @@ impl RawClient {
     }
 
     /// Decrypts message `i` (`envelopes` split by `lengths`) of session
-    /// `session_ids[index[i]]` with one commit, feeding the results to `feed` in chunks while
-    /// it runs and resolving once committed (after the chunks were queued for JS; they may
-    /// reach it after the resolution); see [`batch`].
+    /// `session_ids[index[i]]` with one commit, handing all the results to `feed` once
+    /// committed and resolving after that (the results are freed in between); see [`feed`].
     #[napi(
         ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, feed: (chunk: RawBatchChunk) => void"
     )]

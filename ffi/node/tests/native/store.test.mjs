@@ -53,7 +53,7 @@ test('a failed decrypt changes nothing stored', async () => {
   await again.close();
 });
 
-test('a batch whose commit fails hands no result over and commits nothing (its results reached JS before the commit)', async () => {
+test('a batch that cannot take the store fails with StoreBusy (502): no result handed over, nothing committed', async () => {
   const path = storePath('locked');
   const bob = await Client.open(path);
   const { alice } = await pair(Client, { bob });
@@ -61,7 +61,7 @@ test('a batch whose commit fails hands no result over and commits nothing (its r
   const envelopes = await alice.encryptBatch(plaintexts.map((plaintext) => ({ sessionId: 'bob', plaintext })));
   const queue = envelopes.map((envelope) => ({ sessionId: 'alice', envelope }));
   // Another process holds the store's write lock past the client's busy timeout (5 s): the
-  // batch decrypts (and the addon hands most results to JS) but cannot commit.
+  // batch's operation cannot begin (the client holds the lock for a whole call).
   const locker = spawn('sqlite3', [path], { stdio: ['pipe', 'pipe', 'inherit'] });
   const locked = new Promise((resolve, reject) => {
     locker.on('error', reject);
