@@ -9,7 +9,8 @@ use super::{Lanes, State4, compress4};
 
 /// Writes block `index` of `msg` into `block`, padded as the end of a message of
 /// `prefix + msg.len()` bytes whose first `prefix` bytes (whole blocks) are already in the
-/// chaining value.
+/// chaining value. Out of line: one copy for the four lanes.
+#[inline(never)]
 fn padded_block(block: &mut [u8; 64], msg: &[u8], prefix: u64, index: usize) {
     // `None` past the block where the message ended (then only zeros and the length remain).
     let data = msg.get(index * 64..);
