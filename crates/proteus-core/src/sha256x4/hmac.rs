@@ -160,16 +160,11 @@ pub(crate) struct KdfInfo {
 impl KdfInfo {
     pub(crate) const fn new<const N: usize>(info: &[u8; N]) -> Self {
         const { assert!(N <= 22, "info too long for one block") };
-        let second = last_block(32, [info, &[2]], 64 + 32 + N + 1);
-        let mut second_tail = [0u32; 8];
-        let mut t = 0;
-        while t < 8 {
-            second_tail[t] = second[8 + t];
-            t += 1;
-        }
+        let [.., t8, t9, t10, t11, t12, t13, t14, t15] =
+            last_block(32, [info, &[2]], 64 + 32 + N + 1);
         Self {
             first: last_block(0, [info, &[1]], 64 + N + 1),
-            second_tail,
+            second_tail: [t8, t9, t10, t11, t12, t13, t14, t15],
         }
     }
 }
