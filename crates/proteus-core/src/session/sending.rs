@@ -64,7 +64,6 @@ impl PendingStep {
     /// compute on receipt. `None` only for a degenerate DH, which a key that passed the checks
     /// of [`DhPoint`] cannot give.
     /// Not inlined: encryption and Wire's record share one copy (wasm size).
-    // Out of line: the session decoder inlined whole was 0.6 KB larger in the web build.
     #[inline(never)]
     pub(crate) fn take(&self, root: &RootKey) -> Option<(SendChain, RootKey)> {
         let ratchet_key = KeyPair::from_seed(self.seed.clone());
