@@ -88,17 +88,9 @@ impl StoreError {
             Self::RolledBack { .. } => ErrorCode::StoreRolledBack,
         }
     }
-
-    /// A stable name of the condition, for bindings and logs.
-    pub const fn kind(&self) -> &'static str {
-        self.error_code().kind()
-    }
-
-    /// The stable numeric code.
-    pub const fn code(&self) -> u16 {
-        self.error_code().number()
-    }
 }
+
+proteus_core::impl_kind_and_code!(StoreError);
 
 /// An operation of the [`Client`](crate::Client) failed. Nothing was changed.
 #[derive(Debug, thiserror::Error)]
@@ -164,18 +156,9 @@ impl ClientError {
             Self::PreKeyIdsExhausted { .. } => ErrorCode::PreKeyIdsExhausted,
         }
     }
-
-    /// A stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, …), the same in every
-    /// binding, alongside [`code`](Self::code).
-    pub const fn kind(&self) -> &'static str {
-        self.error_code().kind()
-    }
-
-    /// The stable numeric code.
-    pub const fn code(&self) -> u16 {
-        self.error_code().number()
-    }
 }
+
+proteus_core::impl_kind_and_code!(ClientError);
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,9 @@
 //! The one registry of error codes: every code any layer reports (core, client, bindings, web),
 //! its kind name, its family and what it means.
 //!
-//! Every error enum's `code()` and `kind()` come from [`ErrorCode`], and the bindings' constants
-//! (Kotlin, Swift, JavaScript) are generated from this table and checked against it by tests
+//! Every error enum maps its variants to an [`ErrorCode`] once, in its `error_code()`, and gets
+//! `code()` and `kind()` from it (`impl_kind_and_code!`). The bindings' constants (Kotlin, Swift,
+//! JavaScript) are generated from this table and checked against it by tests
 //! (`crates/proteus-core/tests/error_code_files.rs` keeps the generated files current).
 //!
 //! Rules: a code names one condition; a code once given is never reused for another (retired
@@ -275,6 +276,28 @@ impl ErrorCode {
     pub const fn is_already_seen(self) -> bool {
         matches!(self, Self::DuplicateMessage | Self::OutdatedMessage)
     }
+}
+
+/// Gives an error enum its `kind()` and `code()`, read from the registry through the enum's own
+/// `const fn error_code(&self) -> ErrorCode` (the one place its variants' codes are stated), so
+/// that every error reports them alike. Used by this crate and `proteus-client`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! impl_kind_and_code {
+    ($error:ty) => {
+        impl $error {
+            /// A stable name of the condition (`"DuplicateMessage"`, `"StoreBusy"`, …), the same
+            /// in every binding, alongside [`code`](Self::code).
+            pub const fn kind(&self) -> &'static str {
+                self.error_code().kind()
+            }
+
+            /// The stable numeric code, the same in every binding.
+            pub const fn code(&self) -> u16 {
+                self.error_code().number()
+            }
+        }
+    };
 }
 
 #[cfg(test)]

@@ -94,17 +94,9 @@ impl DecodeError {
             Self::LocalIdentityChanged => ErrorCode::LocalIdentityChanged,
         }
     }
-
-    /// A stable name of the condition, for bindings and logs.
-    pub const fn kind(&self) -> &'static str {
-        self.error_code().kind()
-    }
-
-    /// The stable numeric code.
-    pub const fn code(&self) -> u16 {
-        self.error_code().number()
-    }
 }
+
+crate::impl_kind_and_code!(DecodeError);
 
 /// A session could not be created from a prekey bundle. Nothing was changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,17 +114,9 @@ impl SessionCreationError {
             Self::DegeneratedKey => ErrorCode::DegeneratedKey,
         }
     }
-
-    /// A stable name of the condition, for bindings and logs.
-    pub const fn kind(&self) -> &'static str {
-        self.error_code().kind()
-    }
-
-    /// The stable numeric code.
-    pub const fn code(&self) -> u16 {
-        self.error_code().number()
-    }
 }
+
+crate::impl_kind_and_code!(SessionCreationError);
 
 /// A message could not be encrypted. Nothing was changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,17 +142,9 @@ impl EncryptError {
             Self::PlaintextTooLong(_) => ErrorCode::PlaintextTooLong,
         }
     }
-
-    /// A stable name of the condition, for bindings and logs.
-    pub const fn kind(&self) -> &'static str {
-        self.error_code().kind()
-    }
-
-    /// The stable numeric code.
-    pub const fn code(&self) -> u16 {
-        self.error_code().number()
-    }
 }
+
+crate::impl_kind_and_code!(EncryptError);
 
 /// A message was rejected. The session and the prekey store are exactly as they were.
 #[derive(Debug, thiserror::Error)]
@@ -250,19 +226,11 @@ impl DecryptError {
         }
     }
 
-    /// A stable name of the condition, for bindings and logs.
-    pub const fn kind(&self) -> &'static str {
-        self.error_code().kind()
-    }
-
-    /// The stable numeric code.
-    pub const fn code(&self) -> u16 {
-        self.error_code().number()
-    }
-
     /// Whether the message was already decrypted (duplicate or outdated): apps drop these
     /// silently. [`MessageKeyEvicted`](Self::MessageKeyEvicted) is not: that message was lost.
     pub const fn is_already_seen(&self) -> bool {
         self.error_code().is_already_seen()
     }
 }
+
+crate::impl_kind_and_code!(DecryptError);

@@ -166,10 +166,7 @@ export class CommitEngine {
     try {
       result = fn(this.#raw);
     } catch (e) {
-      if (e instanceof WebAssembly.RuntimeError) {
-        this.#failed = e;
-        throw internalError(e);
-      }
+      this.#failOnTrap(e);
       // A failed call changes nothing; persist anyway should a commit be pending.
       await this.#persist(durability);
       throw adopt(e);
@@ -209,10 +206,7 @@ export class CommitEngine {
         try {
           result = fn(this.#raw);
         } catch (e) {
-          if (e instanceof WebAssembly.RuntimeError) {
-            this.#failed = e;
-            throw internalError(e);
-          }
+          this.#failOnTrap(e);
           // A failed call changes nothing; persist anyway should a commit be pending.
           error = e;
         }
@@ -243,6 +237,18 @@ export class CommitEngine {
       await this.#persist(durability);
     }
     return result;
+  }
+
+  /**
+   * Takes what a call on the wasm client threw. A wasm trap (WebAssembly.RuntimeError) leaves the
+   * wasm client unusable: this client fails for good (InternalError, now and on every later
+   * call). Any other error is the call's own; the caller handles it.
+   */
+  #failOnTrap(e) {
+    if (e instanceof WebAssembly.RuntimeError) {
+      this.#failed = e;
+      throw internalError(e);
+    }
   }
 
   async #reload() {

@@ -4,9 +4,7 @@
 //! Results and sessions are those of decrypting the messages one by one (the plan's contract);
 //! only the work is shared across messages.
 
-use std::collections::VecDeque;
-
-use proteus_core::plan::open_jobs;
+use proteus_core::plan::{Opened, open_jobs};
 use proteus_core::{Envelope, OsRng, PreKeyId};
 
 use super::Client;
@@ -31,7 +29,9 @@ pub(super) type RanAhead<'q> = (Result<Vec<u8>, ClientError>, Envelope<'q>);
 pub(super) struct RunAhead<'q> {
     /// The queue position of the first outcome.
     start: usize,
-    outcomes: VecDeque<RanAhead<'q>>,
+    /// The outcomes not handed over yet and their envelopes, in queue order.
+    outcomes: std::vec::IntoIter<Opened>,
+    envelopes: std::vec::IntoIter<Envelope<'q>>,
     /// Where the last run that changed its session started: from there the cached session is
     /// ahead of the messages handed over, so a batch that stops must forget it.
     changed_from: Option<usize>,
@@ -45,11 +45,13 @@ impl<'q> RunAhead<'q> {
 
     /// The outcome of message `index` of the queue if it was decrypted ahead.
     fn take(&mut self, index: usize) -> Option<RanAhead<'q>> {
-        if index != self.start || self.outcomes.is_empty() {
+        if index != self.start {
             return None;
         }
+        let outcome = self.outcomes.next()?.map_err(super::decrypt_error);
+        let envelope = self.envelopes.next()?;
         self.start += 1;
-        self.outcomes.pop_front()
+        Some((outcome, envelope))
     }
 }
 
@@ -137,10 +139,7 @@ impl Client {
         );
         ahead.start = index;
         ahead.changed_from = opened.iter().any(Result::is_ok).then_some(index);
-        ahead.outcomes = opened
-            .into_iter()
-            .map(|r| r.map_err(super::decrypt_error))
-            .zip(envelopes)
-            .collect();
+        ahead.outcomes = opened.into_iter();
+        ahead.envelopes = envelopes.into_iter();
     }
 }

@@ -13,7 +13,8 @@ use crate::error::DecodeError;
 ))]
 use crate::sha256x4::{
     Lanes,
-    hmac::{hmac_verify4, kdf4_empty_salt},
+    hash::{lane_words, store_lanes},
+    hmac::{KdfInfo, hmac_verify4, kdf4_words},
 };
 
 /// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
@@ -220,23 +221,23 @@ impl MessageKeys {
     all(target_arch = "wasm32", target_feature = "simd128")
 ))]
 impl MessageKeys {
-    /// The message keys of a chain-key index from its `HMAC(CK_i, "0")`.
-    pub(crate) fn from_base(base: &[u8; 32], counter: u32) -> Self {
-        message_keys(base, counter)
-    }
-
     /// The message keys of four chain-key indices from their `HMAC(CK_i, "0")` (as
     /// [`ChainKey::message_keys`] derives them one at a time).
     pub(crate) fn derive4<L: Lanes>(bases: [&[u8; 32]; 4], counters: [u32; 4]) -> [Self; 4] {
-        let mut halves = kdf4_empty_salt::<L, 12>(bases, b"hash_ratchet").into_iter();
-        let mut counters = counters.into_iter();
-        core::array::from_fn(|_| {
-            let (cipher_key, mac_key) = halves.next().unwrap_or_default();
-            MessageKeys {
-                keys: Zeroizing::new([*cipher_key, *mac_key]),
-                counter: counters.next().unwrap_or_default(),
-            }
-        })
+        const INFO: KdfInfo = KdfInfo::new(b"hash_ratchet");
+        let (cipher_keys, mac_keys) = kdf4_words(&lane_words::<L>(bases), &INFO);
+        let mut keys = counters.map(|counter| MessageKeys {
+            keys: Zeroizing::new([[0; 32]; 2]),
+            counter,
+        });
+        let halves = keys.each_mut().map(|k| {
+            let [cipher, mac] = &mut *k.keys;
+            (cipher, mac)
+        });
+        let [(c0, m0), (c1, m1), (c2, m2), (c3, m3)] = halves;
+        store_lanes(&cipher_keys, [c0, c1, c2, c3]);
+        store_lanes(&mac_keys, [m0, m1, m2, m3]);
+        keys
     }
 
     /// Whether `macs[i]` is the MAC of `messages[i]` under `keys[i]` (as [`Self::verify`]).

@@ -320,19 +320,14 @@ impl Session {
         Ok(plaintext)
     }
 
-    fn decrypt_with_new_state<R, S, C>(
+    fn decrypt_with_new_state(
         &mut self,
-        rng: &mut R,
+        rng: &mut (impl CryptoRng + ?Sized),
         identity: &IdentityKeyPair,
-        prekeys: &mut S,
-        identities: &mut C,
+        prekeys: &mut (impl PreKeyStore + ?Sized),
+        identities: &mut (impl IdentityCache + ?Sized),
         envelope: &Envelope,
-    ) -> Result<Vec<u8>, DecryptError>
-    where
-        R: CryptoRng + ?Sized,
-        S: PreKeyStore + ?Sized,
-        C: IdentityCache + ?Sized,
-    {
+    ) -> Result<Vec<u8>, DecryptError> {
         let Message::PreKey(pkm) = envelope.message() else {
             return Err(DecryptError::NotAPreKeyMessage);
         };

@@ -5,11 +5,12 @@ use zeroize::Zeroizing;
 
 #[cfg(any(test, feature = "test-support"))]
 use super::IV;
-use super::{Lanes, State4, compress4, deinterleave};
+use super::{Lanes, State4, compress4};
 
 /// Writes block `index` of `msg` into `block`, padded as the end of a message of
 /// `prefix + msg.len()` bytes whose first `prefix` bytes (whole blocks) are already in the
-/// chaining value.
+/// chaining value. Out of line: one copy for the four lanes.
+#[inline(never)]
 fn padded_block(block: &mut [u8; 64], msg: &[u8], prefix: u64, index: usize) {
     // `None` past the block where the message ended (then only zeros and the length remain).
     let data = msg.get(index * 64..);
@@ -63,29 +64,30 @@ pub(crate) fn finish4<L: Lanes>(state: &mut State4<L>, prefix: u64, msgs: [&[u8]
     }
 }
 
+/// Writes lane `i` of `words` into `out[i]` as the bytes of its eight big-endian words.
+pub(crate) fn store_lanes<L: Lanes>(words: &[L; 8], out: [&mut [u8; 32]; 4]) {
+    let [w0, w1, w2, w3, w4, w5, w6, w7] = *words;
+    let [o0, o1, o2, o3] = out.map(|o| o.as_chunks_mut::<16>().0);
+    if let ([a0, b0], [a1, b1], [a2, b2], [a3, b3]) = (o0, o1, o2, o3) {
+        L::to_rows([w0, w1, w2, w3], [a0, a1, a2, a3]);
+        L::to_rows([w4, w5, w6, w7], [b0, b1, b2, b3]);
+    }
+}
+
 /// Four 32-byte strings (digests, keys) as the bytes of each lane's eight big-endian words.
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) fn lane_bytes<L: Lanes>(words: &[L; 8]) -> [Zeroizing<[u8; 32]>; 4] {
-    let lanes = Zeroizing::new(deinterleave(words));
-    lanes.each_ref().map(|lane| {
-        let mut out = Zeroizing::new([0u8; 32]);
-        for (chunk, word) in out.chunks_exact_mut(4).zip(lane) {
-            chunk.copy_from_slice(&word.to_be_bytes());
-        }
-        out
-    })
+    let mut out: [Zeroizing<[u8; 32]>; 4] = Default::default();
+    store_lanes(words, out.each_mut().map(|o| &mut **o));
+    out
 }
 
 /// Four 32-byte strings as eight big-endian words per lane (the inverse of [`lane_bytes`]).
 pub(crate) fn lane_words<L: Lanes>(bytes: [&[u8; 32]; 4]) -> [L; 8] {
-    let words = Zeroizing::new(bytes.map(|b| {
-        let (chunks, _) = b.as_chunks::<4>();
-        let mut w = [0u32; 8];
-        for (w, c) in w.iter_mut().zip(chunks) {
-            *w = u32::from_be_bytes(*c);
-        }
-        w
-    }));
-    super::interleave(&words)
+    let halves = bytes.map(|b| b.as_chunks::<16>().0);
+    let half = |h: usize| L::from_rows(halves.map(|r| r.get(h).unwrap_or(&[0; 16])));
+    let ([w0, w1, w2, w3], [w4, w5, w6, w7]) = (half(0), half(1));
+    [w0, w1, w2, w3, w4, w5, w6, w7]
 }
 
 /// SHA-256 of four messages.

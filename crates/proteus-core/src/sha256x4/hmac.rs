@@ -4,12 +4,13 @@
 //! next block, so most blocks are built from words, not bytes. Byte buffers of secrets are
 //! wiped; values in lanes are not wipeable (nor are `sha2`'s own working variables).
 
-use std::sync::OnceLock;
-
 use subtle::ConstantTimeEq;
 
-use super::hash::{finish4, lane_bytes, lane_words};
-use super::{IV, Lanes, State4, compress4, deinterleave, splat_words};
+#[cfg(any(test, feature = "test-support"))]
+use super::hash::lane_bytes;
+use super::hash::{finish4, lane_words};
+use super::{IV, Lanes, State4, compress4, splat_words};
+#[cfg(any(test, feature = "test-support"))]
 use crate::crypto::Secret32;
 
 const IPAD: u32 = 0x3636_3636;
@@ -24,8 +25,8 @@ const AFTER_32_OF_96: [u32; 8] = [0x8000_0000, 0, 0, 0, 0, 0, 0, 96 * 8];
 /// schedule computes, two compressions per key.
 #[derive(Clone, Copy)]
 pub(crate) struct KeyStates4<L> {
-    inner: State4<L>,
-    outer: State4<L>,
+    pub(super) inner: State4<L>,
+    pub(super) outer: State4<L>,
 }
 
 impl<L: Lanes> KeyStates4<L> {
@@ -77,60 +78,114 @@ fn pad_state<L: Lanes>(key: &[L; 8], pad: u32) -> State4<L> {
 
 /// A public last block as words: `parts` one after the other from byte `at`, then the 0x80
 /// byte, zeros and the length in bits of a message of `total` bytes. The parts must end at
-/// least 9 bytes before the block does (the callers' sizes are checked when they compile).
-fn last_block(at: usize, parts: [&[u8]; 2], total: usize) -> [u32; 16] {
+/// least 9 bytes before the block does. A `const fn`: the engine's blocks are constants.
+// Every index is below 64 (the callers' sizes are checked when they compile).
+#[allow(clippy::indexing_slicing)]
+const fn last_block(at: usize, parts: [&[u8]; 2], total: usize) -> [u32; 16] {
     let mut block = [0u8; 64];
-    let bytes = parts.iter().flat_map(|p| p.iter()).chain(&[0x80]);
-    for (b, x) in block.iter_mut().skip(at).zip(bytes) {
-        *b = *x;
+    let mut at = at;
+    let mut p = 0;
+    while p < parts.len() {
+        let mut i = 0;
+        while i < parts[p].len() {
+            block[at] = parts[p][i];
+            at += 1;
+            i += 1;
+        }
+        p += 1;
     }
-    if let Some(length) = block.last_chunk_mut::<8>() {
-        *length = (total as u64 * 8).to_be_bytes();
+    block[at] = 0x80;
+    let bits = (total as u64 * 8).to_be_bytes();
+    let mut i = 0;
+    while i < 8 {
+        block[56 + i] = bits[i];
+        i += 1;
     }
-    let (chunks, _) = block.as_chunks::<4>();
     let mut words = [0u32; 16];
-    for (w, c) in words.iter_mut().zip(chunks) {
-        *w = u32::from_be_bytes(*c);
+    let mut t = 0;
+    while t < 16 {
+        let b = [
+            block[4 * t],
+            block[4 * t + 1],
+            block[4 * t + 2],
+            block[4 * t + 3],
+        ];
+        words[t] = u32::from_be_bytes(b);
+        t += 1;
     }
     words
 }
 
-/// The key schedule of HMAC with an empty key (HKDF-Extract with an empty salt), computed once.
-fn empty_salt<L: Lanes>() -> KeyStates4<L> {
-    static STATES: OnceLock<([u32; 8], [u32; 8])> = OnceLock::new();
-    let (inner, outer) = STATES.get_or_init(|| {
-        let states = KeyStates4::new(&splat_words::<L, 8>([0; 8]));
-        let ([inner, ..], [outer, ..]) = (deinterleave(&states.inner), deinterleave(&states.outer));
-        (inner, outer)
-    });
+/// The key schedule of HMAC with an empty key (HKDF-Extract with an empty salt): the chaining
+/// values after a block of 0x36 bytes and after one of 0x5c bytes (checked in the tests).
+const EMPTY_KEY_INNER: [u32; 8] = [
+    0xf454_dead,
+    0x9725_214f,
+    0x90da_f2a0,
+    0xdf12_28ea,
+    0x64e5_750f,
+    0xa392_4181,
+    0x824a_932b,
+    0xf8e0_4e32,
+];
+const EMPTY_KEY_OUTER: [u32; 8] = [
+    0xd385_480f,
+    0x7abb_6477,
+    0x37c9_c538,
+    0x5dd8_2467,
+    0x8e04_3a72,
+    0x7534_34b0,
+    0xdeb8_2818,
+    0x361d_45a6,
+];
+
+/// [`KeyStates4`] of the empty key in every lane.
+pub(crate) fn empty_salt<L: Lanes>() -> KeyStates4<L> {
     KeyStates4 {
-        inner: splat_words(*inner),
-        outer: splat_words(*outer),
+        inner: splat_words(EMPTY_KEY_INNER),
+        outer: splat_words(EMPTY_KEY_OUTER),
+    }
+}
+
+/// The public blocks of an HKDF expansion to 64 bytes with `info` (at most 22 bytes, so that
+/// `T(1) ‖ info ‖ 2` fits one block with its padding): computed once per `info`, at compile
+/// time for the engine's.
+pub(crate) struct KdfInfo {
+    /// The padded block of `info ‖ 1` (after the key's pad block): T(1)'s message.
+    first: [u32; 16],
+    /// The second half of the padded block of `T(1) ‖ info ‖ 2`.
+    second_tail: [u32; 8],
+}
+
+impl KdfInfo {
+    pub(crate) const fn new<const N: usize>(info: &[u8; N]) -> Self {
+        const { assert!(N <= 22, "info too long for one block") };
+        let [.., t8, t9, t10, t11, t12, t13, t14, t15] =
+            last_block(32, [info, &[2]], 64 + 32 + N + 1);
+        Self {
+            first: last_block(0, [info, &[1]], 64 + N + 1),
+            second_tail: [t8, t9, t10, t11, t12, t13, t14, t15],
+        }
     }
 }
 
 /// HKDF-SHA256 with an empty salt and 64 bytes of output for four 32-byte input keys, in lanes:
-/// (T(1), T(2)), the first and last 32 bytes. `info` has at most 22 bytes (so that
-/// `T(1) ‖ info ‖ 2` fits one block with its padding).
-pub(crate) fn kdf4_words<L: Lanes, const N: usize>(
-    ikm: &[L; 8],
-    info: &[u8; N],
-) -> ([L; 8], [L; 8]) {
-    const { assert!(N <= 22, "info too long for one block") };
+/// (T(1), T(2)), the first and last 32 bytes.
+pub(crate) fn kdf4_words<L: Lanes>(ikm: &[L; 8], info: &KdfInfo) -> ([L; 8], [L; 8]) {
     let prk = empty_salt::<L>().mac_block(join(ikm, AFTER_32_OF_96));
     let expand = KeyStates4::new(&prk);
     // T(1) = HMAC(PRK, info ‖ 1), T(2) = HMAC(PRK, T(1) ‖ info ‖ 2).
-    let first = expand.mac_block(splat_words(last_block(0, [info, &[1]], 64 + N + 1)));
-    let [.., t8, t9, t10, t11, t12, t13, t14, t15] = last_block(32, [info, &[2]], 64 + 32 + N + 1);
-    let second = expand.mac_block(join(&first, [t8, t9, t10, t11, t12, t13, t14, t15]));
+    let first = expand.mac_block(splat_words(info.first));
+    let second = expand.mac_block(join(&first, info.second_tail));
     (first, second)
 }
 
 /// The output of HKDF-SHA256 with an empty salt and 64 bytes of output, split in halves, for
 /// four input keys (crypto::kdf with an empty salt: every message key derivation).
-pub(crate) fn kdf4_empty_salt<L: Lanes, const N: usize>(
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn kdf4_empty_salt<L: Lanes>(
     ikms: [&[u8; 32]; 4],
-    info: &[u8; N],
+    info: &KdfInfo,
 ) -> [(Secret32, Secret32); 4] {
     let (first, second) = kdf4_words(&lane_words::<L>(ikms), info);
     let mut seconds = lane_bytes(&second).into_iter();
@@ -138,21 +193,23 @@ pub(crate) fn kdf4_empty_salt<L: Lanes, const N: usize>(
 }
 
 /// HMAC-SHA256 of `msgs[i]` under `keys[i]`.
+#[cfg(any(test, feature = "test-support"))]
 pub(crate) fn hmac4<L: Lanes>(keys: [&[u8; 32]; 4], msgs: [&[u8]; 4]) -> [Secret32; 4] {
     lane_bytes(&KeyStates4::new(&lane_words::<L>(keys)).mac(msgs))
 }
 
 /// Whether `tags[i]` is the HMAC-SHA256 of `msgs[i]` under `keys[i]`, each compared in
-/// constant time.
+/// constant time (in lanes: the differences of all eight words ORed, then compared with 0).
 pub(crate) fn hmac_verify4<L: Lanes>(
     keys: [&[u8; 32]; 4],
     msgs: [&[u8]; 4],
     tags: [&[u8; 32]; 4],
 ) -> [bool; 4] {
-    let macs = hmac4::<L>(keys, msgs);
-    let mut ok = [false; 4];
-    for ((o, mac), tag) in ok.iter_mut().zip(&macs).zip(tags) {
-        *o = bool::from(mac.ct_eq(tag));
-    }
-    ok
+    let macs = KeyStates4::new(&lane_words::<L>(keys)).mac(msgs);
+    let tags = lane_words::<L>(tags);
+    let differences = macs
+        .iter()
+        .zip(&tags)
+        .fold(L::splat(0), |acc, (m, t)| acc.or(m.xor(*t)));
+    differences.to_lanes().map(|d| bool::from(d.ct_eq(&0)))
 }

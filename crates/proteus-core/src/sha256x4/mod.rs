@@ -62,17 +62,39 @@ pub(crate) trait Lanes: Copy {
         self.shr(bits).or(self.shl(32 - bits))
     }
 
+    /// Four rows of sixteen bytes, one per lane, as four words: lane `i` of word `j` is the
+    /// big-endian word `j` of row `i`.
+    #[inline(always)]
+    fn from_rows(rows: [&[u8; 16]; 4]) -> [Self; 4] {
+        let word = |row: &[u8; 16], j: usize| {
+            let (words, _) = row.as_chunks::<4>();
+            words.get(j).map_or(0, |w| u32::from_be_bytes(*w))
+        };
+        core::array::from_fn(|j| Self::from_lanes(rows.map(|r| word(r, j))))
+    }
+
+    /// The inverse of [`from_rows`](Self::from_rows): row `i` gets lane `i` of the four words,
+    /// big-endian. Written in place, so that no copy of secret bytes is left behind.
+    #[inline(always)]
+    fn to_rows(words: [Self; 4], rows: [&mut [u8; 16]; 4]) {
+        let words = words.map(Self::to_lanes);
+        for (i, row) in rows.into_iter().enumerate() {
+            for (out, word) in row.chunks_exact_mut(4).zip(&words) {
+                out.copy_from_slice(&word.get(i).copied().unwrap_or(0).to_be_bytes());
+            }
+        }
+    }
+
     /// The sixteen big-endian words of four blocks, word `t` of every block in `words[t]`.
     #[inline(always)]
     fn load_words(blocks: [&[u8; 64]; 4]) -> [Self; 16] {
-        let word = |b: &[u8; 64], t: usize| {
-            let mut x = [0u8; 4];
-            for (x, b) in x.iter_mut().zip(b.iter().skip(4 * t)) {
-                *x = *b;
-            }
-            u32::from_be_bytes(x)
-        };
-        core::array::from_fn(|t| Self::from_lanes(blocks.map(|b| word(b, t))))
+        let rows = blocks.map(|b| b.as_chunks::<16>().0);
+        let mut words = [Self::splat(0); 16];
+        for (quarter, out) in words.chunks_exact_mut(4).enumerate() {
+            let [r0, r1, r2, r3] = rows.map(|r| r.get(quarter).unwrap_or(&[0; 16]));
+            out.copy_from_slice(&Self::from_rows([r0, r1, r2, r3]));
+        }
+        words
     }
 }
 
@@ -97,6 +119,7 @@ const K: [u32; 64] = [
 pub(crate) type State4<L> = [L; 8];
 
 /// Four chaining values side by side: word `j` of `states[i]` goes to lane `i` of word `j`.
+#[cfg(test)]
 pub(crate) fn interleave<L: Lanes>(states: &[[u32; 8]; 4]) -> State4<L> {
     let [s0, s1, s2, s3] = states;
     core::array::from_fn(|j| {
@@ -111,6 +134,7 @@ pub(crate) fn splat_words<L: Lanes, const N: usize>(words: [u32; N]) -> [L; N] {
 }
 
 /// The inverse of [`interleave`].
+#[cfg(test)]
 pub(crate) fn deinterleave<L: Lanes>(state: &State4<L>) -> [[u32; 8]; 4] {
     let words = state.map(L::to_lanes);
     core::array::from_fn(|i| words.map(|w| w.get(i).copied().unwrap_or(0)))
@@ -124,37 +148,25 @@ pub(crate) fn deinterleave<L: Lanes>(state: &State4<L>) -> [[u32; 8]; 4] {
 #[inline(never)]
 pub(crate) fn compress4<L: Lanes>(state: &mut State4<L>, mut w: [L; 16]) {
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
-    // Round t: the schedule's word t (computed in place from t = 16 on), then the round
-    // function; eight rounds per iteration so that the working variables rotate by renaming.
-    macro_rules! round {
-        ($a:ident, $b:ident, $c:ident, $d:ident, $e:ident, $f:ident, $g:ident, $h:ident, $t:expr) => {{
-            let t = $t;
-            if t >= 16 {
-                let (w2, w15) = (w[(t + 14) % 16], w[(t + 1) % 16]);
-                let s1 = w2.rotr(17).xor(w2.rotr(19)).xor(w2.shr(10));
-                let s0 = w15.rotr(7).xor(w15.rotr(18)).xor(w15.shr(3));
-                w[t % 16] = w[t % 16].add(s1).add(w[(t + 9) % 16]).add(s0);
-            }
-            let big_s1 = $e.rotr(6).xor($e.rotr(11)).xor($e.rotr(25));
-            // Ch(e, f, g): f where e is 1, g where it is 0.
-            let ch = L::select($e, $f, $g);
-            let t1 = $h.add(big_s1).add(ch).add(L::splat(K[t])).add(w[t % 16]);
-            let big_s0 = $a.rotr(2).xor($a.rotr(13)).xor($a.rotr(22));
-            // Maj(a, b, c): where a and b agree, a; where they differ, c.
-            let maj = L::select($a.xor($b), $c, $a);
-            $d = $d.add(t1);
-            $h = t1.add(big_s0).add(maj);
-        }};
-    }
-    for t in (0..64).step_by(8) {
-        round!(a, b, c, d, e, f, g, h, t);
-        round!(h, a, b, c, d, e, f, g, t + 1);
-        round!(g, h, a, b, c, d, e, f, t + 2);
-        round!(f, g, h, a, b, c, d, e, t + 3);
-        round!(e, f, g, h, a, b, c, d, t + 4);
-        round!(d, e, f, g, h, a, b, c, t + 5);
-        round!(c, d, e, f, g, h, a, b, t + 6);
-        round!(b, c, d, e, f, g, h, a, t + 7);
+    // One round per iteration, the working variables renamed by moves: a loop of 64 rather than
+    // unrolled rounds: a fifth of the code, and no slower in wasm (docs/benchmarks.md).
+    for (t, k) in K.iter().enumerate() {
+        if t >= 16 {
+            // Word t of the schedule, computed in place of word t - 16.
+            let (w2, w15) = (w[(t + 14) % 16], w[(t + 1) % 16]);
+            let s1 = w2.rotr(17).xor(w2.rotr(19)).xor(w2.shr(10));
+            let s0 = w15.rotr(7).xor(w15.rotr(18)).xor(w15.shr(3));
+            w[t % 16] = w[t % 16].add(s1).add(w[(t + 9) % 16]).add(s0);
+        }
+        let big_s1 = e.rotr(6).xor(e.rotr(11)).xor(e.rotr(25));
+        // Ch(e, f, g): f where e is 1, g where it is 0.
+        let ch = L::select(e, f, g);
+        let t1 = h.add(big_s1).add(ch).add(L::splat(*k)).add(w[t % 16]);
+        let big_s0 = a.rotr(2).xor(a.rotr(13)).xor(a.rotr(22));
+        // Maj(a, b, c): where a and b agree, a; where they differ, c.
+        let maj = L::select(a.xor(b), c, a);
+        (h, g, f, e) = (g, f, e, d.add(t1));
+        (d, c, b, a) = (c, b, a, t1.add(big_s0).add(maj));
     }
     for (s, x) in state.iter_mut().zip([a, b, c, d, e, f, g, h]) {
         *s = s.add(x);

@@ -3,7 +3,7 @@
 
 use core::arch::wasm32::{
     i8x16_shuffle, i32x4_shuffle, u32x4, u32x4_add, u32x4_extract_lane, u32x4_shl, u32x4_shr,
-    u32x4_splat, u64x2, v128, v128_bitselect, v128_or, v128_xor,
+    u32x4_splat, u64x2, u64x2_extract_lane, v128, v128_bitselect, v128_or, v128_xor,
 };
 
 use super::Lanes;
@@ -55,38 +55,51 @@ impl Lanes for Simd128 {
         Self(v128_bitselect(ones.0, zeros.0, mask.0))
     }
 
-    /// Sixteen bytes of each block at a time, each word's bytes reversed by
-    /// one shuffle, then a 4 × 4 transpose: a quarter of the work of word-by-word lane inserts.
+    /// Each row's words byte-reversed by one shuffle, then a 4 × 4 transpose: a quarter of the
+    /// work of word-by-word lane inserts.
     #[inline(always)]
-    fn load_words(blocks: [&[u8; 64]; 4]) -> [Self; 16] {
-        let rows = blocks.map(|b| b.as_chunks::<16>().0);
-        let row = |rows: &[[u8; 16]], quarter: usize| {
-            let x = rows.get(quarter).map_or(0, |r| u128::from_le_bytes(*r));
-            let v = u64x2(x as u64, (x >> 64) as u64);
-            i8x16_shuffle::<3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12>(v, v)
-        };
-        let mut words = [Self(u32x4_splat(0)); 16];
-        for (quarter, out) in words.chunks_exact_mut(4).enumerate() {
-            let [r0, r1, r2, r3] = rows.map(|r| row(r, quarter));
-            // Rows are blocks, columns words: transpose so that rows are words.
-            let (lo01, hi01) = (
-                i32x4_shuffle::<0, 4, 1, 5>(r0, r1),
-                i32x4_shuffle::<2, 6, 3, 7>(r0, r1),
-            );
-            let (lo23, hi23) = (
-                i32x4_shuffle::<0, 4, 1, 5>(r2, r3),
-                i32x4_shuffle::<2, 6, 3, 7>(r2, r3),
-            );
-            let columns = [
-                i32x4_shuffle::<0, 1, 4, 5>(lo01, lo23),
-                i32x4_shuffle::<2, 3, 6, 7>(lo01, lo23),
-                i32x4_shuffle::<0, 1, 4, 5>(hi01, hi23),
-                i32x4_shuffle::<2, 3, 6, 7>(hi01, hi23),
-            ];
-            for (o, c) in out.iter_mut().zip(columns) {
-                *o = Self(c);
-            }
-        }
-        words
+    fn from_rows(rows: [&[u8; 16]; 4]) -> [Self; 4] {
+        transpose(rows.map(|r| bswap_words(u128::from_le_bytes(*r))))
     }
+
+    /// The transpose back, then the byte reversal.
+    #[inline(always)]
+    fn to_rows(words: [Self; 4], rows: [&mut [u8; 16]; 4]) {
+        for (row, r) in rows.into_iter().zip(transpose(words.map(|w| w.0))) {
+            let r = bswap_words_v(r.0);
+            let lo = u128::from(u64x2_extract_lane::<0>(r));
+            let hi = u128::from(u64x2_extract_lane::<1>(r));
+            *row = (lo | hi << 64).to_le_bytes();
+        }
+    }
+}
+
+/// Sixteen bytes as a vector, each 32-bit word's bytes reversed (big-endian words to lanes).
+#[inline(always)]
+fn bswap_words(x: u128) -> v128 {
+    bswap_words_v(u64x2(x as u64, (x >> 64) as u64))
+}
+
+#[inline(always)]
+fn bswap_words_v(v: v128) -> v128 {
+    i8x16_shuffle::<3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12>(v, v)
+}
+
+/// The 4 × 4 transpose of 32-bit lanes: rows become columns (its own inverse).
+#[inline(always)]
+fn transpose([r0, r1, r2, r3]: [v128; 4]) -> [Simd128; 4] {
+    let (lo01, hi01) = (
+        i32x4_shuffle::<0, 4, 1, 5>(r0, r1),
+        i32x4_shuffle::<2, 6, 3, 7>(r0, r1),
+    );
+    let (lo23, hi23) = (
+        i32x4_shuffle::<0, 4, 1, 5>(r2, r3),
+        i32x4_shuffle::<2, 6, 3, 7>(r2, r3),
+    );
+    [
+        Simd128(i32x4_shuffle::<0, 1, 4, 5>(lo01, lo23)),
+        Simd128(i32x4_shuffle::<2, 3, 6, 7>(lo01, lo23)),
+        Simd128(i32x4_shuffle::<0, 1, 4, 5>(hi01, hi23)),
+        Simd128(i32x4_shuffle::<2, 3, 6, 7>(hi01, hi23)),
+    ]
 }

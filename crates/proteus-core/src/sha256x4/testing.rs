@@ -26,7 +26,7 @@ pub fn hmac_sha256x4_verify(
 /// HKDF-SHA256 with an empty salt and 64 bytes of output, for four input keys (`info` of at
 /// most 22 bytes: larger ones do not compile).
 pub fn hkdf_empty_salt_x4<const N: usize>(ikms: [&[u8; 32]; 4], info: &[u8; N]) -> [[u8; 64]; 4] {
-    super::hmac::kdf4_empty_salt::<Fastest, N>(ikms, info).map(|(a, b)| {
+    super::hmac::kdf4_empty_salt::<Fastest>(ikms, &super::hmac::KdfInfo::new(info)).map(|(a, b)| {
         let mut out = [0u8; 64];
         for (o, i) in out.iter_mut().zip(a.iter().chain(b.iter())) {
             *o = *i;

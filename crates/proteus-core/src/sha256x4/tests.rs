@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
 use super::hash::sha256x4;
-use super::hmac::{hmac_verify4, hmac4, kdf4_empty_salt};
+use super::hmac::{KdfInfo, KeyStates4, empty_salt, hmac_verify4, hmac4, kdf4_empty_salt};
 use super::{Fastest, IV, Lanes, Portable, compress4, deinterleave, interleave};
 
 /// Loads four blocks and compresses them.
@@ -149,16 +149,18 @@ proptest! {
 }
 
 fn check_kdf<const N: usize>(ikms: &[[u8; 32]; 4], info: &[u8; N]) -> Result<(), TestCaseError> {
+    let info_bytes = info.as_slice();
     let expected: [[u8; 64]; 4] = ikms.map(|ikm| {
         let mut okm = [0u8; 64];
         Hkdf::<Sha256>::new(Some(&[]), &ikm)
-            .expand(info, &mut okm)
+            .expand(info_bytes, &mut okm)
             .unwrap();
         okm
     });
+    let info = KdfInfo::new(info);
     for got in [
-        kdf4_empty_salt::<Portable, N>(ikms.each_ref(), info),
-        kdf4_empty_salt::<Fastest, N>(ikms.each_ref(), info),
+        kdf4_empty_salt::<Portable>(ikms.each_ref(), &info),
+        kdf4_empty_salt::<Fastest>(ikms.each_ref(), &info),
     ] {
         for ((first, second), want) in got.iter().zip(&expected) {
             prop_assert_eq!(first.as_slice(), &want[..32]);
@@ -166,7 +168,7 @@ fn check_kdf<const N: usize>(ikms: &[[u8; 32]; 4], info: &[u8; N]) -> Result<(),
         }
     }
     // And with the scalar derivation the engine uses natively.
-    let scalar = crate::crypto::kdf(&ikms[0], &[], info);
+    let scalar = crate::crypto::kdf(&ikms[0], &[], info_bytes);
     prop_assert_eq!(
         (scalar.0.as_slice(), scalar.1.as_slice()),
         (&expected[0][..32], &expected[0][32..])
@@ -187,4 +189,37 @@ fn lanes_start_from_their_own_chaining_values() {
     assert_eq!(out[0], out[2]);
     assert_eq!(out[1], out[3]);
     assert_ne!(out[0], out[1]);
+}
+
+/// The empty key's schedule is a constant: the one computed from the key.
+#[test]
+fn the_empty_key_schedule_is_the_computed_one() {
+    fn check<L: Lanes>() {
+        let (constant, computed) = (empty_salt::<L>(), KeyStates4::<L>::new(&[L::splat(0); 8]));
+        assert_eq!(
+            [deinterleave(&constant.inner), deinterleave(&constant.outer)],
+            [deinterleave(&computed.inner), deinterleave(&computed.outer)]
+        );
+    }
+    check::<Portable>();
+    check::<Fastest>();
+}
+
+/// Rows to words and back, against the portable definition (`from_rows` / `to_rows`).
+#[test]
+fn rows_transpose_into_lanes_and_back() {
+    let rows: [[u8; 16]; 4] =
+        core::array::from_fn(|i| core::array::from_fn(|j| (16 * i + j) as u8));
+    let words = Fastest::from_rows(rows.each_ref());
+    let expected: [[u32; 4]; 4] = core::array::from_fn(|j| {
+        core::array::from_fn(|i| u32::from_be_bytes(rows[i][4 * j..4 * j + 4].try_into().unwrap()))
+    });
+    assert_eq!(words.map(Lanes::to_lanes), expected);
+    fn back<L: Lanes>(words: [L; 4]) -> [[u8; 16]; 4] {
+        let mut rows = [[0u8; 16]; 4];
+        L::to_rows(words, rows.each_mut());
+        rows
+    }
+    assert_eq!(back(words), rows);
+    assert_eq!(back(Portable::from_rows(rows.each_ref())), rows);
 }
