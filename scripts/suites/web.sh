@@ -29,6 +29,9 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 # Session 9's size work (webtrim) made room for the lazy sending step and the open plan
 # (199,083 merged), so the budget is the target again.
 WASM_BUDGET=${WASM_BUDGET:-200000}
+# The opt-in lanes build (@proteus-engine/web/lanes, batch-lanes) is over that target by the
+# team's choice and has its own limit: 213,085 bytes when it shipped (session 13).
+WASM_LANES_BUDGET=${WASM_LANES_BUDGET:-216000}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...
@@ -56,12 +59,15 @@ timed build "$WEB/build.sh"
 cd "$WEB"
 log "node --test: the API in Node"
 node --test tests/
+log "node --test again on the opt-in lanes module (every test process preloads it)"
+timed "node --test (lanes)" env PROTEUS_WEB_WASM=lanes NODE_OPTIONS="--import=./tests/support/lanes-preload.mjs" node --test tests/
 
 log "a consumer project: the packed tarball installed outside the repository and used by name"
 consumer=$(mktemp -d)
 (cd pkg && npm pack --pack-destination "$consumer" --silent >/dev/null)
 (cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-web-*.tgz \
-  && cp "$OLDPWD/tests/consumer/use.mjs" "$OLDPWD/tests/consumer/worker.mjs" . && node use.mjs && node worker.mjs)
+  && cp "$OLDPWD/tests/consumer/use.mjs" "$OLDPWD/tests/consumer/worker.mjs" "$OLDPWD/tests/consumer/lanes.mjs" . \
+  && node use.mjs && node worker.mjs && node lanes.mjs)
 rm -rf "$consumer"
 
 log "a bundled application: esbuild bundles the packed package for the browser, run in Chromium"
@@ -91,7 +97,12 @@ log "what the worker costs a 10,000-message batch: Client in this thread and Rem
 node bench/worker.mjs --runs 1
 
 log "size"
-raw=$(wc -c <pkg/proteus_web_bg.wasm)
-gz=$(gzip -9 -c pkg/proteus_web_bg.wasm | wc -c)
-echo "pkg/proteus_web_bg.wasm: $raw bytes raw, $gz bytes gzipped (gzip -9); budget $WASM_BUDGET bytes"
-[ "$raw" -le "$WASM_BUDGET" ] || { echo "the .wasm is over its budget" >&2; exit 1; }
+size_check() { # module budget
+  local raw gz
+  raw=$(wc -c <"pkg/$1" | tr -d ' ')
+  gz=$(gzip -9 -c "pkg/$1" | wc -c | tr -d ' ')
+  echo "pkg/$1: $raw bytes raw, $gz bytes gzipped (gzip -9); budget $2 bytes"
+  [ "$raw" -le "$2" ] || { echo "pkg/$1 is over its budget" >&2; exit 1; }
+}
+size_check proteus_web_bg.wasm "$WASM_BUDGET"
+size_check proteus_web_lanes_bg.wasm "$WASM_LANES_BUDGET"
