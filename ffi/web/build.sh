@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile), its JS glue
-# (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm binaryen),
-# and the package's own ES modules and types. Installs what it needs when it is missing (and
-# nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of the
-# wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm ci`,
-# for binaryen's wasm-opt). Works on Linux and macOS.
+# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile) twice, the
+# default module and the opt-in lanes one (proteus_web_lanes_bg.wasm, feature batch-lanes), their
+# one JS glue (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm
+# binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
+# (and nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of
+# the wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm
+# ci`, for binaryen's wasm-opt). Works on Linux and macOS.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
@@ -24,7 +25,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
-# PROTEUS_WEB_FEATURES: features of the proteus-web crate to build with (e.g. batch-lanes).
+# PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build both modules with.
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
 # Panic locations name source files: the checkout's and the registry's paths are shortened, which

@@ -6,7 +6,8 @@
 # (binaryen 132 for wasm-opt, @wireapp/proteus, playwright-core, fake-indexeddb, typescript).
 #
 #   1. build: cargo (profile release-wasm) + wasm-bindgen --target web + wasm-opt -Oz (npm binaryen)
-#   2. node --test tests/                       the whole API in Node (memory and IndexedDB stores)
+#   2. node --test tests/                       the whole API in Node (memory and IndexedDB stores),
+#      then again with every test process on the opt-in lanes module (tests/support/lanes-preload.mjs)
 #   3. a consumer project (the packed tarball, used by name in Node; bundled by esbuild for
 #      Chromium) and tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
@@ -17,7 +18,7 @@
 #      node --test tests/browser/worker.mjs     Chromium: a batch in a module Worker, frames keep ticking
 #   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked), and
 #      the fast-forward worst case once (forged refused, genuine decrypted)
-#   7. the .wasm size, raw and gzipped, against its budget
+#   7. both .wasm sizes, raw and gzipped, against their budgets (default and lanes)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
