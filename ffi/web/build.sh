@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile), its JS glue
-# (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm binaryen),
-# and the package's own ES modules and types. Installs what it needs when it is missing (and
-# nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of the
-# wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm ci`,
-# for binaryen's wasm-opt). Works on Linux and macOS.
+# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile) twice, the
+# default module and the opt-in lanes one (proteus_web_lanes_bg.wasm, feature batch-lanes), their
+# one JS glue (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm
+# binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
+# (and nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of
+# the wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm
+# ci`, for binaryen's wasm-opt). Works on Linux and macOS.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
@@ -24,7 +25,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
-# PROTEUS_WEB_FEATURES: features of the proteus-web crate to build with (e.g. batch-lanes).
+# PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build both modules with.
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
 # Panic locations name source files: the checkout's and the registry's paths are shortened, which
@@ -39,18 +40,34 @@ done
 # slower on 50x20).
 dalek='--cfg curve25519_dalek_backend="fiat"'
 RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $dalek $remap}
-CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
-  cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
-  ${PROTEUS_WEB_FEATURES:+--features "$PROTEUS_WEB_FEATURES"}
-rm -rf pkg
-wasm-bindgen --target web --out-dir pkg "$wasm"
-# --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the
-# stack, which starts at 1 MiB), so wasm-opt may fold constant offsets into loads and stores.
-node_modules/.bin/wasm-opt -Oz --low-memory-unused --converge --strip-producers --strip-target-features \
-  --enable-bulk-memory --enable-nontrapping-float-to-int \
-  --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
-  pkg/proteus_web_bg.wasm -o pkg/proteus_web_bg.opt.wasm
-mv pkg/proteus_web_bg.opt.wasm pkg/proteus_web_bg.wasm
+
+# build_wasm FEATURES OUT_DIR: cargo, wasm-bindgen and wasm-opt for one set of the crate's features.
+build_wasm() {
+  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
+    cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
+    ${1:+--features "$1"}
+  wasm-bindgen --target web --out-dir "$2" "$wasm"
+  # --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the
+  # stack, which starts at 1 MiB), so wasm-opt may fold constant offsets into loads and stores.
+  node_modules/.bin/wasm-opt -Oz --low-memory-unused --converge --strip-producers --strip-target-features \
+    --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
+    "$2/proteus_web_bg.wasm" -o "$2/proteus_web_bg.opt.wasm"
+  mv "$2/proteus_web_bg.opt.wasm" "$2/proteus_web_bg.wasm"
+}
+
+rm -rf pkg lanes.tmp
+build_wasm "${PROTEUS_WEB_FEATURES:-}" pkg
+# The opt-in build (`@proteus-engine/web/lanes`): batch-lanes opens a batch's messages four at a
+# time in SIMD lanes (22 % less CPU on 1x1000est) for ~16 KB more, over the 200,000-byte budget
+# the default keeps (docs/benchmarks.md, "Four SHA-256 lanes"). Features change no exported
+# function, so wasm-bindgen's JS glue must be the same: the package ships one glue, two modules.
+build_wasm "batch-lanes${PROTEUS_WEB_FEATURES:+,$PROTEUS_WEB_FEATURES}" lanes.tmp
+for glue in proteus_web.js proteus_web.d.ts proteus_web_bg.wasm.d.ts; do
+  cmp -s "pkg/$glue" "lanes.tmp/$glue" || { echo "the lanes build's $glue differs from the default's" >&2; exit 1; }
+done
+mv lanes.tmp/proteus_web_bg.wasm pkg/proteus_web_lanes_bg.wasm
+rm -rf lanes.tmp
 rm -f pkg/.gitignore
 cp js/*.js js/*.d.ts pkg/
 cp README.md pkg/README.md
@@ -75,13 +92,17 @@ cat > pkg/package.json <<JSON
     ".": { "types": "./index.d.ts", "import": "./index.js", "default": "./index.js" },
     "./worker": { "types": "./worker.d.ts", "import": "./worker.js", "default": "./worker.js" },
     "./remote": { "types": "./remote.d.ts", "import": "./remote.js", "default": "./remote.js" },
+    "./lanes": { "types": "./lanes.d.ts", "import": "./lanes.js", "default": "./lanes.js" },
     "./proteus_web_bg.wasm": "./proteus_web_bg.wasm",
+    "./proteus_web_lanes_bg.wasm": "./proteus_web_lanes_bg.wasm",
     "./package.json": "./package.json"
   },
-  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
+  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "proteus_web_lanes_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
   "sideEffects": false
 }
 JSON
-raw=$(wc -c < pkg/proteus_web_bg.wasm | tr -d ' ')
-gz=$(gzip -9 -c pkg/proteus_web_bg.wasm | wc -c)
-echo "pkg/proteus_web_bg.wasm: $raw bytes, $gz gzipped (gzip -9)"
+for module in proteus_web_bg.wasm proteus_web_lanes_bg.wasm; do
+  raw=$(wc -c < "pkg/$module" | tr -d ' ')
+  gz=$(gzip -9 -c "pkg/$module" | wc -c | tr -d ' ')
+  echo "pkg/$module: $raw bytes, $gz gzipped (gzip -9)"
+done

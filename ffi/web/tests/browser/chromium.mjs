@@ -1,7 +1,8 @@
 // The package in a real headless Chromium (Debian's, driven by playwright-core), pages served on
 // 127.0.0.1: IndexedDB persistence across a reload with a 1000-message queue, two pages of one
-// client committing at once, the demo page, and opening with { create: false }. The peer runs in
-// Node (the same package, in memory). Run: node --test tests/browser/chromium.mjs (after ./build.sh).
+// client committing at once, the demo page, opening with { create: false }, and the opt-in lanes
+// build loaded by initLanes(). The peer runs in Node (the same package, in memory).
+// Run: node --test tests/browser/chromium.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '../../pkg/index.js';
@@ -182,6 +183,28 @@ describe('Chromium', () => {
       return { code, listed, created, persisted, createdAgain };
     });
     assert.deepEqual(seen, { code: 504, listed: false, created: true, persisted: 'boolean', createdAgain: false });
+    await page.close();
+  });
+  test('the opt-in lanes build: initLanes() fetches proteus_web_lanes_bg.wasm only, and the API runs on it', async () => {
+    const page = await context.newPage();
+    page.on('pageerror', (e) => console.error('page error:', e));
+    const fetched = [];
+    page.on('request', (r) => r.url().endsWith('.wasm') && fetched.push(new URL(r.url()).pathname));
+    await page.goto(`${server.url}/ffi/web/README.md`); // a page of the origin that loads nothing
+    const texts = await page.evaluate(async () => {
+      const { Client } = await import('/ffi/web/pkg/index.js');
+      const { initLanes } = await import('/ffi/web/pkg/lanes.js');
+      await initLanes();
+      const alice = await Client.inMemory();
+      const bob = await Client.inMemory();
+      const [{ bundle }] = await bob.generatePrekeys(1);
+      await alice.createSession('bob', bundle);
+      const queue = [];
+      for (let i = 0; i < 9; i++) queue.push({ sessionId: 'alice', envelope: await alice.encrypt('bob', `m${i}`) });
+      return (await bob.decryptBatch(queue)).map((r) => new TextDecoder().decode(r.plaintext));
+    });
+    assert.deepEqual(texts, Array.from({ length: 9 }, (_, i) => `m${i}`));
+    assert.deepEqual(fetched, ['/ffi/web/pkg/proteus_web_lanes_bg.wasm']);
     await page.close();
   });
 });

@@ -102,3 +102,10 @@ export async function sealedFanout(): Promise<number> {
   const unknown: ErrorKind = 'NoSuchKind';
   return sent + unknown.length;
 }
+
+// The opt-in lanes build: the same API once its module is loaded.
+import { initLanes, lanesWasm } from '../../pkg/lanes.js';
+const lanesLoaded: Promise<void> = initLanes();
+const lanesUrl: URL = lanesWasm;
+void lanesLoaded;
+void init(lanesUrl);
