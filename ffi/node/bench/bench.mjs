@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Decrypting 1000 queued messages with the native addon (in memory and on its durable SQLite
-// store), the wasm build (in memory) and @wireapp/proteus 9.13.0, in the same Node process, on
+// store), the wasm fallback (its lanes module, in memory) and @wireapp/proteus 9.13.0, in the same Node process, on
 // the scenarios of the native bench: the web bench's scenarios (ffi/web/bench/scenarios.mjs),
 // built once and loaded into every implementation from the same serialised state.
 //
@@ -26,12 +26,15 @@ import { join } from 'node:path';
 import { loadAddon } from '../load.js';
 import * as native from '../native.js';
 import { Client as WasmClient } from '../wasm/index.js';
+import { initLanes } from '../wasm/lanes.js';
 import { WireClient } from '../../web/tests/support/wire.mjs';
 import { ALICE, BOB, SCENARIOS, build, equal } from '../../web/bench/scenarios.mjs';
 
 const addon = loadAddon();
 if (addon === undefined) throw new Error('the bench needs the native addon: run ./build.sh first');
 native.useAddon(addon);
+// The wasm fallback's module, as index.js loads it.
+await initLanes();
 
 const dir = mkdtempSync(join(tmpdir(), 'proteus-node-bench-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));

@@ -9,12 +9,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import * as proteus from '../../index.js';
+import { loadedWasmUrl } from '../../wasm/init.js';
 import { pair, text } from '../support/pair.mjs';
 
 const { Client, ProteusError, backend } = proteus;
 
 test(`the backend is the one asked for (${backend})`, () => {
   assert.equal(backend, process.env.PROTEUS_BACKEND ?? 'native');
+});
+
+test('the wasm fallback runs the web package\'s lanes module (none is loaded with the addon)', () => {
+  const loaded = loadedWasmUrl();
+  if (backend === 'native') assert.equal(loaded, undefined);
+  else assert.ok(loaded?.endsWith('/wasm/proteus_web_lanes_bg.wasm'), `loaded: ${loaded}`);
 });
 
 test('the client has every method and function of ffi/api-surface.json', () => {
