@@ -11,6 +11,9 @@
 
 import { bytes, sessionId } from './wasm/args.js';
 
+/** What `packQueue` compares the first message's session id with. */
+const NO_ID = Symbol('no session id');
+
 /** The largest buffer kept between batches (about 16,000 chat messages). */
 const KEEP_AT_MOST = 4 << 20;
 
@@ -42,7 +45,8 @@ export function packQueue(messages) {
   spare = undefined;
   if (buffer === undefined) buffer = Buffer.allocUnsafe(n * GUESS_PER_MESSAGE);
   let size = 0;
-  let lastId;
+  // Not a session id, so that the first message's is checked too.
+  let lastId = NO_ID;
   let lastK = 0;
   try {
     for (let i = 0; i < n; i++) {

@@ -40,6 +40,9 @@ export function batchThreads(value) {
   return value;
 }
 
+/** What `batchParts` compares the first message's session id with. */
+const NO_ID = Symbol('no session id');
+
 /**
  * A batch's messages checked and indexed: `[ids, index, parts, lengths, size]`, the distinct
  * session ids, the id index of each message, each message's bytes, their lengths and sum.
@@ -53,7 +56,8 @@ export function batchParts(messages, field, toBytes) {
   const lengths = new Uint32Array(n);
   const parts = new Array(n);
   let size = 0;
-  let lastId;
+  // Not a session id, so that the first message's is checked too.
+  let lastId = NO_ID;
   let lastK = 0;
   for (let i = 0; i < n; i++) {
     const message = messages[i];

@@ -331,6 +331,10 @@ describe('decryptBatch', () => {
     assert.equal(text((await bob.decryptBatch(queue))[0].plaintext), 'x');
     assert.throws(() => bob.decryptBatch(queue, 'not a function'), TypeError);
     assert.throws(() => bob.decryptBatch('not an array'), TypeError);
+    // The first message's session id is checked like the others'.
+    for (const bad of [[{ envelope: queue[0].envelope }], [queue[0], { envelope: queue[0].envelope }]]) {
+      assert.throws(() => bob.decryptBatch(bad), { name: 'TypeError', message: 'a session id must be a string' });
+    }
   });
 
   test('promises from the callback are awaited before the commit', async () => {

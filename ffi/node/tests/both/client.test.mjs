@@ -167,6 +167,10 @@ test('decryptBatch: false aborts (108), a throw or a rejection fails (121): noth
   // Nothing was committed: every message decrypts now.
   const results = await bob.decryptBatch(queue);
   assert.deepEqual(results.map((r) => text(r.plaintext)), ['m1', 'm2', 'm3']);
+  // Every message's session id is checked, the first one's too.
+  for (const bad of [[{ envelope: queue[0].envelope }], [queue[0], { envelope: queue[0].envelope }]]) {
+    assert.throws(() => bob.decryptBatch(bad), { name: 'TypeError', message: 'a session id must be a string' });
+  }
 });
 
 test('decryptBatch: results stay intact through later batches, in parallel or after (the queue buffer is reused)', async () => {
