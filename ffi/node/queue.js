@@ -1,6 +1,6 @@
 // A decryptBatch queue packed for the addon (src/batch.rs): distinct session ids, an id index per
-// message, the envelopes back to back in one buffer and their lengths, with the checks of the
-// web package's batchParts (wasm/args.js). The envelopes go into a buffer kept between batches:
+// message, the envelopes back to back in one buffer and their lengths, walked and checked by the
+// web package's walkBatch (wasm/args.js), as its own batches are. The envelopes go into a buffer kept between batches:
 // the addon reads them where they lie, and a fresh buffer of a batch's size costs a page fault
 // per 4 KiB on first touch (63 for 1000 chat messages, about a fifth of what the addon adds to
 // the Rust time on a busy machine). A batch takes the buffer and gives it back when it settled;
@@ -9,10 +9,7 @@
 // in cache by the time a batch comes, and a second pass (batchParts, then join) read each
 // message and envelope object twice.
 
-import { bytes, sessionId } from './wasm/args.js';
-
-/** What `packQueue` compares the first message's session id with. */
-const NO_ID = Symbol('no session id');
+import { bytes, walkBatch } from './wasm/args.js';
 
 /** The largest buffer kept between batches (about 16,000 chat messages). */
 const KEEP_AT_MOST = 4 << 20;
@@ -36,44 +33,26 @@ function grown(buffer, used, needed) {
  */
 export function packQueue(messages) {
   if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
-  const n = messages.length;
-  const ids = [];
-  const byId = new Map();
-  const index = new Uint32Array(n);
-  const lengths = new Uint32Array(n);
-  let buffer = spare;
+  let buffer = spare ?? Buffer.allocUnsafe(messages.length * GUESS_PER_MESSAGE);
   spare = undefined;
-  if (buffer === undefined) buffer = Buffer.allocUnsafe(n * GUESS_PER_MESSAGE);
   let size = 0;
-  // Not a session id, so that the first message's is checked too.
-  let lastId = NO_ID;
-  let lastK = 0;
+  let walked;
   try {
-    for (let i = 0; i < n; i++) {
-      const message = messages[i];
-      const id = message?.sessionId;
-      if (id !== lastId) {
-        let k = byId.get(sessionId(id));
-        if (k === undefined) {
-          k = ids.length;
-          ids.push(id);
-          byId.set(id, k);
-        }
-        lastId = id;
-        lastK = k;
-      }
-      index[i] = lastK;
+    walked = walkBatch(messages, (message, i) => {
       const envelope = bytes(message.envelope, 'envelope');
       const length = envelope.length;
-      if (size + length > buffer.length) buffer = grown(buffer, size, size + length + (n - i) * GUESS_PER_MESSAGE);
+      if (size + length > buffer.length) {
+        buffer = grown(buffer, size, size + length + (messages.length - i) * GUESS_PER_MESSAGE);
+      }
       buffer.set(envelope, size);
-      lengths[i] = length;
       size += length;
-    }
+      return length;
+    });
   } catch (e) {
     keep(buffer);
     throw e;
   }
+  const [ids, index, lengths] = walked;
   // The addon reads `size` bytes; the rest of a kept buffer is another batch's leftovers.
   const envelopes = buffer.subarray(0, size);
   const release = () => {

@@ -40,22 +40,22 @@ export function batchThreads(value) {
   return value;
 }
 
-/** What `batchParts` compares the first message's session id with. */
+/** What `walkBatch` compares the first message's session id with. */
 const NO_ID = Symbol('no session id');
 
 /**
- * A batch's messages checked and indexed: `[ids, index, parts, lengths, size]`, the distinct
- * session ids, the id index of each message, each message's bytes, their lengths and sum.
+ * Walks a batch's `messages` in order, checking each one's session id, and calls
+ * `take(message, i)` for each: `[ids, index, lengths]`, the distinct session ids, each message's
+ * id index and what `take` returned for it (the length of the bytes it took). One walk for the
+ * web client's batches and the Node addon's queue (ffi/node/queue.js).
  */
-export function batchParts(messages, field, toBytes) {
+export function walkBatch(messages, take) {
   if (!Array.isArray(messages)) throw new TypeError('messages must be an array');
   const n = messages.length;
   const ids = [];
   const byId = new Map();
   const index = new Uint32Array(n);
   const lengths = new Uint32Array(n);
-  const parts = new Array(n);
-  let size = 0;
   // Not a session id, so that the first message's is checked too.
   let lastId = NO_ID;
   let lastK = 0;
@@ -73,11 +73,24 @@ export function batchParts(messages, field, toBytes) {
       lastK = k;
     }
     index[i] = lastK;
-    const part = toBytes(message[field]);
-    parts[i] = part;
-    lengths[i] = part.length;
-    size += part.length;
+    lengths[i] = take(message, i);
   }
+  return [ids, index, lengths];
+}
+
+/**
+ * A batch's messages checked and indexed: `[ids, index, parts, lengths, size]`, the distinct
+ * session ids, the id index of each message, each message's bytes, their lengths and sum.
+ */
+export function batchParts(messages, field, toBytes) {
+  const parts = [];
+  let size = 0;
+  const [ids, index, lengths] = walkBatch(messages, (message) => {
+    const part = toBytes(message[field]);
+    parts.push(part);
+    size += part.length;
+    return part.length;
+  });
   return [ids, index, parts, lengths, size];
 }
 
