@@ -14,6 +14,17 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroize;
 use zeroize::Zeroizing;
 
+mod key_schedule;
+
+pub(crate) use key_schedule::KeySchedule;
+// For the four-lane SHA-256's blocks (crate::sha256x4), where it is built.
+#[cfg(any(
+    test,
+    feature = "test-support",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
+pub(crate) use key_schedule::SecretBlocks;
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// A 32-byte secret (key material) that is wiped when dropped.
@@ -85,7 +96,8 @@ fn unreachable_hmac_key() -> ! {
 }
 
 /// HMAC-SHA256 with a key set up once for several messages (its key schedule costs two SHA-256
-/// compressions, as much as a short message).
+/// compressions, as much as a short message). A chain step's two HMACs use it; a planned
+/// message's keep their schedule as words instead ([`KeySchedule`]).
 pub(crate) struct KeyedMac(HmacSha256);
 
 impl KeyedMac {

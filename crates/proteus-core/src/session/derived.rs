@@ -4,7 +4,7 @@ use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf, kdf_pair};
+use crate::crypto::{KeySchedule, KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf, kdf_pair};
 use crate::error::DecodeError;
 #[cfg(any(
     test,
@@ -13,8 +13,8 @@ use crate::error::DecodeError;
 ))]
 use crate::sha256x4::{
     Lanes,
-    hash::{lane_words, store_lanes},
-    hmac::{KdfInfo, hmac_verify4, kdf4_words},
+    hash::store_lanes,
+    hmac::{KdfInfo, KeyStates4, hmac_verify4, kdf4_words},
 };
 
 /// A chain key and its index: `{0: MacKey, 1: idx}` when stored.
@@ -61,11 +61,11 @@ impl ChainKey {
     /// The HMAC key schedule of this chain key (for this index's message keys, see
     /// [`MessageKeys::from_keyed`]) and the next chain key: [`step`](Self::step) split in two,
     /// so the message keys can be derived elsewhere.
-    pub(crate) fn keyed_step(&self) -> Option<(KeyedMac, ChainKey)> {
+    pub(crate) fn keyed_step(&self) -> Option<(KeySchedule, ChainKey)> {
         let idx = self.idx.checked_add(1)?;
-        let keyed = KeyedMac::new(&self.key);
+        let keyed = KeySchedule::new(&self.key);
         let next = Self {
-            key: keyed.mac(b"1"),
+            key: keyed.mac_byte(b'1'),
             idx,
         };
         Some((keyed, next))
@@ -161,8 +161,8 @@ impl MessageKeys {
 
     /// The message keys of index `counter` from the HMAC key schedule of its chain key
     /// ([`ChainKey::keyed_step`]).
-    pub(crate) fn from_keyed(keyed: &KeyedMac, counter: u32) -> Self {
-        message_keys(&keyed.mac(b"0"), counter)
+    pub(crate) fn from_keyed(keyed: &KeySchedule, counter: u32) -> Self {
+        message_keys(&keyed.mac_byte(b'0'), counter)
     }
 
     /// Whether `other` holds the same keys for the same counter (compared in constant time).
@@ -221,11 +221,13 @@ impl MessageKeys {
     all(target_arch = "wasm32", target_feature = "simd128")
 ))]
 impl MessageKeys {
-    /// The message keys of four chain-key indices from their `HMAC(CK_i, "0")` (as
-    /// [`ChainKey::message_keys`] derives them one at a time).
-    pub(crate) fn derive4<L: Lanes>(bases: [&[u8; 32]; 4], counters: [u32; 4]) -> [Self; 4] {
+    /// The message keys of four chain-key indices from their HMAC key schedules
+    /// ([`KeySchedule::states`], as [`Self::from_keyed`] derives them one at a time):
+    /// `HMAC(CK_i, "0")` in the lanes too, then its HKDF.
+    pub(crate) fn derive4<L: Lanes>(keyed: [&[[u32; 8]; 2]; 4], counters: [u32; 4]) -> [Self; 4] {
         const INFO: KdfInfo = KdfInfo::new(b"hash_ratchet");
-        let (cipher_keys, mac_keys) = kdf4_words(&lane_words::<L>(bases), &INFO);
+        let base = KeyStates4::<L>::from_states(keyed).mac_byte(b'0');
+        let (cipher_keys, mac_keys) = kdf4_words(&base, &INFO);
         let mut keys = counters.map(|counter| MessageKeys {
             keys: Zeroizing::new([[0; 32]; 2]),
             counter,

@@ -23,7 +23,7 @@ use rand_core::CryptoRng;
 use super::Session;
 use super::chain::{ChainUpdate, open};
 use super::derived::{ChainKey, MessageKeys};
-use crate::crypto::KeyedMac;
+use crate::crypto::KeySchedule;
 use crate::error::{CounterPosition, DecryptError};
 use crate::keys::{IdentityCache, IdentityKeyPair, PublicKey};
 use crate::limits::MAX_FAST_FORWARD;
@@ -48,7 +48,7 @@ pub struct OpenJob<'e> {
 
 enum JobKeys {
     /// The HMAC key schedule of the chain key at the message's counter.
-    Chain { keyed: KeyedMac, counter: u32 },
+    Chain { keyed: KeySchedule, counter: u32 },
     /// A staged (skipped) key of the chain.
     Staged(MessageKeys),
 }

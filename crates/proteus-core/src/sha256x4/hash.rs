@@ -1,11 +1,13 @@
 //! The padding of FIPS 180-4 §5.1.1 around [`compress4`]: four messages of any lengths, each
 //! continued from a chaining value of its own (the IV, or an HMAC key's precomputed state).
 
+#[cfg(any(test, feature = "test-support"))]
 use zeroize::Zeroizing;
 
 #[cfg(any(test, feature = "test-support"))]
 use super::IV;
 use super::{Lanes, State4, compress4};
+use crate::crypto::SecretBlocks;
 
 /// Writes block `index` of `msg` into `block`, padded as the end of a message of
 /// `prefix + msg.len()` bytes whose first `prefix` bytes (whole blocks) are already in the
@@ -49,13 +51,13 @@ pub(crate) fn finish4<L: Lanes>(state: &mut State4<L>, prefix: u64, msgs: [&[u8]
     let counts = msgs.map(|m| block_count(m.len()));
     let longest = counts.iter().copied().max().unwrap_or(0);
     // One buffer for every block, wiped once at the end (the messages may be secret).
-    let mut blocks = Zeroizing::new([[0u8; 64]; 4]);
+    let mut blocks = SecretBlocks([[0u8; 64]; 4]);
     for index in 0..longest {
-        for (block, msg) in blocks.iter_mut().zip(msgs) {
+        for (block, msg) in blocks.0.iter_mut().zip(msgs) {
             padded_block(block, msg, prefix, index);
         }
         let mut next = *state;
-        let [b0, b1, b2, b3] = &*blocks;
+        let [b0, b1, b2, b3] = &blocks.0;
         compress4(&mut next, L::load_words([b0, b1, b2, b3]));
         let mask = lane_mask::<L>(counts.map(|n| index < n));
         for (s, n) in state.iter_mut().zip(next) {

@@ -38,6 +38,30 @@ impl<L: Lanes> KeyStates4<L> {
         }
     }
 
+    /// The key schedules four keys already have: lane `i` gets `states[i]`, its chaining values
+    /// after the ipad and after the opad block (a chain key's, crate::crypto::KeySchedule).
+    pub(crate) fn from_states(states: [&[[u32; 8]; 2]; 4]) -> Self {
+        let lanes = |half: usize| -> State4<L> {
+            core::array::from_fn(|j| {
+                L::from_lanes(states.map(|s| {
+                    s.get(half)
+                        .and_then(|words| words.get(j))
+                        .copied()
+                        .unwrap_or(0)
+                }))
+            })
+        };
+        Self {
+            inner: lanes(0),
+            outer: lanes(1),
+        }
+    }
+
+    /// HMAC of the one-byte message `byte` under every key (a chain key's `HMAC(CK, "0")`).
+    pub(crate) fn mac_byte(&self, byte: u8) -> [L; 8] {
+        self.mac_block(splat_words(last_block(0, [&[byte], &[]], 64 + 1)))
+    }
+
     /// HMAC of `msgs[i]` under key `i`.
     #[inline(never)]
     pub(crate) fn mac(&self, msgs: [&[u8]; 4]) -> [L; 8] {

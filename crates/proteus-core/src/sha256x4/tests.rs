@@ -7,7 +7,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use proptest::prelude::*;
 use sha2::{Digest, Sha256};
 
-use super::hash::sha256x4;
+use super::hash::{lane_bytes, sha256x4};
 use super::hmac::{KdfInfo, KeyStates4, empty_salt, hmac_verify4, hmac4, kdf4_empty_salt};
 use super::{Fastest, IV, Lanes, Portable, compress4, deinterleave, interleave};
 
@@ -114,6 +114,19 @@ proptest! {
         let mut fastest = interleave::<Fastest>(&states);
         compress_blocks(&mut fastest, [b0, b1, b2, b3]);
         prop_assert_eq!(deinterleave(&fastest), expected);
+    }
+
+    /// A one-byte HMAC finished in lanes from four keys' scalar key schedules (a planned
+    /// message's `HMAC(CK, "0")`) against the `hmac` crate.
+    #[test]
+    fn a_scalar_key_schedule_finishes_in_its_lane(keys in any::<[[u8; 32]; 4]>(), byte in any::<u8>()) {
+        let expected: [[u8; 32]; 4] = core::array::from_fn(|i| *crate::crypto::hmac(&keys[i], &[byte]));
+        let schedules = keys.each_ref().map(crate::crypto::KeySchedule::new);
+        let states = schedules.each_ref().map(crate::crypto::KeySchedule::states);
+        let portable = KeyStates4::<Portable>::from_states(states).mac_byte(byte);
+        let fastest = KeyStates4::<Fastest>::from_states(states).mac_byte(byte);
+        prop_assert_eq!(lane_bytes(&portable).map(|m| *m), expected);
+        prop_assert_eq!(lane_bytes(&fastest).map(|m| *m), expected);
     }
 
     /// HMAC-SHA256 and its constant-time check against the `hmac` crate.

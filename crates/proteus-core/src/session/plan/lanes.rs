@@ -4,10 +4,12 @@
 //! with `sha2` (SHA-NI) on threads, and run this only in tests, with the portable lanes.
 
 use super::{JobKeys, OpenJob, Opened};
-use crate::crypto::Secret32;
 use crate::error::DecryptError;
 use crate::session::derived::MessageKeys;
 use crate::sha256x4::Lanes;
+
+/// The key schedule a staged job's lane starts from (its result is not used).
+const UNUSED_STATES: [[u32; 8]; 2] = [[0; 8]; 2];
 
 /// What [`super::open_jobs`] computes, job for job the same results as [`OpenJob::open`].
 /// Jobs are taken four at a time: the message keys' HKDF of the four, then their MAC checks,
@@ -21,14 +23,8 @@ pub(super) fn open_jobs_in_lanes<L: Lanes>(jobs: &[OpenJob<'_>]) -> Vec<Opened> 
         };
         let [j0, j1, j2, j3]: [&OpenJob<'_>; 4] =
             core::array::from_fn(|i| four.get(i).unwrap_or(first));
-        // A chain job derives its keys from its chain key's `HMAC(CK, "0")`; a staged job has
-        // them (its lane derives keys from zeros, unused: staged jobs are rare).
-        let base = |job: &OpenJob<'_>| match &job.keys {
-            JobKeys::Chain { keyed, counter } => (keyed.mac(b"0"), *counter),
-            JobKeys::Staged(_) => (Secret32::default(), 0),
-        };
-        let [(b0, c0), (b1, c1), (b2, c2), (b3, c3)] = [j0, j1, j2, j3].map(base);
-        let [d0, d1, d2, d3] = MessageKeys::derive4::<L>([&b0, &b1, &b2, &b3], [c0, c1, c2, c3]);
+        let [(b0, c0), (b1, c1), (b2, c2), (b3, c3)] = [j0, j1, j2, j3].map(key_schedule);
+        let [d0, d1, d2, d3] = MessageKeys::derive4::<L>([b0, b1, b2, b3], [c0, c1, c2, c3]);
         let keys = [
             keys_of(j0, &d0),
             keys_of(j1, &d1),
@@ -50,6 +46,16 @@ pub(super) fn open_jobs_in_lanes<L: Lanes>(jobs: &[OpenJob<'_>]) -> Vec<Opened> 
         }
     }
     opened
+}
+
+/// A chain job derives its keys from its chain key's HMAC key schedule, `HMAC(CK, "0")` in the
+/// lanes too; a staged job has them (its lane derives keys from zero states, unused: staged
+/// jobs are rare).
+fn key_schedule<'k>(job: &'k OpenJob<'_>) -> (&'k [[u32; 8]; 2], u32) {
+    match &job.keys {
+        JobKeys::Chain { keyed, counter } => (keyed.states(), *counter),
+        JobKeys::Staged(_) => (&UNUSED_STATES, 0),
+    }
 }
 
 /// A job's message keys: its staged ones, or those its lane derived.
