@@ -52,6 +52,7 @@ pub(crate) trait Lanes: Copy {
     fn add(self, other: Self) -> Self;
     fn xor(self, other: Self) -> Self;
     fn or(self, other: Self) -> Self;
+    fn and(self, other: Self) -> Self;
     fn shr(self, bits: u32) -> Self;
     fn shl(self, bits: u32) -> Self;
     /// Bit by bit: `ones` where `mask` is 1, `zeros` where it is 0.
@@ -148,6 +149,8 @@ pub(crate) fn deinterleave<L: Lanes>(state: &State4<L>) -> [[u32; 8]; 4] {
 #[inline(never)]
 pub(crate) fn compress4<L: Lanes>(state: &mut State4<L>, mut w: [L; 16]) {
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut h] = *state;
+    // b XOR c: this round's a XOR b is the next round's, one select fewer a round for Maj.
+    let mut b_xor_c = b.xor(c);
     // One round per iteration, the working variables renamed by moves: a loop of 64 rather than
     // unrolled rounds: a fifth of the code, and no slower in wasm (docs/benchmarks.md).
     for (t, k) in K.iter().enumerate() {
@@ -163,8 +166,10 @@ pub(crate) fn compress4<L: Lanes>(state: &mut State4<L>, mut w: [L; 16]) {
         let ch = L::select(e, f, g);
         let t1 = h.add(big_s1).add(ch).add(L::splat(*k)).add(w[t % 16]);
         let big_s0 = a.rotr(2).xor(a.rotr(13)).xor(a.rotr(22));
-        // Maj(a, b, c): where a and b agree, a; where they differ, c.
-        let maj = L::select(a.xor(b), c, a);
+        // Maj(a, b, c): where a and b agree, b; where they differ, c (b XOR (b XOR c)).
+        let a_xor_b = a.xor(b);
+        let maj = b.xor(a_xor_b.and(b_xor_c));
+        b_xor_c = a_xor_b;
         (h, g, f, e) = (g, f, e, d.add(t1));
         (d, c, b, a) = (c, b, a, t1.add(big_s0).add(maj));
     }

@@ -41,6 +41,10 @@ impl Lanes for Portable {
         self.zip(other, |a, b| a | b)
     }
     #[inline(always)]
+    fn and(self, other: Self) -> Self {
+        self.zip(other, |a, b| a & b)
+    }
+    #[inline(always)]
     fn shr(self, bits: u32) -> Self {
         Self(self.0.map(|x| x >> bits))
     }

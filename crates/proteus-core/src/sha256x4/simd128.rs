@@ -3,7 +3,7 @@
 
 use core::arch::wasm32::{
     i8x16_shuffle, i32x4_shuffle, u32x4, u32x4_add, u32x4_extract_lane, u32x4_shl, u32x4_shr,
-    u32x4_splat, u64x2, u64x2_extract_lane, v128, v128_bitselect, v128_or, v128_xor,
+    u32x4_splat, u64x2, u64x2_extract_lane, v128, v128_and, v128_bitselect, v128_or, v128_xor,
 };
 
 use super::Lanes;
@@ -41,6 +41,10 @@ impl Lanes for Simd128 {
     #[inline(always)]
     fn or(self, other: Self) -> Self {
         Self(v128_or(self.0, other.0))
+    }
+    #[inline(always)]
+    fn and(self, other: Self) -> Self {
+        Self(v128_and(self.0, other.0))
     }
     #[inline(always)]
     fn shr(self, bits: u32) -> Self {
