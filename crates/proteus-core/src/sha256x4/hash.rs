@@ -33,6 +33,11 @@ fn padded_block(block: &mut [u8; 64], msg: &[u8], prefix: u64, index: usize) {
     }
 }
 
+/// Block `index` of `msg` if the message fills it: no padding in it, no copy needed.
+fn whole_block(msg: &[u8], index: usize) -> Option<&[u8; 64]> {
+    msg.get(index * 64..)?.first_chunk::<64>()
+}
+
 /// The number of blocks `len` bytes take once padded: the 0x80 byte and the 8-byte length.
 pub(crate) fn block_count(len: usize) -> usize {
     (len + 9).div_ceil(64)
@@ -53,12 +58,22 @@ pub(crate) fn finish4<L: Lanes>(state: &mut State4<L>, prefix: u64, msgs: [&[u8]
     // One buffer for every block, wiped once at the end (the messages may be secret).
     let mut blocks = SecretBlocks([[0u8; 64]; 4]);
     for index in 0..longest {
+        // A block wholly within its message is read where it is; only the others are built.
         for (block, msg) in blocks.0.iter_mut().zip(msgs) {
-            padded_block(block, msg, prefix, index);
+            if whole_block(msg, index).is_none() {
+                padded_block(block, msg, prefix, index);
+            }
         }
         let mut next = *state;
         let [b0, b1, b2, b3] = &blocks.0;
-        compress4(&mut next, L::load_words([b0, b1, b2, b3]));
+        let [m0, m1, m2, m3] = msgs;
+        let words = L::load_words([
+            whole_block(m0, index).unwrap_or(b0),
+            whole_block(m1, index).unwrap_or(b1),
+            whole_block(m2, index).unwrap_or(b2),
+            whole_block(m3, index).unwrap_or(b3),
+        ]);
+        compress4(&mut next, words);
         let mask = lane_mask::<L>(counts.map(|n| index < n));
         for (s, n) in state.iter_mut().zip(next) {
             *s = L::select(mask, n, *s);

@@ -87,9 +87,11 @@ impl<L: Lanes> KeyStates4<L> {
 
 /// The sixteen words of a block: `head` in every lane, then `tail` in every lane.
 fn join<L: Lanes>(head: &[L; 8], tail: [u32; 8]) -> [L; 16] {
-    let tail = splat_words::<L, 8>(tail);
-    let mut words = head.iter().chain(&tail).copied();
-    core::array::from_fn(|_| words.next().unwrap_or(L::splat(0)))
+    let [h0, h1, h2, h3, h4, h5, h6, h7] = *head;
+    let [t0, t1, t2, t3, t4, t5, t6, t7] = splat_words::<L, 8>(tail);
+    [
+        h0, h1, h2, h3, h4, h5, h6, h7, t0, t1, t2, t3, t4, t5, t6, t7,
+    ]
 }
 
 /// The chaining values after one block of `key ‖ zeros` XOR `pad`.
