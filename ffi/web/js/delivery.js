@@ -42,25 +42,22 @@ export function readChunk({ first, meta, ids, senders }, sessionIds, index, plai
 }
 
 /**
- * A sink for a batch of `index.length` messages (`sessionIds[index[i]]` is message i's session)
- * whose envelopes hold `size` bytes: `results` fills as `sink.deliver` is called; each result
- * goes to `onMessage(result, done, total)` if given, and the Promises it returns to `pending`.
+ * A sink for a batch of `index.length` messages (`sessionIds[index[i]]` is message i's session):
+ * `results` fills as `sink.deliver` is called; each result goes to `onMessage(result, done,
+ * total)` if given, and the Promises it returns to `pending`.
  */
-export function deliverySink(sessionIds, index, size, onMessage, pending) {
+export function deliverySink(sessionIds, index, onMessage, pending) {
   const total = index.length;
   const results = new Array(total);
-  // The plaintexts are copied out of wasm memory into one buffer (a plaintext is never longer
-  // than its envelope), each result's a view of its part: one allocation per batch.
-  const buffer = new Uint8Array(size);
-  let used = 0;
   const sink = {
     // One call per chunk of results (readChunk). An exception of the callback leaves through
     // here, as a CallbackFailed the batch returns.
     deliver(first, meta, ids, plaintexts, senders) {
-      buffer.set(plaintexts, used);
-      const base = used;
-      used += plaintexts.length;
-      const view = (at, length) => buffer.subarray(base + at, base + at + length);
+      // The chunk's plaintexts copied out of wasm memory at once, each result's a view of its
+      // part: one allocation per chunk, of the plaintexts' size (one buffer of the envelopes'
+      // size for the whole batch, zero-filled first, cost more).
+      const buffer = plaintexts.slice();
+      const view = (at, length) => buffer.subarray(at, at + length);
       return readChunk({ first, meta, ids, senders }, sessionIds, index, view, (result, i) => {
         results[i] = result;
         if (onMessage === undefined) return true;

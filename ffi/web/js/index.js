@@ -336,7 +336,7 @@ export class Client {
       }
     };
     return this.#run((raw) => {
-      const { results, sink } = deliverySink(sessionIds, index, size, onMessage, pending);
+      const { results, sink } = deliverySink(sessionIds, index, onMessage, pending);
       toWasmInput(raw, parts, size);
       // Until the callback's promises settle, a call on this client from the callback would wait
       // for the batch, which waits for it: such calls fail with ClientBusy instead.
