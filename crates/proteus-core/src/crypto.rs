@@ -139,9 +139,15 @@ pub(crate) fn hmac(key: &[u8; 32], data: &[u8]) -> Secret32 {
 
 /// Verifies an HMAC-SHA256 tag in constant time.
 pub(crate) fn hmac_verify(key: &[u8; 32], data: &[u8], tag: &[u8; 32]) -> bool {
-    let mut m = mac_with(key);
-    m.update(data);
-    m.verify_slice(tag).is_ok()
+    same_bytes(mac_with(key).mac_last(data).as_slice(), tag)
+}
+
+/// Whether `a` and `b` hold the same bytes, in constant time for slices of one length: their
+/// differences ORed, then one comparison with zero. `subtle`'s comparison of slices puts an
+/// optimization barrier on every byte (a call in wasm: 32 for a key or a MAC, every message).
+pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let differences = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    a.len() == b.len() && bool::from(differences.ct_eq(&0))
 }
 
 /// The 8-byte nonce of docs/protocol.md §2.7: the counter big-endian, then four zero bytes.
@@ -287,6 +293,24 @@ mod tests {
         fn the_key_check_agrees_on_arbitrary_bytes(bytes in any::<[u8; 32]>()) {
             prop_assert_eq!(DhPoint::from_ed25519(&bytes).is_some(), accepted_by_reference(&bytes));
         }
+    }
+
+    /// Equal slices compare equal, and a difference in any one bit of any byte, or in the
+    /// lengths, does not.
+    #[test]
+    fn same_bytes_sees_every_difference() {
+        let a: Vec<u8> = (0..32u8).map(|i| i.wrapping_mul(37)).collect();
+        assert!(same_bytes(&a, &a.clone()));
+        assert!(same_bytes(&[], &[]));
+        for i in 0..a.len() {
+            for bit in 0..8 {
+                let mut b = a.clone();
+                b[i] ^= 1 << bit;
+                assert!(!same_bytes(&a, &b));
+            }
+        }
+        assert!(!same_bytes(&a, &a[..31]));
+        assert!(!same_bytes(&a[..31], &a));
     }
 
     /// The crates' own states hold key-equivalent material (an HMAC's ipad/opad hash states, the

@@ -1,10 +1,11 @@
 //! Keys derived by the ratchets (docs/protocol.md §6.2, §6.5, §6.6, §9.5).
 
-use subtle::ConstantTimeEq;
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::cbor::{Decoder, Encoder, Seen, required};
-use crate::crypto::{KeySchedule, KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf, kdf_pair};
+use crate::crypto::{
+    KeySchedule, KeyedMac, Secret32, chacha20, hmac, hmac_verify, kdf, kdf_pair, same_bytes,
+};
 use crate::error::DecodeError;
 #[cfg(any(
     test,
@@ -73,7 +74,7 @@ impl ChainKey {
 
     /// Whether `other` is the same chain key at the same index (compared in constant time).
     pub(crate) fn same_as(&self, other: &ChainKey) -> bool {
-        self.idx == other.idx && bool::from(self.key.as_slice().ct_eq(other.key.as_slice()))
+        self.idx == other.idx && same_bytes(self.key.as_slice(), other.key.as_slice())
     }
 
     pub(crate) fn encode(&self, e: &mut Encoder) {
@@ -168,7 +169,7 @@ impl MessageKeys {
     /// Whether `other` holds the same keys for the same counter (compared in constant time).
     pub(crate) fn same_as(&self, other: &MessageKeys) -> bool {
         self.counter == other.counter
-            && bool::from(self.keys.as_flattened().ct_eq(other.keys.as_flattened()))
+            && same_bytes(self.keys.as_flattened(), other.keys.as_flattened())
     }
 
     pub(crate) fn mac(&self, message: &[u8]) -> Secret32 {
