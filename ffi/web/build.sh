@@ -59,7 +59,7 @@ build_wasm() {
 rm -rf pkg lanes.tmp
 build_wasm "${PROTEUS_WEB_FEATURES:-}" pkg
 # The opt-in build (`@proteus-engine/web/lanes`): batch-lanes opens a batch's messages four at a
-# time in SIMD lanes (22 % less CPU on 1x1000est) for ~16 KB more, over the 200,000-byte budget
+# time in SIMD lanes (30 % less CPU on 1x1000est) for ~18 KB more, over the 200,000-byte budget
 # the default keeps (docs/benchmarks.md, "Four SHA-256 lanes"). Features change no exported
 # function, so wasm-bindgen's JS glue must be the same: the package ships one glue, two modules.
 build_wasm "batch-lanes${PROTEUS_WEB_FEATURES:+,$PROTEUS_WEB_FEATURES}" lanes.tmp
