@@ -9,9 +9,12 @@
 #      take the store (the sqlite3 CLI holds its lock) and a process killed in the batch callback
 #      commit nothing, two Node processes on one store file, the addon and the wasm build talking to
 #      each other
-#   4. tsc on a usage of the types
-#   5. a consumer project: the packed tarball installed outside the repository, on the durable store
-#   6. the benchmark, one timed run per implementation and scenario (a smoke test)
+#   4. node --test tests/faults/: the addon built again with the cargo feature fault-injection (tests
+#      only, into tests/faults/addon/): a batch whose results fail to reach JS after its commit
+#      rejects (Internal, 599) rather than never settling; the package's addon has no such hook
+#   5. tsc on a usage of the types
+#   6. a consumer project: the packed tarball installed outside the repository, on the durable store
+#   7. the benchmark, one timed run per implementation and scenario (a smoke test)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -34,6 +37,11 @@ log "node --test: the same API on the wasm fallback"
 PROTEUS_BACKEND=wasm node --test tests/both/
 log "node --test: the native store, two processes on one store, native and wasm together"
 PROTEUS_BACKEND=native node --test tests/native/
+
+log "node --test: results that fail to reach JS after the commit (the addon built with fault-injection)"
+node_modules/.bin/napi build --platform --release --strip --no-js --features fault-injection \
+  --output-dir tests/faults/addon --dts addon.d.ts
+node --test tests/faults/
 
 log "tsc: the package's types"
 node_modules/.bin/tsc -p tests/types && echo "types ok"
