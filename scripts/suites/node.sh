@@ -13,7 +13,8 @@
 #      only, into tests/faults/addon/): a batch whose results fail to reach JS after its commit
 #      rejects (Internal, 599) rather than never settling; the package's addon has no such hook
 #   5. tsc on a usage of the types
-#   6. a consumer project: the packed tarball installed outside the repository, on the durable store
+#   6. a consumer project: the packed tarball installed outside the repository, on the durable store,
+#      and its wasm fallback (what the tarball ships of the web package is all it needs)
 #   7. the benchmark, one timed run per implementation and scenario (a smoke test)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -50,7 +51,8 @@ log "a consumer project: the packed tarball installed outside the repository, on
 consumer=$(mktemp -d)
 npm pack --pack-destination "$consumer" --silent >/dev/null
 (cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-node-*.tgz \
-  && cp "$OLDPWD/tests/consumer/use.mjs" . && node use.mjs)
+  && cp "$OLDPWD/tests/consumer/use.mjs" "$OLDPWD/tests/consumer/fallback.mjs" . && node use.mjs \
+  && PROTEUS_BACKEND=wasm node fallback.mjs)
 rm -rf "$consumer"
 
 log "benchmark, one timed run per implementation and scenario (smoke)"
