@@ -36,5 +36,9 @@ done
 cp "$pkg/proteus_web_lanes_bg.wasm" wasm/proteus_web_bg.wasm
 # --platform names the binary with napi-rs's platform suffix; cargo's target dir is honoured.
 # --no-js: index.js is our own loader; the raw layer's generated types go to addon.d.ts (not shipped).
-node_modules/.bin/napi build --platform --release --strip --no-js --dts addon.d.ts
+# Stripped by the profile, not `napi build --strip`: that sets RUSTFLAGS, which replaces the
+# workspace's rustflags (.cargo/config.toml: curve25519-dalek's AVX-512 IFMA backend), so the
+# addon was built unlike the Rust bench and ran slower (docs/benchmarks.md, session 13).
+export CARGO_PROFILE_RELEASE_STRIP=symbols
+node_modules/.bin/napi build --platform --release --no-js --dts addon.d.ts
 cp "$root/LICENSE-MIT" "$root/LICENSE-APACHE" .

@@ -40,8 +40,9 @@ log "node --test: the native store, two processes on one store, native and wasm 
 PROTEUS_BACKEND=native node --test tests/native/
 
 log "node --test: results that fail to reach JS after the commit (the addon built with fault-injection)"
-node_modules/.bin/napi build --platform --release --strip --no-js --features fault-injection \
-  --output-dir tests/faults/addon --dts addon.d.ts
+# Built as build.sh builds (stripped by the profile: no RUSTFLAGS, so the dependencies are shared).
+CARGO_PROFILE_RELEASE_STRIP=symbols node_modules/.bin/napi build --platform --release --no-js \
+  --features fault-injection --output-dir tests/faults/addon --dts addon.d.ts
 node --test tests/faults/
 
 log "tsc: the package's types"
