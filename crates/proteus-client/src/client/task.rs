@@ -8,6 +8,7 @@ use std::ops::ControlFlow;
 
 use super::parallel::SHARE_MIN_OPENS;
 use super::pipeline::decrypt_run_pipelined;
+use super::share::Helpers;
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::SortedSet;
 use crate::error::{ClientError, StoreError};
@@ -49,7 +50,7 @@ impl SessionTask<'_, '_> {
         &mut self,
         identity: &IdentityKeyPair,
         shared: &CheckedIdentities,
-        helpers: Option<&rayon::ThreadPool>,
+        helpers: Option<&Helpers>,
         mut sink: Option<&mut TaskSink<'_>>,
     ) -> Option<bool> {
         let mut prekeys = TaskPreKeys {
