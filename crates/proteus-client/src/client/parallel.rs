@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Client;
 use super::batch::{BatchState, decode};
-use super::share::{Helpers, share, share_after};
+use super::pace::Helpers;
+use super::share::{share, share_after};
 use super::task::{SessionTask, TaskOutcome, missing_result};
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
 use crate::collections::{HashMap, SortedSet};
@@ -183,6 +184,14 @@ enum Slot {
 }
 
 impl Client {
+    /// Whether the batch pool's helpers are to be asked (`client/pace.rs`): if they were late
+    /// lately, a batch takes the sequential path, one thread's fastest.
+    pub(super) fn batch_helpers_on_time(&mut self) -> bool {
+        self.batch_pool
+            .pool()
+            .is_some_and(|helpers| helpers.on_time().is_some())
+    }
+
     /// The batch loop of `decrypt_batch_chunked` on the pool.
     pub(super) fn decrypt_parallel<'q, F, E>(
         &mut self,

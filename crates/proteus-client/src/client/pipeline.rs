@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::share::{Crew, Helpers, Turnout};
+use super::pace::Helpers;
+use super::share::Crew;
 use proteus_core::plan::{OpenJob, Opened, PlanAhead, open_jobs};
 use proteus_core::{DecryptError, Envelope, IdentityKeyPair, Session};
 
@@ -232,9 +233,8 @@ pub(super) fn decrypt_run_pipelined<'e>(
         sink,
         stopped: false,
     };
-    let crew = Crew::default();
+    let crew = Crew::new();
     let count = helpers.count();
-    let started = Instant::now();
     let mut turnout = None;
     helpers.pool().in_place_scope(|scope| {
         for _ in 0..count {
@@ -256,25 +256,14 @@ pub(super) fn decrypt_run_pipelined<'e>(
             stalled: false,
         };
         run.decrypt(&mut results, ordinary);
-        let caller_done = Instant::now();
-        turnout = Some((
-            crew.aboard() >= count,
-            caller_done - started,
-            caller_done,
-            run.stalled,
-        ));
+        turnout = Some(crew.turnout(count).stalled(run.stalled));
         board.lock().over = true;
         board.posted.store(usize::MAX, Ordering::Release);
         board.waiting.notify_all();
         crew.wait_until_ashore();
     });
-    if let Some((all_aboard, caller_worked, caller_done, stalled)) = turnout {
-        helpers.came(Turnout {
-            all_aboard,
-            caller_worked,
-            waited: caller_done.elapsed(),
-            stalled,
-        });
+    if let Some(turnout) = turnout {
+        helpers.came(turnout.waited_until_now());
     }
     board.lock().by_helpers > 0
 }

@@ -11,149 +11,17 @@
 //! What the caller cannot avoid is waiting, when the work is done, for a helper that has not
 //! started yet (the work it would have touched is borrowed from the caller): on a busy machine
 //! that is a wait for another process's time slice, milliseconds. So the pool keeps the pace of
-//! its helpers ([`Helpers`]): after work they came too late for, the next work runs on the
-//! calling thread alone for a while (one thread's speed), then the helpers are asked again.
+//! its helpers (`client/pace.rs`), and work they are late for runs on the calling thread alone.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use rayon::ThreadPool;
+use super::pace::{Helpers, Turnout};
 
 /// Spins of the caller waiting for the items a helper is finishing, before it yields its CPU
 /// (a helper on the caller's own CPU can only finish if the caller lets it run).
 const SPINS_BEFORE_YIELD: u32 = 2_000;
-
-/// Calling-thread work shorter than this says nothing of a helper that had not started when it
-/// ended: waking a sleeping helper takes tens of µs.
-const LONG_ENOUGH: Duration = Duration::from_micros(300);
-/// Waiting this long at the end for the helpers means they are not getting a CPU in time.
-const LATE_WAIT: Duration = Duration::from_micros(500);
-/// How long the helpers rest after work they were late for, doubled for every such work in a
-/// row up to [`LONGEST_REST`]: a busy machine stays busy for a while, and asking the helpers
-/// while it is costs the wait above, once per rest.
-const FIRST_REST: Duration = Duration::from_millis(1);
-const LONGEST_REST: Duration = Duration::from_millis(128);
-
-/// A batch pool's helper threads and their pace (shared by every client with that thread count).
-pub(crate) struct Helpers {
-    pool: ThreadPool,
-    pace: Pace,
-}
-
-impl Helpers {
-    pub(crate) fn new(pool: ThreadPool) -> Self {
-        Self {
-            pool,
-            pace: Pace::new(),
-        }
-    }
-
-    /// The helpers, unless they were late lately and are resting: then `None`, and the work
-    /// runs on the calling thread.
-    pub(crate) fn on_time(&self) -> Option<&Self> {
-        self.pace.asked().then_some(self)
-    }
-
-    pub(super) fn pool(&self) -> &ThreadPool {
-        &self.pool
-    }
-
-    /// How many helpers.
-    pub(super) fn count(&self) -> usize {
-        self.pool.current_num_threads()
-    }
-
-    /// Late turnouts in a row.
-    #[cfg(test)]
-    pub(super) fn late_in_a_row(&self) -> u32 {
-        self.pace.late_in_a_row.load(Ordering::Relaxed)
-    }
-
-    /// Makes the helpers rest for `rest`, as if they had been late.
-    #[cfg(test)]
-    pub(super) fn rest_for(&self, rest: Duration) {
-        let until = self
-            .pace
-            .now()
-            .saturating_add(rest.as_nanos().try_into().unwrap_or(u64::MAX));
-        self.pace.rest_until.store(until, Ordering::Relaxed);
-    }
-
-    /// Records how the helpers came to one piece of work (see [`Turnout`]).
-    pub(super) fn came(&self, turnout: Turnout) {
-        match turnout.late() {
-            Some(true) => self.pace.late(),
-            Some(false) => self.pace.on_time(),
-            None => {}
-        }
-    }
-}
-
-/// How the helpers came to one piece of work: whether all had started when the calling thread
-/// ran out of work, after how long, and how long it then waited for them.
-pub(super) struct Turnout {
-    pub(super) all_aboard: bool,
-    pub(super) caller_worked: Duration,
-    pub(super) waited: Duration,
-    /// The caller found a helper stopped in the middle of the work and did its share.
-    pub(super) stalled: bool,
-}
-
-impl Turnout {
-    /// Late, on time, or too short to tell.
-    fn late(&self) -> Option<bool> {
-        if self.stalled || self.waited >= LATE_WAIT {
-            Some(true)
-        } else if self.all_aboard {
-            Some(false)
-        } else if self.caller_worked >= LONG_ENOUGH {
-            Some(true)
-        } else {
-            None
-        }
-    }
-}
-
-/// The helpers' lateness: consecutive late turnouts, and until when they rest.
-struct Pace {
-    epoch: Instant,
-    late_in_a_row: AtomicU32,
-    /// Nanoseconds since `epoch`.
-    rest_until: AtomicU64,
-}
-
-impl Pace {
-    fn new() -> Self {
-        Self {
-            epoch: Instant::now(),
-            late_in_a_row: AtomicU32::new(0),
-            rest_until: AtomicU64::new(0),
-        }
-    }
-
-    fn now(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    fn asked(&self) -> bool {
-        self.now() >= self.rest_until.load(Ordering::Relaxed)
-    }
-
-    fn late(&self) {
-        let row = self.late_in_a_row.fetch_add(1, Ordering::Relaxed);
-        let rest = FIRST_REST
-            .saturating_mul(1 << row.min(16))
-            .min(LONGEST_REST);
-        let rest = u64::try_from(rest.as_nanos()).unwrap_or(u64::MAX);
-        self.rest_until
-            .store(self.now().saturating_add(rest), Ordering::Relaxed);
-    }
-
-    fn on_time(&self) {
-        self.late_in_a_row.store(0, Ordering::Relaxed);
-    }
-}
 
 /// Runs `work` on every item, each exactly once, on the calling thread and on up to all of
 /// `pool`'s threads: each thread takes the next item nobody has taken. Returns when every item
@@ -197,8 +65,7 @@ pub(crate) fn share_after<T: Send>(
         }
         taken
     };
-    let crew = Crew::default();
-    let started = Instant::now();
+    let crew = Crew::new();
     let mut turnout = None;
     let helped = helpers.pool().in_place_scope(|scope| {
         for _ in 0..count {
@@ -209,8 +76,7 @@ pub(crate) fn share_after<T: Send>(
         }
         first();
         let mine = take();
-        let caller_done = Instant::now();
-        turnout = Some((crew.aboard() >= count, caller_done - started, caller_done));
+        turnout = Some(crew.turnout(count));
         // The caller has taken its last item; helpers may still be on theirs. Waiting for
         // them without sleeping: a sleeping caller would pay a wake-up.
         let mut wait = SpinWait::default();
@@ -220,13 +86,8 @@ pub(crate) fn share_after<T: Send>(
         crew.wait_until_ashore();
         slots.len() - mine
     });
-    if let Some((all_aboard, caller_worked, caller_done)) = turnout {
-        helpers.came(Turnout {
-            all_aboard,
-            caller_worked,
-            waited: caller_done.elapsed(),
-            stalled: false,
-        });
+    if let Some(turnout) = turnout {
+        helpers.came(turnout.waited_until_now());
     }
     helped
 }
@@ -236,23 +97,44 @@ pub(crate) fn share_after<T: Send>(
 /// while a helper is still on its last instructions puts the caller to sleep on the scope's
 /// latch, and its wake-up (tens of µs) came after every result was ready. A helper that has
 /// not started yet is not waited for here (the scope does that; it then finds nothing to do).
-#[derive(Default)]
+/// It also times the helpers' start, for their pace.
 pub(super) struct Crew {
     boarded: AtomicUsize,
     ashore: AtomicUsize,
+    started: Instant,
+    /// Nanoseconds from `started` to the latest helper's start.
+    last_boarded: AtomicU64,
 }
 
 impl Crew {
+    /// A crew for work starting now.
+    pub(super) fn new() -> Self {
+        Self {
+            boarded: AtomicUsize::new(0),
+            ashore: AtomicUsize::new(0),
+            started: Instant::now(),
+            last_boarded: AtomicU64::new(0),
+        }
+    }
+
     /// Called first by a helper's job; the guard counts it as gone when dropped (on unwinding
     /// too, so that a panic in the job reaches the caller through the scope).
     pub(super) fn board(&self) -> Aboard<'_> {
+        let after = u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last_boarded.fetch_max(after, Ordering::AcqRel);
         self.boarded.fetch_add(1, Ordering::AcqRel);
         Aboard(&self.ashore)
     }
 
-    /// How many helpers have started so far.
-    pub(super) fn aboard(&self) -> usize {
-        self.boarded.load(Ordering::Acquire)
+    /// How `count` helpers have come so far, the calling thread having run out of work now.
+    pub(super) fn turnout(&self, count: usize) -> Turnout {
+        let all_aboard = self.boarded.load(Ordering::Acquire) >= count;
+        Turnout::new(
+            self.started,
+            all_aboard.then(|| {
+                std::time::Duration::from_nanos(self.last_boarded.load(Ordering::Acquire))
+            }),
+        )
     }
 
     /// Waits, without sleeping, until every helper that started has left.
@@ -308,7 +190,8 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
-    use super::{Helpers, share};
+    use super::share;
+    use crate::client::pace::Helpers;
 
     fn pool(threads: usize) -> Helpers {
         let pool = rayon::ThreadPoolBuilder::new()

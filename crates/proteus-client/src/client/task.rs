@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use super::pace::Helpers;
 use super::parallel::SHARE_MIN_OPENS;
 use super::pipeline::decrypt_run_pipelined;
-use super::share::Helpers;
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::SortedSet;
 use crate::error::{ClientError, StoreError};

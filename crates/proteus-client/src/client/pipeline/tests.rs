@@ -10,7 +10,7 @@ use proteus_core::plan::Opened;
 use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
 
 use super::decrypt_run_pipelined;
-use crate::client::share::Helpers;
+use crate::client::pace::Helpers;
 
 /// Makes a helper stop after the first job of every part it opens, until the calling thread
 /// has taken the part over (a helper the system stopped mid-part).
