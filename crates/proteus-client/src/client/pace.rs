@@ -29,6 +29,19 @@ const LATE_WAIT: Duration = Duration::from_micros(500);
 const FIRST_REST: Duration = Duration::from_millis(1);
 const LONGEST_REST: Duration = Duration::from_millis(128);
 
+/// Whether helpers keep a pace (see [`Client::set_batch_pace`](crate::Client::set_batch_pace)).
+static PACED: AtomicBool = AtomicBool::new(true);
+
+impl crate::Client {
+    /// Whether the batch threads of this process keep their helpers' pace (the default): after
+    /// work the helper threads came too late for, batches run on the calling thread alone for
+    /// a while (see docs/benchmarks.md, "session 13"). `false` offers every batch to the
+    /// helpers, late or not: for tests that must take the parallel path, and measurements.
+    pub fn set_batch_pace(paced: bool) {
+        PACED.store(paced, Ordering::Relaxed);
+    }
+}
+
 /// A batch pool's helper threads and their pace (shared by every client with that thread count).
 pub(crate) struct Helpers {
     pool: ThreadPool,
@@ -63,7 +76,7 @@ impl Helpers {
         match turnout.late() {
             Some(true) => self.pace.late(),
             Some(false) => self.pace.late_in_a_row.store(0, Ordering::Relaxed),
-            None => {}
+            None => return,
         }
         self.pace.trial.store(false, Ordering::Relaxed);
     }
@@ -172,6 +185,9 @@ impl Pace {
 
     /// Whether to offer work to the helpers now.
     fn asked(&self, pool: &ThreadPool) -> bool {
+        if !PACED.load(Ordering::Relaxed) {
+            return true;
+        }
         if self.late_in_a_row.load(Ordering::Relaxed) == 0 || self.trial.load(Ordering::Relaxed) {
             return true;
         }

@@ -21,7 +21,7 @@
 //! calling thread's lost time).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Deref};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -78,17 +78,17 @@ struct Board<'e> {
     /// Signalled when a part is waiting, and when the run is over.
     waiting: Condvar,
     /// Parts planned so far (the run is over: `usize::MAX`), watched by idle helpers.
-    posted: AtomicUsize,
+    posted: OwnLine<AtomicUsize>,
     /// Helpers asleep on `waiting`.
-    sleeping: AtomicUsize,
+    sleeping: OwnLine<AtomicUsize>,
     /// Jobs the helpers have opened, watched by a calling thread waiting for a part.
-    progress: AtomicUsize,
+    progress: OwnLine<AtomicUsize>,
     /// Steps of the calling thread (parts planned, applied, opened), watched by idle helpers.
-    beat: AtomicUsize,
+    beat: OwnLine<AtomicUsize>,
     /// Parts numbered below this need no opening: applied, decrypted by the calling thread, or
     /// planned from a state the session has left. A helper opening one drops it. Changed with
     /// `parts` locked.
-    needless_below: AtomicUsize,
+    needless_below: OwnLine<AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -198,6 +198,19 @@ impl<'e> Board<'e> {
     }
 }
 
+/// A value on a cache line of its own: one thread writes it while another reads its
+/// neighbours (the helpers' progress, the calling thread's steps), so neither slows the other.
+#[repr(align(128))]
+struct OwnLine<T>(T);
+
+impl<T> Deref for OwnLine<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A planned part of the run: messages `start..end`, numbered `number`.
 struct Part {
     number: usize,
@@ -222,11 +235,11 @@ pub(super) fn decrypt_run_pipelined<'e>(
     let board = Board {
         parts: Mutex::new(Parts::default()),
         waiting: Condvar::new(),
-        posted: AtomicUsize::new(0),
-        sleeping: AtomicUsize::new(0),
-        progress: AtomicUsize::new(0),
-        beat: AtomicUsize::new(0),
-        needless_below: AtomicUsize::new(0),
+        posted: OwnLine(AtomicUsize::new(0)),
+        sleeping: OwnLine(AtomicUsize::new(0)),
+        progress: OwnLine(AtomicUsize::new(0)),
+        beat: OwnLine(AtomicUsize::new(0)),
+        needless_below: OwnLine(AtomicUsize::new(0)),
     };
     let mut results = Results {
         done: 0,
