@@ -22,6 +22,11 @@ use rayon::ThreadPool;
 /// an idle CPU takes tens of µs); calling-thread work shorter than this says nothing of a
 /// helper that had not started when it ended.
 const PROMPT: Duration = Duration::from_micros(300);
+/// Helpers that did at least this many items of shared work...
+const ITEMS_TO_TELL: usize = 8;
+/// ...and finished fewer than this share of them while the calling thread finished one of its
+/// own ran only while it was stopped: one CPU for both, where sharing only costs.
+const BESIDE_AT_LEAST: usize = 4;
 /// Waiting this long at the end for the helpers means they were late.
 const LATE_WAIT: Duration = Duration::from_micros(500);
 /// The helpers' first rest after late work; doubled for every late turnout in a row, up to
@@ -107,6 +112,9 @@ pub(super) struct Turnout {
     waited: Duration,
     /// The calling thread found a helper stopped mid-work and did that work itself.
     stalled: bool,
+    /// Items the helpers did, and of those, items during which the calling thread finished one.
+    helper_items: usize,
+    beside: usize,
 }
 
 impl Turnout {
@@ -119,7 +127,16 @@ impl Turnout {
             caller_done,
             waited: Duration::ZERO,
             stalled: false,
+            helper_items: 0,
+            beside: 0,
         }
+    }
+
+    /// The helpers did `items`, of which `beside` while the calling thread finished one.
+    pub(super) fn beside(mut self, items: usize, beside: usize) -> Self {
+        self.helper_items = items;
+        self.beside = beside;
+        self
     }
 
     /// The calling thread has waited for the helpers until now.
@@ -133,11 +150,13 @@ impl Turnout {
         self
     }
 
-    /// Late (the caller waited for them, or did all the work of long work), on time (all
-    /// started promptly), or nothing to tell (short work; or they started late but in time
-    /// to do a share).
+    /// Late (the caller waited for them, or did all the work of long work, or they ran only
+    /// while it was stopped), on time (all started promptly), or nothing to tell (short work;
+    /// or they started late but in time to do a share).
     fn late(&self) -> Option<bool> {
-        if self.stalled || self.waited >= LATE_WAIT {
+        let not_beside = self.helper_items >= ITEMS_TO_TELL
+            && self.beside.saturating_mul(BESIDE_AT_LEAST) < self.helper_items;
+        if self.stalled || self.waited >= LATE_WAIT || not_beside {
             return Some(true);
         }
         let long = self.caller_worked >= PROMPT;
@@ -315,7 +334,17 @@ mod tests {
         assert_eq!(helpers.late_in_a_row(), 2, "started as the caller finished");
         helpers.came(Turnout::new(long_ago, Some(Duration::ZERO)).stalled(true));
         assert_eq!(helpers.late_in_a_row(), 3, "stopped mid-work");
-        helpers.came(Turnout::new(long_ago, Some(Duration::from_micros(50))));
-        assert_eq!(helpers.late_in_a_row(), 0, "started promptly");
+        helpers.came(Turnout::new(long_ago, Some(Duration::from_micros(50))).beside(40, 2));
+        assert_eq!(
+            helpers.late_in_a_row(),
+            4,
+            "ran only while the caller was stopped"
+        );
+        helpers.came(Turnout::new(long_ago, Some(Duration::from_micros(50))).beside(40, 30));
+        assert_eq!(
+            helpers.late_in_a_row(),
+            0,
+            "started promptly, ran beside the caller"
+        );
     }
 }

@@ -54,14 +54,24 @@ pub(crate) fn share_after<T: Send>(
     let slots: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let take = || {
+    // Whether helpers run beside the caller or only while it is stopped (one CPU for both):
+    // the items the caller finished, and the helpers' items during which it finished one.
+    let by_caller = AtomicUsize::new(0);
+    let beside = AtomicUsize::new(0);
+    let take = |helper: bool| {
         let mut taken = 0;
         while let Some(slot) = slots.get(next.fetch_add(1, Ordering::Relaxed)) {
             // Counted even if `work` panics, so that the caller's wait below ends and the
             // scope passes the panic on.
             let _count = Done(&done);
             taken += 1;
+            let caller_before = by_caller.load(Ordering::Relaxed);
             work(&mut slot.lock().unwrap_or_else(PoisonError::into_inner));
+            if !helper {
+                by_caller.fetch_add(1, Ordering::Relaxed);
+            } else if by_caller.load(Ordering::Relaxed) != caller_before {
+                beside.fetch_add(1, Ordering::Relaxed);
+            }
         }
         taken
     };
@@ -71,11 +81,11 @@ pub(crate) fn share_after<T: Send>(
         for _ in 0..count {
             scope.spawn(|_| {
                 let _aboard = crew.board();
-                take();
+                take(true);
             });
         }
         first();
-        let mine = take();
+        let mine = take(false);
         turnout = Some(crew.turnout(count));
         // The caller has taken its last item; helpers may still be on theirs. Waiting for
         // them without sleeping: a sleeping caller would pay a wake-up.
@@ -87,7 +97,8 @@ pub(crate) fn share_after<T: Send>(
         slots.len() - mine
     });
     if let Some(turnout) = turnout {
-        helpers.came(turnout.waited_until_now());
+        let beside = beside.load(Ordering::Relaxed);
+        helpers.came(turnout.waited_until_now().beside(helped, beside));
     }
     helped
 }
