@@ -13,7 +13,7 @@
 //! that is a wait for another process's time slice, milliseconds. So the pool keeps the pace of
 //! its helpers (`client/pace.rs`), and work they are late for runs on the calling thread alone.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
@@ -55,8 +55,11 @@ pub(crate) fn share_after<T: Send>(
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     // Whether helpers run beside the caller or only while it is stopped (one CPU for both):
-    // the items the caller finished, and the helpers' items during which it finished one.
+    // the items the caller finished, the helpers' items started once the caller takes items
+    // too (not during `first`), and of those, the items during which it finished one.
     let by_caller = AtomicUsize::new(0);
+    let caller_takes = AtomicBool::new(false);
+    let watched = AtomicUsize::new(0);
     let beside = AtomicUsize::new(0);
     let take = |helper: bool| {
         let mut taken = 0;
@@ -65,12 +68,16 @@ pub(crate) fn share_after<T: Send>(
             // scope passes the panic on.
             let _count = Done(&done);
             taken += 1;
+            let watching = helper && caller_takes.load(Ordering::Relaxed);
             let caller_before = by_caller.load(Ordering::Relaxed);
             work(&mut slot.lock().unwrap_or_else(PoisonError::into_inner));
             if !helper {
                 by_caller.fetch_add(1, Ordering::Relaxed);
-            } else if by_caller.load(Ordering::Relaxed) != caller_before {
-                beside.fetch_add(1, Ordering::Relaxed);
+            } else if watching {
+                watched.fetch_add(1, Ordering::Relaxed);
+                if by_caller.load(Ordering::Relaxed) != caller_before {
+                    beside.fetch_add(1, Ordering::Relaxed);
+                }
             }
         }
         taken
@@ -85,6 +92,7 @@ pub(crate) fn share_after<T: Send>(
             });
         }
         first();
+        caller_takes.store(true, Ordering::Relaxed);
         let mine = take(false);
         turnout = Some(crew.turnout(count));
         // The caller has taken its last item; helpers may still be on theirs. Waiting for
@@ -97,8 +105,8 @@ pub(crate) fn share_after<T: Send>(
         slots.len() - mine
     });
     if let Some(turnout) = turnout {
-        let beside = beside.load(Ordering::Relaxed);
-        helpers.came(turnout.waited_until_now().beside(helped, beside));
+        let (watched, beside) = (watched.into_inner(), beside.into_inner());
+        helpers.came(turnout.waited_until_now().beside(watched, beside));
     }
     helped
 }
