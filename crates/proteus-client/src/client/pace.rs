@@ -34,9 +34,11 @@ const LATE_WAIT: Duration = Duration::from_micros(500);
 const FIRST_REST: Duration = Duration::from_millis(1);
 const LONGEST_REST: Duration = Duration::from_millis(128);
 
-/// Whether helpers keep a pace (see [`Client::set_batch_pace`](crate::Client::set_batch_pace)).
+/// Whether helpers keep a pace (tests turn it off: `Client::set_batch_pace`, feature
+/// `test-support`).
 static PACED: AtomicBool = AtomicBool::new(true);
 
+#[cfg(feature = "test-support")]
 impl crate::Client {
     /// Whether the batch threads of this process keep their helpers' pace (the default): after
     /// work the helper threads came too late for, batches run on the calling thread alone for
