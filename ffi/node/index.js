@@ -2,13 +2,13 @@
 // the Node-API addon, on a durable SQLite store) where a prebuilt binary exists for the
 // platform, else the wasm build of the web package (wasm/, in memory, or IndexedDB when given
 // one): its lanes module, faster on a batch and larger, which costs nothing to download here
-// (the web package's README, "Two builds"). Both have the web package's API and types, and
-// raise the same ProteusError class.
+// (the web package's README, "Two builds"; build.sh installs it under the default module's
+// name, so a plain init() loads it). Both have the web package's API and types, and raise the
+// same ProteusError class.
 // `backend` says which one runs; PROTEUS_BACKEND=wasm forces the wasm build.
 
 import { loadAddon } from './load.js';
 import * as wasm from './wasm/index.js';
-import { initLanes } from './wasm/lanes.js';
 import * as native from './native.js';
 
 // The codes, ProteusError, the family guards and init: the web package's, for both backends.
@@ -17,7 +17,7 @@ export * from './wasm/index.js';
 const addon = loadAddon();
 if (addon !== undefined) native.useAddon(addon);
 // The wasm build's module functions need it loaded; the native ones need nothing.
-else await initLanes();
+else await wasm.init();
 
 /** Which implementation runs: 'native' (the addon) or 'wasm'. */
 export const backend = addon !== undefined ? 'native' : 'wasm';

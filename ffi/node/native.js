@@ -5,7 +5,7 @@
 // addon's tagged errors into the web package's ProteusError (the same class, so `instanceof`
 // and the family guards work whichever backend runs).
 
-import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS } from './wasm/index.js';
+import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS, INTERNAL } from './wasm/index.js';
 import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
 import { packQueue } from './queue.js';
 import { readChunk } from './wasm/delivery.js';
@@ -44,6 +44,22 @@ function busyError() {
   return failure(
     CLIENT_BUSY,
     'the client is busy: a decryptBatch is delivering its results (a call from its callback would wait for the batch, which waits for the callback); call after the batch resolved',
+  );
+}
+
+/**
+ * A batch without a callback whose results could not reach the application after its commit
+ * (Node could not allocate them): Internal (599). Committed is committed: the messages come
+ * back as duplicates, so a caller that must never lose a plaintext passes a callback, which
+ * gets each result before the commit.
+ */
+function lostResults(cause) {
+  return failure(
+    INTERNAL,
+    'the batch was committed, but its results could not be handed to JavaScript (out of memory?): ' +
+      'its messages will not decrypt again (they come back as DuplicateMessage, 209); a decryptBatch ' +
+      'with a callback receives each result before the commit',
+    { cause },
   );
 }
 
@@ -241,7 +257,9 @@ export class Client {
   /**
    * Decrypts a queue with one commit, after `onMessage` accepted every result (see the web
    * package: false stops the batch, BatchAborted 108; a throw or a rejected promise stops it,
-   * CallbackFailed 121; nothing is committed then).
+   * CallbackFailed 121; nothing is committed then). Without a callback the results cross
+   * into JS after the commit: should that fail (out of memory), the call rejects with Internal
+   * (599), the batch committed all the same.
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
@@ -307,8 +325,8 @@ export class Client {
 
   /**
    * A decryptBatch without a callback, after the calls before it: the addon hands the results
-   * to `feed` once committed, marked `committed`, and the returned promise settles on them (or
-   * on the call's error); the next call waits for the addon's call to end (it frees the
+   * to `feed` once committed, and the returned promise settles on them (or on the call's
+   * error); the next call waits for the addon's call to end (it frees the
    * engine's results after handing them over).
    */
   #fed(packed, unpack, release) {
@@ -320,13 +338,17 @@ export class Client {
     const committed = this.#tail.then(
       () =>
         new Promise((resolve, reject) => {
-          const feed = (chunk) => {
+          // Called once, after the commit: with the results, or with the error that kept Node
+          // from making their JS values. Whatever fails here rejects, or the promise would
+          // never settle (and the client would wait for it for good).
+          const feed = (error, chunk) => {
             try {
+              if (error) throw error;
               unpack(chunk);
+              resolve();
             } catch (e) {
-              reject(e);
+              reject(lostResults(e));
             }
-            if (chunk.committed) resolve();
           };
           ended = this.#raw.decryptBatch(...packed, feed);
           ended.catch((e) => reject(adopt(e)));

@@ -9,9 +9,13 @@
 #      take the store (the sqlite3 CLI holds its lock) and a process killed in the batch callback
 #      commit nothing, two Node processes on one store file, the addon and the wasm build talking to
 #      each other
-#   4. tsc on a usage of the types
-#   5. a consumer project: the packed tarball installed outside the repository, on the durable store
-#   6. the benchmark, one timed run per implementation and scenario (a smoke test)
+#   4. node --test tests/faults/: the addon built again with the cargo feature fault-injection (tests
+#      only, into tests/faults/addon/): a batch whose results fail to reach JS after its commit
+#      rejects (Internal, 599) rather than never settling; the package's addon has no such hook
+#   5. tsc on a usage of the types
+#   6. a consumer project: the packed tarball installed outside the repository, on the durable store,
+#      and its wasm fallback (what the tarball ships of the web package is all it needs)
+#   7. the benchmark, one timed run per implementation and scenario (a smoke test)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -35,6 +39,12 @@ PROTEUS_BACKEND=wasm node --test tests/both/
 log "node --test: the native store, two processes on one store, native and wasm together"
 PROTEUS_BACKEND=native node --test tests/native/
 
+log "node --test: results that fail to reach JS after the commit (the addon built with fault-injection)"
+# Built as build.sh builds (stripped by the profile: no RUSTFLAGS, so the dependencies are shared).
+CARGO_PROFILE_RELEASE_STRIP=symbols node_modules/.bin/napi build --platform --release --no-js \
+  --features fault-injection --output-dir tests/faults/addon --dts addon.d.ts
+node --test tests/faults/
+
 log "tsc: the package's types"
 node_modules/.bin/tsc -p tests/types && echo "types ok"
 
@@ -42,7 +52,8 @@ log "a consumer project: the packed tarball installed outside the repository, on
 consumer=$(mktemp -d)
 npm pack --pack-destination "$consumer" --silent >/dev/null
 (cd "$consumer" && npm init -y >/dev/null && npm install --no-audit --no-fund --silent ./proteus-engine-node-*.tgz \
-  && cp "$OLDPWD/tests/consumer/use.mjs" . && node use.mjs)
+  && cp "$OLDPWD/tests/consumer/use.mjs" "$OLDPWD/tests/consumer/fallback.mjs" . && node use.mjs \
+  && PROTEUS_BACKEND=wasm node fallback.mjs)
 rm -rf "$consumer"
 
 log "benchmark, one timed run per implementation and scenario (smoke)"

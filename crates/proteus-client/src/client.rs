@@ -22,6 +22,8 @@ mod fanout_parallel;
 mod import_export;
 mod operation;
 #[cfg(not(target_arch = "wasm32"))]
+mod pace;
+#[cfg(not(target_arch = "wasm32"))]
 mod parallel;
 #[cfg(not(target_arch = "wasm32"))]
 mod pipeline;

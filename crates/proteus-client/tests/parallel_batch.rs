@@ -202,6 +202,8 @@ fn run(f: &Fixture, threads: usize, chunk: usize) -> Run {
     let storage = TestStorage::from_dump(&f.dump);
     let mut client = storage.client();
     client.set_batch_threads(threads);
+    // The parallel path even when the helpers come late (a busy machine).
+    Client::set_batch_pace(false);
     let mut chunks = Vec::new();
     let results = client
         .decrypt_batch_chunked(&queue(&f.queue), Chunking::every(chunk), |c, p| {
@@ -326,6 +328,8 @@ fn a_failing_store_mid_batch_commits_nothing() {
         let storage = TestStorage::from_dump(&f.dump);
         let mut bob = storage.client();
         bob.set_batch_threads(threads);
+        // The parallel path even when the helpers come late (a busy machine).
+        Client::set_batch_pace(false);
         // Reads fail from the first hand-over on: the batch stops when it needs one.
         let handle = storage.clone();
         let mut handed = 0;
@@ -363,6 +367,8 @@ fn an_abort_mid_batch_commits_nothing() {
     let storage = TestStorage::from_dump(&f.dump);
     let mut bob = storage.client();
     bob.set_batch_threads(3);
+    // The parallel path even when the helpers come late (a busy machine).
+    Client::set_batch_pace(false);
     let mut handed = 0;
     let result = bob.decrypt_batch(&queue(&f.queue), |_, p| {
         handed = p.done;
@@ -393,6 +399,8 @@ fn an_abort_mid_backlog_from_one_sender_commits_nothing() {
             let storage = TestStorage::from_dump(&f.dump);
             let mut bob = storage.client();
             bob.set_batch_threads(threads);
+            // The parallel path even when the helpers come late (a busy machine).
+            Client::set_batch_pace(false);
             let mut handed = 0;
             let result = bob.decrypt_batch(&queue(&f.queue), |d, p| {
                 assert!(d.outcome.is_ok(), "message {}", p.done);

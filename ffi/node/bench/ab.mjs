@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Paired A/B of two builds of the native backend in one Node process, on a loaded machine:
 //
-//   node bench/ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K]
+//   node bench/ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K] [--threads T]
 //
 // A build is a directory holding the package's native.js, queue.js and wasm/ and the addon
 // (proteus.<triple>.node), e.g. a copy of ffi/node made before a change. Each round runs one
@@ -10,7 +10,9 @@
 // $CARGO_TARGET_DIR/release/proteus-bench, built with `cargo build --release -p proteus-bench`)
 // runs every K rounds inside the same script, for the same minutes. Prints one JSON line: per
 // build and store the quartiles (25/50/75 %) in ms, the median of the paired ratios B / A, the
-// median of the Rust medians and the median load average.
+// median of the Rust medians and the median load average. --threads T sets the batch threads of
+// both builds and of the Rust bench (default: the client's): with 1, no run depends on whether
+// a batch's helper thread got a core of a busy machine (docs/benchmarks.md, session 13).
 
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -26,12 +28,13 @@ const args = process.argv.slice(2);
 const option = (name) => args.flatMap((a, i) => (a === name ? [args[i + 1]] : []));
 const dirs = args.filter((a, i) => !a.startsWith('--') && !(args[i - 1] ?? '').startsWith('--'));
 if (dirs.length !== 2) {
-  throw new Error('usage: ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K]');
+  throw new Error('usage: ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K] [--threads T]');
 }
 const rounds = Number(option('--runs')[0] ?? 41);
 const scenario = option('--scenario')[0] ?? '1x1000est';
 const stores = option('--store').length ? option('--store') : ['memory', 'sqlite'];
 const rustEvery = Number(option('--rust-every')[0] ?? 0);
+const threads = option('--threads')[0] === undefined ? undefined : Number(option('--threads')[0]);
 for (const s of stores) if (s !== 'memory' && s !== 'sqlite') throw new Error(`unknown store ${s}`);
 
 async function backend(dir) {
@@ -59,7 +62,8 @@ async function load(client, s) {
 /** A client of build `name` holding the receiver's seed; on SQLite, a copy of a template file. */
 async function from(name, store) {
   const { Client } = builds[name];
-  if (store === 'memory') return load(await Client.inMemory(), sc.receiver);
+  const options = threads === undefined ? {} : { batchThreads: threads };
+  if (store === 'memory') return load(await Client.inMemory(options), sc.receiver);
   if (templates[name] === undefined) {
     templates[name] = join(dir, `template-${files++}.db`);
     await (await load(await Client.open(templates[name]), sc.receiver)).close();
@@ -67,7 +71,7 @@ async function from(name, store) {
   const path = join(dir, `store-${files++}.db`);
   copyFileSync(templates[name], path);
   if (existsSync(`${templates[name]}-wal`)) copyFileSync(`${templates[name]}-wal`, `${path}-wal`);
-  return Client.open(path);
+  return Client.open(path, options);
 }
 
 async function run(name, store) {
@@ -87,6 +91,7 @@ function rustBench() {
   const root = fileURLToPath(new URL('../../..', import.meta.url));
   const bin = join(process.env.CARGO_TARGET_DIR ?? join(root, 'target'), 'release', 'proteus-bench');
   const argv = ['--json', '--runs', '15', '--scenario', scenario];
+  if (threads !== undefined) argv.push('--threads', String(threads));
   for (const s of stores) argv.push('--store', s === 'sqlite' ? 'sqlite-batch' : s);
   for (const line of execFileSync(bin, argv, { encoding: 'utf8' }).split('\n')) {
     if (!line.startsWith('{')) continue;
@@ -114,7 +119,7 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const round = (x) => Math.round(x * 1000) / 1000;
-const out = { scenario, rounds, load_median: round(median(loads)) };
+const out = { scenario, rounds, threads: threads ?? 'default', load_median: round(median(loads)) };
 for (const [key, xs] of Object.entries(times)) out[`${key}_ms`] = [0.25, 0.5, 0.75].map((q) => round(q === 0.5 ? median(xs) : quantile(xs, q))).join('/');
 for (const store of stores) {
   const a = times[`A-${store}`];

@@ -25,16 +25,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAddon } from '../load.js';
 import * as native from '../native.js';
-import { Client as WasmClient } from '../wasm/index.js';
-import { initLanes } from '../wasm/lanes.js';
+import { Client as WasmClient, init as initWasm } from '../wasm/index.js';
 import { WireClient } from '../../web/tests/support/wire.mjs';
 import { ALICE, BOB, SCENARIOS, build, equal } from '../../web/bench/scenarios.mjs';
 
 const addon = loadAddon();
 if (addon === undefined) throw new Error('the bench needs the native addon: run ./build.sh first');
 native.useAddon(addon);
-// The wasm fallback's module, as index.js loads it.
-await initLanes();
+// The wasm fallback's module (the lanes one, under the default's name: build.sh), as index.js loads it.
+await initWasm();
 
 const dir = mkdtempSync(join(tmpdir(), 'proteus-node-bench-'));
 process.on('exit', () => rmSync(dir, { recursive: true, force: true }));

@@ -51,9 +51,6 @@ pub struct RawBatchChunk {
     pub plaintexts: Buffer,
     /// The sender fingerprints of the messages that name one.
     pub senders: String,
-    /// The batch is committed and this chunk holds all its results (only a batch without a
-    /// callback sends one; see [`feed`](crate::feed)).
-    pub committed: bool,
 }
 
 impl RawBatchChunk {
@@ -80,7 +77,6 @@ impl RawBatchChunk {
             ids: packed.ids,
             plaintexts: Buffer::from(plaintexts),
             senders: packed.senders,
-            committed: false,
         }
     }
 }

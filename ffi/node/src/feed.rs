@@ -4,6 +4,12 @@
 //! takes about 30 µs, which the caller no longer waits for), and the call's own completion,
 //! which the next call of the client waits for, comes after.
 //!
+//! The results reach JS after the commit, so a failure to hand them over (Node could not make
+//! their JS values, or the JS side could not read them) cannot undo it: the feed is called
+//! with the error instead (`feed(error)`; `feed(null, chunk)` otherwise), and the JS layer
+//! rejects with Internal (599), saying the batch was committed (its messages will come back as
+//! duplicates). A batch with a callback hands its results over before the commit.
+//!
 //! The results are not handed to JS while later messages decrypt: on a 2-core machine the JS
 //! thread then takes a core from the batch's two threads, and a 1000-message batch took 6–10 %
 //! longer with one chunk sent before the commit or chunks of 256, 2 % longer with one batch
@@ -12,15 +18,37 @@
 use std::ops::ControlFlow;
 
 use napi::Status;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::bindgen_prelude::Function;
+use napi::threadsafe_function::{
+    ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode,
+};
 use proteus_client::{BatchError, Chunking, Client, Decrypted};
+use proteus_core::ErrorCode;
 use proteus_js_results::PackedResults;
 
 use crate::batch::{Packed, RawBatchChunk};
-use crate::error::client_error;
+use crate::error::{client_error, code_error};
 
-/// The JS function that receives the results.
-pub(crate) type Feed = ThreadsafeFunction<RawBatchChunk, (), RawBatchChunk, Status, false>;
+/// The JS function that receives the results: `feed(null, chunk)`, or `feed(error)` when the
+/// chunk's JS values could not be made (the error-first convention, so that such an error
+/// reaches the caller's promise rather than Node's uncaught-exception handler).
+pub(crate) type Feed = ThreadsafeFunction<RawBatchChunk, (), RawBatchChunk, Status, true>;
+
+/// The feed over the JS function `feed`.
+pub(crate) fn feed(feed: &Function<'_, RawBatchChunk, ()>) -> napi::Result<Feed> {
+    feed.build_threadsafe_function()
+        .callee_handled::<true>()
+        .build_callback(to_js)
+}
+
+/// The chunk a call of the feed hands to JS (napi-rs converts it next). A test build
+/// (`fault-injection`) may make it fail here instead.
+fn to_js(context: ThreadsafeCallContext<RawBatchChunk>) -> napi::Result<RawBatchChunk> {
+    #[cfg(feature = "fault-injection")]
+    return crate::faults::deliver(context.value);
+    #[cfg(not(feature = "fault-injection"))]
+    Ok(context.value)
+}
 
 /// The results packed so far.
 struct Chunk {
@@ -65,12 +93,18 @@ pub(crate) fn decrypt_fed(client: &mut Client, packed: &Packed, feed: &Feed) -> 
         Err(BatchError::Client(e)) => return Err(client_error(&e)),
         Err(BatchError::Delivery(e)) => return Err(e),
     };
-    let mut all = RawBatchChunk::from_parts(0, chunk.packed, chunk.plaintexts);
-    all.committed = true;
+    let all = RawBatchChunk::from_parts(0, chunk.packed, chunk.plaintexts);
     // Queuing fails only while Node shuts down (napi_closing), when no one waits for the answer.
-    match feed.call(all, ThreadsafeFunctionCallMode::NonBlocking) {
+    match feed.call(Ok(all), ThreadsafeFunctionCallMode::NonBlocking) {
         Status::Ok => {}
-        status => return Err(napi::Error::new(status, "the results could not reach JS")),
+        status => {
+            return Err(code_error(
+                ErrorCode::Internal,
+                &format!(
+                    "the batch was committed, but its results could not be queued for JavaScript ({status}): its messages will not decrypt again"
+                ),
+            ));
+        }
     }
     drop(results);
     Ok(())

@@ -11,19 +11,24 @@
 mod batch;
 mod error;
 mod fanout;
+#[cfg(feature = "fault-injection")]
+mod faults;
 mod feed;
 mod store;
 mod task;
 
+#[cfg(feature = "fault-injection")]
+pub use faults::inject_delivery_fault;
 pub use store::{delete_store, rekey_store, seal_store};
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, Uint8Array, Uint32Array, spawn_blocking};
+use napi::bindgen_prelude::{AsyncTask, Buffer, Function, Uint8Array, Uint32Array, spawn_blocking};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
 
+use crate::batch::RawBatchChunk;
 use crate::error::{client_error, internal};
 use crate::task::{Call, Shared, on_blocking_pool, run};
 
@@ -291,7 +296,7 @@ impl RawClient {
     /// `session_ids[index[i]]` with one commit, handing all the results to `feed` once
     /// committed and resolving after that (the results are freed in between); see [`feed`].
     #[napi(
-        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, feed: (chunk: RawBatchChunk) => void"
+        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, feed: (error: Error | null, chunk?: RawBatchChunk) => void"
     )]
     pub fn decrypt_batch(
         &self,
@@ -299,10 +304,13 @@ impl RawClient {
         index: Uint32Array,
         envelopes: Buffer,
         lengths: Uint32Array,
-        feed: feed::Feed,
-    ) -> AsyncTask<Call<()>> {
+        feed: Function<'_, RawBatchChunk, ()>,
+    ) -> napi::Result<AsyncTask<Call<()>>> {
+        let feed = feed::feed(&feed)?;
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
-        run(&self.shared, move |c| feed::decrypt_fed(c, &packed, &feed))
+        Ok(run(&self.shared, move |c| {
+            feed::decrypt_fed(c, &packed, &feed)
+        }))
     }
 
     /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks

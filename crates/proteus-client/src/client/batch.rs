@@ -80,7 +80,10 @@ impl Client {
     {
         let mut batch = BatchState::new(queue.len(), chunking);
         #[cfg(not(target_arch = "wasm32"))]
-        if self.batch_threads() > 1 && super::parallel::has_work_to_share(queue) {
+        if self.batch_threads() > 1
+            && super::parallel::has_work_to_share(queue)
+            && self.batch_helpers_on_time()
+        {
             self.decrypt_parallel(queue, &mut batch, &mut deliver)?;
             self.commit_sessions(batch.touched.iter().copied(), &batch.removed)?;
             return Ok(batch.results);

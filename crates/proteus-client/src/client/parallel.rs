@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::Client;
 use super::batch::{BatchState, decode};
+use super::pace::Helpers;
 use super::share::{share, share_after};
 use super::task::{SessionTask, TaskOutcome, missing_result};
 use crate::batch::{BatchError, Decrypted, MessageId, Progress, QueuedMessage};
@@ -59,16 +60,13 @@ impl<'q> Decoded<'q> {
 
 /// The window's envelopes decoded, with their ids; a long window's shared out (which also
 /// wakes the helpers for the work that follows).
-fn decode_window<'q>(
-    pool: Option<&rayon::ThreadPool>,
-    window: &[QueuedMessage<'q>],
-) -> Decoded<'q> {
+fn decode_window<'q>(pool: Option<&Helpers>, window: &[QueuedMessage<'q>]) -> Decoded<'q> {
     decode_window_after(pool, window, || ())
 }
 
 /// [`decode_window`], the calling thread doing `first` while the helpers start decoding.
 fn decode_window_after<'q>(
-    pool: Option<&rayon::ThreadPool>,
+    pool: Option<&Helpers>,
     window: &[QueuedMessage<'q>],
     first: impl FnOnce(),
 ) -> Decoded<'q> {
@@ -129,13 +127,13 @@ pub(super) fn has_work_to_share(queue: &[QueuedMessage<'_>]) -> bool {
 /// (the calling thread is one of the batch's threads: the pool has one thread fewer).
 pub(crate) struct BatchPool {
     threads: usize,
-    pool: Option<Arc<rayon::ThreadPool>>,
+    pool: Option<Arc<Helpers>>,
 }
 
 /// The pools of the process, one per helper count: every client with that count shares it
 /// (an app may open several clients), and it lives as long as the process, idle between
 /// batches, so no batch pays for starting threads but the first.
-static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+static POOLS: Mutex<Vec<(usize, Arc<Helpers>)>> = Mutex::new(Vec::new());
 
 impl BatchPool {
     pub(crate) fn new(threads: usize) -> Self {
@@ -151,7 +149,7 @@ impl BatchPool {
 
     /// The pool of helpers, found or started on first use. `None` for one thread, or if the
     /// system gives no threads: the batch then runs on the calling thread alone.
-    pub(crate) fn pool(&mut self) -> Option<Arc<rayon::ThreadPool>> {
+    pub(crate) fn pool(&mut self) -> Option<Arc<Helpers>> {
         if self.pool.is_none() {
             let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
             let helpers = self.threads.saturating_sub(1);
@@ -165,7 +163,7 @@ impl BatchPool {
                         .num_threads(helpers)
                         .thread_name(|i| format!("proteus-batch-{i}"))
                         .build();
-                    let pool = built.ok().map(Arc::new);
+                    let pool = built.ok().map(|pool| Arc::new(Helpers::new(pool)));
                     if let Some(pool) = &pool {
                         pools.push((helpers, Arc::clone(pool)));
                     }
@@ -186,6 +184,14 @@ enum Slot {
 }
 
 impl Client {
+    /// Whether the batch pool's helpers are to be asked (`client/pace.rs`): if they were late
+    /// lately, a batch takes the sequential path, one thread's fastest.
+    pub(super) fn batch_helpers_on_time(&mut self) -> bool {
+        self.batch_pool
+            .pool()
+            .is_some_and(|helpers| helpers.on_time().is_some())
+    }
+
     /// The batch loop of `decrypt_batch_chunked` on the pool.
     pub(super) fn decrypt_parallel<'q, F, E>(
         &mut self,
@@ -211,7 +217,10 @@ impl Client {
             // ratchet step or a new session, which the rest waits for) is decrypted here, the
             // ordinary way, while the helpers decode the others.
             let (window, decoded) = match window.split_first() {
-                Some((first, others)) if window.len() > WINDOW && pool.is_some() => {
+                Some((first, others))
+                    if window.len() > WINDOW
+                        && pool.as_deref().and_then(Helpers::on_time).is_some() =>
+                {
                     let (message_id, envelope) = decode(first);
                     let mut outcome = None;
                     let decoded = decode_window_after(pool.as_deref(), others, || {
@@ -239,7 +248,7 @@ impl Client {
                 // short run, a conversation's turn, never leaves this thread).
                 [task] => {
                     let late = helpers_late.load(Ordering::Relaxed);
-                    let helpers = pool.filter(|_| !late);
+                    let helpers = pool.filter(|_| !late).and_then(Helpers::on_time);
                     // A window that is all this task's messages, in order (a backlog from
                     // one sender): each result is handed over as soon as the run has it,
                     // while the helpers open the next parts.

@@ -11,33 +11,43 @@
 //! decrypting the messages one by one, as with `Session::decrypt_run`. Each result goes to the
 //! run's sink as soon as it is applied, in order, so the batch hands results over to the
 //! application while the helpers open the next parts (the sink can stop the run).
+//!
+//! The calling thread never gives its CPU away to wait for a helper: a helper the system has
+//! stopped (a busy machine, or one CPU for both) may not run again for milliseconds, and a
+//! yielded CPU may go to another process for as long. It opens the parts no helper has taken
+//! itself, and waits for a part a helper is opening only while the helpers make progress;
+//! then it decrypts that part itself and tells the helper to drop it. A helper watches for
+//! work only while the calling thread makes progress (on one CPU, its watching would be the
+//! calling thread's lost time).
 
 use std::collections::{BTreeMap, VecDeque};
-use std::ops::ControlFlow;
+use std::ops::{ControlFlow, Deref};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::pace::Helpers;
+use super::share::Crew;
 use proteus_core::plan::{OpenJob, Opened, PlanAhead, open_jobs};
 use proteus_core::{DecryptError, Envelope, IdentityKeyPair, Session};
-use rayon::ThreadPool;
-
-use super::share::Crew;
 
 /// Messages planned at a time: a part is what one thread opens at a time.
 const PART: usize = 32;
 /// Parts planned ahead of the next one to apply.
 const AHEAD: usize = 8;
-/// Spins of the calling thread waiting for a part a helper is opening, before it yields.
-const SPINS_BEFORE_YIELD: u32 = 2_000;
 /// How long the calling thread waits for the next part to apply while a helper opens it (a
-/// part takes about 40 µs) before it decrypts that part itself, the ordinary way: a helper
-/// that the system stopped mid-part (a busy machine) may not run again for milliseconds.
+/// part takes about 40 µs) before it decrypts that part itself, the ordinary way...
 const TAKE_OVER_AFTER: Duration = Duration::from_micros(250);
+/// ...or, sooner, once the helpers have opened nothing for this long (an open takes about
+/// 1 µs): the helper was stopped mid-part.
+const STALLED_AFTER: Duration = Duration::from_micros(20);
 /// How long a helper with nothing to open watches for the next part before it sleeps: a
 /// sleeping helper takes tens of µs to wake, longer than the calling thread takes to plan a
-/// part.
+/// part...
 const HELPER_WATCHES: Duration = Duration::from_micros(100);
+/// ...unless the calling thread has made no progress for this long (it plans or applies a
+/// part in about 10 µs, opens one in about 40): it is not running beside the helper.
+const CALLER_QUIET: Duration = Duration::from_micros(60);
 
 /// How a message the plan did not foresee is decrypted (`Session::decrypt_with_cache`).
 pub(super) type Ordinary<'a> =
@@ -68,9 +78,17 @@ struct Board<'e> {
     /// Signalled when a part is waiting, and when the run is over.
     waiting: Condvar,
     /// Parts planned so far (the run is over: `usize::MAX`), watched by idle helpers.
-    posted: AtomicUsize,
+    posted: OwnLine<AtomicUsize>,
     /// Helpers asleep on `waiting`.
-    sleeping: AtomicUsize,
+    sleeping: OwnLine<AtomicUsize>,
+    /// Jobs the helpers have opened, watched by a calling thread waiting for a part.
+    progress: OwnLine<AtomicUsize>,
+    /// Steps of the calling thread (parts planned, applied, opened), watched by idle helpers.
+    beat: OwnLine<AtomicUsize>,
+    /// Parts numbered below this need no opening: applied, decrypted by the calling thread, or
+    /// planned from a state the session has left. A helper opening one drops it. Changed with
+    /// `parts` locked.
+    needless_below: OwnLine<AtomicUsize>,
 }
 
 #[derive(Default)]
@@ -79,9 +97,6 @@ struct Parts<'e> {
     to_open: VecDeque<(usize, Vec<OpenJob<'e>>)>,
     /// Opened parts, by part number.
     opened: BTreeMap<usize, (Vec<OpenJob<'e>>, Vec<Opened>)>,
-    /// Parts numbered below this were planned from a state the session has left: a helper
-    /// that opened one drops it.
-    valid_from: usize,
     /// Parts the helpers opened (0 at the end: they came too late to help).
     by_helpers: usize,
     over: bool,
@@ -99,10 +114,12 @@ impl<'e> Board<'e> {
             if let Some((number, jobs)) = parts.to_open.pop_front() {
                 drop(parts);
                 #[cfg(test)]
-                tests::stall_if_asked();
-                let opened = open_jobs(&jobs);
+                tests::HELPER_PARTS.fetch_add(1, Ordering::Relaxed);
+                let opened = self.open(number, &jobs);
                 parts = self.lock();
-                if number >= parts.valid_from {
+                if let Some(opened) = opened
+                    && number >= self.needless_below.load(Ordering::Acquire)
+                {
                     parts.opened.insert(number, (jobs, opened));
                     parts.by_helpers += 1;
                 }
@@ -111,14 +128,7 @@ impl<'e> Board<'e> {
             } else {
                 let seen = self.posted.load(Ordering::Acquire);
                 drop(parts);
-                let watching = Instant::now();
-                while self.posted.load(Ordering::Acquire) == seen
-                    && watching.elapsed() < HELPER_WATCHES
-                {
-                    for _ in 0..64 {
-                        std::hint::spin_loop();
-                    }
-                }
+                self.watch(seen);
                 parts = self.lock();
                 if parts.to_open.is_empty() && !parts.over {
                     self.sleeping.fetch_add(1, Ordering::AcqRel);
@@ -132,6 +142,53 @@ impl<'e> Board<'e> {
         }
     }
 
+    /// A helper opens part `number`'s jobs one by one, counting its progress; `None` if the
+    /// part became needless meanwhile (its remaining jobs are not opened).
+    fn open(&self, number: usize, jobs: &[OpenJob<'_>]) -> Option<Vec<Opened>> {
+        let mut opened = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            #[cfg(test)]
+            tests::stall_if_asked(opened.len(), || {
+                number < self.needless_below.load(Ordering::Acquire)
+            });
+            if number < self.needless_below.load(Ordering::Acquire) {
+                return None;
+            }
+            opened.push(job.open());
+            self.progress.fetch_add(1, Ordering::Release);
+            #[cfg(test)]
+            tests::HELPER_OPENS.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(opened)
+    }
+
+    /// An idle helper watches for the next part (`posted` moving on from `seen`) while the
+    /// calling thread makes progress, up to [`HELPER_WATCHES`].
+    fn watch(&self, seen: usize) {
+        let watching = Instant::now();
+        let mut beat = self.beat.load(Ordering::Relaxed);
+        let mut beat_at = watching;
+        while self.posted.load(Ordering::Acquire) == seen {
+            for _ in 0..64 {
+                std::hint::spin_loop();
+            }
+            let now = Instant::now();
+            let latest = self.beat.load(Ordering::Relaxed);
+            if latest != beat {
+                beat = latest;
+                beat_at = now;
+            }
+            if now - watching >= HELPER_WATCHES || now - beat_at >= CALLER_QUIET {
+                return;
+            }
+        }
+    }
+
+    /// The calling thread has made a step.
+    fn beat(&self) {
+        self.beat.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Tells the helpers a part is waiting.
     fn posted(&self) {
         self.posted.fetch_add(1, Ordering::AcqRel);
@@ -141,11 +198,26 @@ impl<'e> Board<'e> {
     }
 }
 
+/// A value on a cache line of its own: one thread writes it while another reads its
+/// neighbours (the helpers' progress, the calling thread's steps), so neither slows the other.
+#[repr(align(128))]
+struct OwnLine<T>(T);
+
+impl<T> Deref for OwnLine<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// A planned part of the run: messages `start..end`, numbered `number`.
 struct Part {
     number: usize,
     start: usize,
     end: usize,
+    /// The plan has a job for every message of the part.
+    all_planned: bool,
 }
 
 /// Decrypts `envelopes` (a run of messages to `session`, in queue order) with `pool`'s helpers,
@@ -153,7 +225,7 @@ struct Part {
 /// applied (if `sink` breaks, the run stops there); `ordinary` decrypts a message the plan did
 /// not foresee (`Session::decrypt_with_cache`). Returns whether the helpers opened any part.
 pub(super) fn decrypt_run_pipelined<'e>(
-    pool: &ThreadPool,
+    helpers: &Helpers,
     session: &mut Session,
     identity: &IdentityKeyPair,
     envelopes: &[&'e Envelope<'e>],
@@ -163,17 +235,22 @@ pub(super) fn decrypt_run_pipelined<'e>(
     let board = Board {
         parts: Mutex::new(Parts::default()),
         waiting: Condvar::new(),
-        posted: AtomicUsize::new(0),
-        sleeping: AtomicUsize::new(0),
+        posted: OwnLine(AtomicUsize::new(0)),
+        sleeping: OwnLine(AtomicUsize::new(0)),
+        progress: OwnLine(AtomicUsize::new(0)),
+        beat: OwnLine(AtomicUsize::new(0)),
+        needless_below: OwnLine(AtomicUsize::new(0)),
     };
     let mut results = Results {
         done: 0,
         sink,
         stopped: false,
     };
-    let crew = Crew::default();
-    pool.in_place_scope(|scope| {
-        for _ in 0..pool.current_num_threads() {
+    let crew = Crew::new();
+    let count = helpers.count();
+    let mut turnout = None;
+    helpers.pool().in_place_scope(|scope| {
+        for _ in 0..count {
             scope.spawn(|_| {
                 let _aboard = crew.board();
                 board.help();
@@ -189,14 +266,50 @@ pub(super) fn decrypt_run_pipelined<'e>(
             planned_to: 0,
             parts: VecDeque::new(),
             next_number: 0,
+            stalled: false,
         };
         run.decrypt(&mut results, ordinary);
+        turnout = Some(crew.turnout(count).stalled(run.stalled));
         board.lock().over = true;
         board.posted.store(usize::MAX, Ordering::Release);
         board.waiting.notify_all();
         crew.wait_until_ashore();
     });
+    if let Some(turnout) = turnout {
+        helpers.came(turnout.waited_until_now());
+    }
     board.lock().by_helpers > 0
+}
+
+/// How long the calling thread has waited for the part a helper is opening.
+struct Waiting {
+    since: Instant,
+    /// The helpers' progress when last seen, and when it was seen to move.
+    progress: usize,
+    moved_at: Instant,
+}
+
+impl Waiting {
+    fn start(board: &Board<'_>) -> Self {
+        let now = Instant::now();
+        Self {
+            since: now,
+            progress: board.progress.load(Ordering::Acquire),
+            moved_at: now,
+        }
+    }
+
+    /// Whether to stop waiting: the helpers have made no progress for [`STALLED_AFTER`], or
+    /// the wait has lasted [`TAKE_OVER_AFTER`].
+    fn given_up(&mut self, board: &Board<'_>) -> bool {
+        let now = Instant::now();
+        let progress = board.progress.load(Ordering::Acquire);
+        if progress != self.progress {
+            self.progress = progress;
+            self.moved_at = now;
+        }
+        now - self.moved_at >= STALLED_AFTER || now - self.since >= TAKE_OVER_AFTER
+    }
 }
 
 /// The calling thread's side of a pipelined run.
@@ -213,12 +326,13 @@ struct Run<'b, 'e> {
     /// Planned parts not applied yet, in run order.
     parts: VecDeque<Part>,
     next_number: usize,
+    /// A helper was found stopped mid-part.
+    stalled: bool,
 }
 
 impl Run<'_, '_> {
     fn decrypt(&mut self, results: &mut Results<'_, '_>, ordinary: &mut Ordinary<'_>) {
-        let mut spins = 0;
-        let mut waiting_since = None;
+        let mut waiting: Option<Waiting> = None;
         while results.done < self.envelopes.len() && !results.stopped {
             if self.planned_to < self.envelopes.len() && self.parts.len() < AHEAD {
                 self.plan_part();
@@ -237,32 +351,35 @@ impl Run<'_, '_> {
             let mut parts = self.board.lock();
             if let Some((jobs, opened)) = parts.opened.remove(&number) {
                 drop(parts);
-                spins = 0;
-                waiting_since = None;
+                waiting = None;
                 if let Some(part) = self.parts.pop_front() {
                     self.apply(part, jobs, opened, results, ordinary);
                 }
+                self.board.beat();
             } else if let Some((number, jobs)) = parts.to_open.pop_front() {
                 drop(parts);
                 // The helpers are behind: this thread opens the earliest waiting part.
                 let opened = open_jobs(&jobs);
                 self.board.lock().opened.insert(number, (jobs, opened));
+                self.board.beat();
             } else {
                 // A helper is opening the part: it takes a few µs, unless the helper was
-                // stopped; then this thread decrypts the part and plans again after it.
+                // stopped; then this thread decrypts the part itself.
                 drop(parts);
-                let since = *waiting_since.get_or_insert_with(Instant::now);
-                if since.elapsed() > TAKE_OVER_AFTER {
+                let given_up = waiting
+                    .get_or_insert_with(|| Waiting::start(self.board))
+                    .given_up(self.board);
+                if given_up {
+                    waiting = None;
+                    self.stalled = true;
                     if let Some(part) = self.parts.pop_front() {
                         self.take_over(part, results, ordinary);
                     }
-                    spins = 0;
-                    waiting_since = None;
-                } else if spins < SPINS_BEFORE_YIELD {
-                    spins += 1;
-                    std::hint::spin_loop();
+                    self.board.beat();
                 } else {
-                    std::thread::yield_now();
+                    for _ in 0..64 {
+                        std::hint::spin_loop();
+                    }
                 }
             }
         }
@@ -277,7 +394,12 @@ impl Run<'_, '_> {
         let number = self.next_number;
         self.next_number += 1;
         self.planned_to = end;
-        self.parts.push_back(Part { number, start, end });
+        self.parts.push_back(Part {
+            number,
+            start,
+            end,
+            all_planned: jobs.len() == end - start,
+        });
         let mut parts = self.board.lock();
         if jobs.is_empty() {
             parts.opened.insert(number, (jobs, Vec::new()));
@@ -286,6 +408,7 @@ impl Run<'_, '_> {
             drop(parts);
             self.board.posted();
         }
+        self.board.beat();
     }
 
     /// Applies an opened part in order; a message the plan did not foresee goes the ordinary
@@ -330,21 +453,36 @@ impl Run<'_, '_> {
         }
     }
 
-    /// Decrypts a part the ordinary way (its helper is late); planning starts again after it.
+    /// Decrypts a part the ordinary way (its helper was stopped mid-part), and tells the
+    /// helper to drop it. If every message of the part was planned and decrypted, the session
+    /// is where the plan has it after the part, and the next parts stand (applying them checks
+    /// that again); otherwise planning starts again after the part.
     fn take_over(
         &mut self,
         part: Part,
         results: &mut Results<'_, '_>,
         ordinary: &mut Ordinary<'_>,
     ) {
+        {
+            let mut parts = self.board.lock();
+            self.board
+                .needless_below
+                .fetch_max(part.number + 1, Ordering::AcqRel);
+            parts.opened.remove(&part.number);
+        }
         let envelopes = self.envelopes.get(part.start..part.end).unwrap_or_default();
+        let mut as_planned = part.all_planned;
         for &envelope in envelopes {
-            results.push(ordinary(self.session, envelope));
+            let result = ordinary(self.session, envelope);
+            as_planned &= result.is_ok();
+            results.push(result);
             if results.stopped {
                 return;
             }
         }
-        self.replan_after(part.end - 1);
+        if !as_planned {
+            self.replan_after(part.end - 1);
+        }
     }
 
     /// Drops every part planned from the old state; planning starts again after message `at`.
@@ -354,130 +492,13 @@ impl Run<'_, '_> {
         self.planned_to = at + 1;
         self.parts.clear();
         let mut parts = self.board.lock();
-        parts.valid_from = self.next_number;
+        self.board
+            .needless_below
+            .fetch_max(self.next_number, Ordering::AcqRel);
         parts.to_open.clear();
         parts.opened.clear();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
-
-    use std::collections::BTreeMap;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
-
-    use std::ops::ControlFlow;
-
-    use proteus_core::plan::Opened;
-    use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
-
-    use super::decrypt_run_pipelined;
-
-    /// Makes every helper stop for 2 ms in each part it opens (a helper the system stopped).
-    static STALL: AtomicBool = AtomicBool::new(false);
-
-    pub(super) fn stall_if_asked() {
-        if STALL.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-    }
-
-    /// Bob's identity and session, and `n` messages from Alice with a lost one and a reordered
-    /// pair in the middle.
-    fn backlog(n: usize) -> (IdentityKeyPair, Vec<u8>, Vec<Envelope<'static>>) {
-        let (alice, bob) = (
-            IdentityKeyPair::generate(&mut OsRng),
-            IdentityKeyPair::generate(&mut OsRng),
-        );
-        let prekey = PreKey::generate(PreKeyId::new(1), &mut OsRng);
-        let bundle = PreKeyBundle::new(bob.public_key(), &prekey);
-        let mut prekeys = BTreeMap::from([(prekey.id(), prekey)]);
-        let mut a = Session::init_from_prekey(&mut OsRng, &alice, &bundle).unwrap();
-        let hello = a.encrypt(b"hello").unwrap();
-        let b = Session::init_from_message(&mut OsRng, &bob, &mut prekeys, &hello)
-            .unwrap()
-            .session;
-        let mut queue: Vec<Envelope<'static>> = (0..n)
-            .map(|i| a.encrypt(&i.to_be_bytes()).unwrap())
-            .collect();
-        queue.remove(n / 3);
-        queue.swap(n / 2, n / 2 + 1);
-        (bob, b.to_bytes().to_vec(), queue)
-    }
-
-    fn one_by_one(bob: &IdentityKeyPair, session: &[u8], queue: &[Envelope<'_>]) -> Vec<String> {
-        let mut s = Session::from_bytes(bob.public_key(), session).unwrap();
-        let mut none = BTreeMap::new();
-        queue
-            .iter()
-            .map(|e| format!("{:?}", s.decrypt(&mut OsRng, bob, &mut none, e)))
-            .collect()
-    }
-
-    fn pipelined(
-        pool: &rayon::ThreadPool,
-        bob: &IdentityKeyPair,
-        session: &[u8],
-        queue: &[Envelope<'_>],
-    ) -> (Vec<String>, bool) {
-        pipelined_until(pool, bob, session, queue, usize::MAX)
-    }
-
-    /// [`pipelined`] with a sink that breaks once it has `stop_after` results.
-    fn pipelined_until(
-        pool: &rayon::ThreadPool,
-        bob: &IdentityKeyPair,
-        session: &[u8],
-        queue: &[Envelope<'_>],
-        stop_after: usize,
-    ) -> (Vec<String>, bool) {
-        let mut s = Session::from_bytes(bob.public_key(), session).unwrap();
-        let run: Vec<&Envelope<'_>> = queue.iter().collect();
-        let mut none = BTreeMap::new();
-        let mut ordinary = |s: &mut Session, e: &Envelope<'_>| {
-            s.decrypt_with_cache(&mut OsRng, bob, &mut none, &mut (), e)
-        };
-        let mut results = Vec::new();
-        let mut sink = |r: Opened| {
-            results.push(format!("{r:?}"));
-            if results.len() == stop_after {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        };
-        let helped = decrypt_run_pipelined(pool, &mut s, bob, &run, &mut ordinary, &mut sink);
-        (results, helped)
-    }
-
-    #[test]
-    fn a_pipelined_run_decrypts_as_one_message_at_a_time_even_with_stalled_helpers() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let (bob, session, queue) = backlog(600);
-        let expected = one_by_one(&bob, &session, &queue);
-        let (got, _) = pipelined(&pool, &bob, &session, &queue);
-        assert_eq!(got, expected);
-        // Helpers that stop mid-part: the calling thread takes their parts over.
-        STALL.store(true, Ordering::Relaxed);
-        let (got, _) = pipelined(&pool, &bob, &session, &queue);
-        STALL.store(false, Ordering::Relaxed);
-        assert_eq!(got, expected);
-    }
-
-    #[test]
-    fn a_sink_that_breaks_stops_the_run_there() {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap();
-        let (bob, session, queue) = backlog(600);
-        let expected = one_by_one(&bob, &session, &queue);
-        let (got, _) = pipelined_until(&pool, &bob, &session, &queue, 250);
-        assert_eq!(got, expected[..250]);
-    }
-}
+mod tests;

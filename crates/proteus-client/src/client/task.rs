@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use super::pace::Helpers;
 use super::parallel::SHARE_MIN_OPENS;
 use super::pipeline::decrypt_run_pipelined;
 use crate::checked_identities::CheckedIdentities;
@@ -49,7 +50,7 @@ impl SessionTask<'_, '_> {
         &mut self,
         identity: &IdentityKeyPair,
         shared: &CheckedIdentities,
-        helpers: Option<&rayon::ThreadPool>,
+        helpers: Option<&Helpers>,
         mut sink: Option<&mut TaskSink<'_>>,
     ) -> Option<bool> {
         let mut prekeys = TaskPreKeys {

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createPublicKey, verify } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -18,10 +18,15 @@ test(`the backend is the one asked for (${backend})`, () => {
   assert.equal(backend, process.env.PROTEUS_BACKEND ?? 'native');
 });
 
-test('the wasm fallback runs the web package\'s lanes module (none is loaded with the addon)', () => {
+test('the wasm fallback runs the web package\'s lanes module, its only one (none is loaded with the addon)', () => {
   const loaded = loadedWasmUrl();
   if (backend === 'native') assert.equal(loaded, undefined);
-  else assert.ok(loaded?.endsWith('/wasm/proteus_web_lanes_bg.wasm'), `loaded: ${loaded}`);
+  else assert.ok(loaded?.endsWith('/wasm/proteus_web_bg.wasm'), `loaded: ${loaded}`);
+  // build.sh installs the lanes module under the default's name, and no other.
+  const wasmDir = new URL('../../wasm/', import.meta.url);
+  assert.deepEqual(readdirSync(wasmDir).filter((f) => f.endsWith('.wasm')), ['proteus_web_bg.wasm']);
+  const lanes = new URL('../../../web/pkg/proteus_web_lanes_bg.wasm', import.meta.url);
+  assert.ok(readFileSync(new URL('proteus_web_bg.wasm', wasmDir)).equals(readFileSync(lanes)), 'not the lanes module');
 });
 
 test('the client has every method and function of ffi/api-surface.json', () => {
