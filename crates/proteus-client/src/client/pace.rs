@@ -33,6 +33,10 @@ const LATE_WAIT: Duration = Duration::from_micros(500);
 /// [`LONGEST_REST`].
 const FIRST_REST: Duration = Duration::from_millis(1);
 const LONGEST_REST: Duration = Duration::from_millis(128);
+/// How long a helper woken ahead of a batch ([`Helpers::wake`]) watches for it: longer than
+/// the hand-over of a call to a worker thread (tens of µs), short enough to cost little when
+/// no batch comes.
+const WATCH: Duration = Duration::from_millis(1);
 
 /// Whether helpers keep a pace (tests turn it off: `Client::set_batch_pace`, feature
 /// `test-support`).
@@ -53,6 +57,8 @@ impl crate::Client {
 pub(crate) struct Helpers {
     pool: ThreadPool,
     pace: Pace,
+    /// Bumped whenever work may be offered: it ends the helpers' watch ([`Helpers::wake`]).
+    offers: Arc<AtomicU64>,
 }
 
 impl Helpers {
@@ -60,13 +66,38 @@ impl Helpers {
         Self {
             pool,
             pace: Pace::new(),
+            offers: Arc::default(),
         }
     }
 
     /// The helpers, unless they were late lately and are resting: then `None`, and the work
     /// runs on the calling thread.
     pub(crate) fn on_time(&self) -> Option<&Self> {
+        self.offers.fetch_add(1, Ordering::Release);
         self.pace.asked(&self.pool).then_some(self)
+    }
+
+    /// Wakes the helpers now, ahead of a batch that another thread is about to run: each
+    /// watches (spins) until work is offered, for at most [`WATCH`]. A helper asleep until the
+    /// batch starts is woken by the batch's thread, and Linux then tends to place it on that
+    /// thread's CPU, where it waits for the next load balancing (milliseconds) while the other
+    /// CPU idles; woken from the thread that hands the batch over (the Node addon's JS thread),
+    /// it finds an idle CPU and is running there when the work comes (docs/benchmarks.md,
+    /// session 13).
+    pub(crate) fn wake(&self) {
+        if self.pace.resting() {
+            return;
+        }
+        let seen = self.offers.load(Ordering::Acquire);
+        let offers = Arc::clone(&self.offers);
+        self.pool.spawn_broadcast(move |_| {
+            let start = Instant::now();
+            while offers.load(Ordering::Acquire) == seen && start.elapsed() < WATCH {
+                // Yields rather than spins: should the batch's thread be woken onto this
+                // CPU, it runs at once.
+                std::thread::yield_now();
+            }
+        });
     }
 
     pub(super) fn pool(&self) -> &ThreadPool {
@@ -202,6 +233,14 @@ impl Pace {
 
     fn now(&self) -> u64 {
         nanos(self.epoch.elapsed())
+    }
+
+    /// Whether the helpers are resting after late work (no probe sent, nothing changed).
+    fn resting(&self) -> bool {
+        PACED.load(Ordering::Relaxed)
+            && self.late_in_a_row.load(Ordering::Relaxed) != 0
+            && !self.trial.load(Ordering::Relaxed)
+            && self.now() < self.rest_until.load(Ordering::Relaxed)
     }
 
     /// Whether to offer work to the helpers now.
