@@ -59,6 +59,8 @@ pub(crate) struct Helpers {
     pace: Pace,
     /// Bumped whenever work may be offered: it ends the helpers' watch ([`Helpers::wake`]).
     offers: Arc<AtomicU64>,
+    /// How long a watch lasts at most: [`WATCH`] (tests make it longer).
+    watch: Duration,
 }
 
 impl Helpers {
@@ -67,7 +69,15 @@ impl Helpers {
             pool,
             pace: Pace::new(),
             offers: Arc::default(),
+            watch: WATCH,
         }
+    }
+
+    /// The same helpers with watches of at most `watch`.
+    #[cfg(test)]
+    fn watching_for(mut self, watch: Duration) -> Self {
+        self.watch = watch;
+        self
     }
 
     /// The helpers, unless they were late lately and are resting: then `None`, and the work
@@ -90,9 +100,10 @@ impl Helpers {
         }
         let seen = self.offers.load(Ordering::Acquire);
         let offers = Arc::clone(&self.offers);
+        let watch = self.watch;
         self.pool.spawn_broadcast(move |_| {
             let start = Instant::now();
-            while offers.load(Ordering::Acquire) == seen && start.elapsed() < WATCH {
+            while offers.load(Ordering::Acquire) == seen && start.elapsed() < watch {
                 // Yields rather than spins: should the batch's thread be woken onto this
                 // CPU, it runs at once.
                 std::thread::yield_now();
@@ -355,6 +366,30 @@ mod tests {
         }
         let _ = helpers.on_time();
         assert!(helpers.late_in_a_row() >= 2);
+    }
+
+    /// Longer than any test: a watch that is not ended by an offer keeps the pool's thread.
+    const FOR_GOOD: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn a_woken_helper_watches_until_work_is_offered() {
+        let helpers = helpers().watching_for(FOR_GOOD);
+        helpers.wake();
+        // The batch starts: its first question to the pace ends the watch, whether the helper
+        // has begun watching yet or not.
+        assert!(helpers.on_time().is_some());
+        // The pool's only thread is free again for the batch's work.
+        assert_eq!(helpers.pool().install(|| 7), 7);
+    }
+
+    #[test]
+    fn resting_helpers_are_not_woken() {
+        let helpers = helpers().watching_for(FOR_GOOD);
+        helpers.rest_for(FOR_GOOD);
+        helpers.wake();
+        // No watch holds the pool's thread (nothing offers work to end one here).
+        assert_eq!(helpers.pool().install(|| 7), 7);
+        assert!(helpers.on_time().is_none(), "still resting");
     }
 
     #[test]
