@@ -30,7 +30,7 @@ use proteus_core::{PreKeyBundle, PreKeyId};
 
 use crate::batch::RawBatchChunk;
 use crate::error::{client_error, internal};
-use crate::task::{Call, Shared, on_blocking_pool, run};
+use crate::task::{Call, Shared, on_blocking_pool, run, wake_batch_helpers};
 
 /// `result` with its error as JS sees it.
 fn js<T>(result: Result<T, ClientError>) -> napi::Result<T> {
@@ -308,6 +308,7 @@ impl RawClient {
     ) -> napi::Result<AsyncTask<Call<()>>> {
         let feed = feed::feed(&feed)?;
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
+        wake_batch_helpers(&self.shared);
         Ok(run(&self.shared, move |c| {
             feed::decrypt_fed(c, &packed, &feed)
         }))

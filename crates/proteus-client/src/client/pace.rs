@@ -33,6 +33,10 @@ const LATE_WAIT: Duration = Duration::from_micros(500);
 /// [`LONGEST_REST`].
 const FIRST_REST: Duration = Duration::from_millis(1);
 const LONGEST_REST: Duration = Duration::from_millis(128);
+/// How long a helper woken ahead of a batch ([`Helpers::wake`]) watches for it: longer than
+/// the hand-over of a call to a worker thread (tens of µs), short enough to cost little when
+/// no batch comes.
+const WATCH: Duration = Duration::from_millis(1);
 
 /// Whether helpers keep a pace (tests turn it off: `Client::set_batch_pace`, feature
 /// `test-support`).
@@ -53,6 +57,10 @@ impl crate::Client {
 pub(crate) struct Helpers {
     pool: ThreadPool,
     pace: Pace,
+    /// Bumped whenever work may be offered: it ends the helpers' watch ([`Helpers::wake`]).
+    offers: Arc<AtomicU64>,
+    /// How long a watch lasts at most: [`WATCH`] (tests make it longer).
+    watch: Duration,
 }
 
 impl Helpers {
@@ -60,13 +68,47 @@ impl Helpers {
         Self {
             pool,
             pace: Pace::new(),
+            offers: Arc::default(),
+            watch: WATCH,
         }
+    }
+
+    /// The same helpers with watches of at most `watch`.
+    #[cfg(test)]
+    fn watching_for(mut self, watch: Duration) -> Self {
+        self.watch = watch;
+        self
     }
 
     /// The helpers, unless they were late lately and are resting: then `None`, and the work
     /// runs on the calling thread.
     pub(crate) fn on_time(&self) -> Option<&Self> {
+        self.offers.fetch_add(1, Ordering::Release);
         self.pace.asked(&self.pool).then_some(self)
+    }
+
+    /// Wakes the helpers now, ahead of a batch that another thread is about to run: each
+    /// watches (spins) until work is offered, for at most [`WATCH`]. A helper asleep until the
+    /// batch starts is woken by the batch's thread, and Linux then tends to place it on that
+    /// thread's CPU, where it waits for the next load balancing (milliseconds) while the other
+    /// CPU idles; woken from the thread that hands the batch over (the Node addon's JS thread),
+    /// it finds an idle CPU and is running there when the work comes (docs/benchmarks.md,
+    /// session 13).
+    pub(crate) fn wake(&self) {
+        if self.pace.resting() {
+            return;
+        }
+        let seen = self.offers.load(Ordering::Acquire);
+        let offers = Arc::clone(&self.offers);
+        let watch = self.watch;
+        self.pool.spawn_broadcast(move |_| {
+            let start = Instant::now();
+            while offers.load(Ordering::Acquire) == seen && start.elapsed() < watch {
+                // Yields rather than spins: should the batch's thread be woken onto this
+                // CPU, it runs at once.
+                std::thread::yield_now();
+            }
+        });
     }
 
     pub(super) fn pool(&self) -> &ThreadPool {
@@ -204,6 +246,14 @@ impl Pace {
         nanos(self.epoch.elapsed())
     }
 
+    /// Whether the helpers are resting after late work (no probe sent, nothing changed).
+    fn resting(&self) -> bool {
+        PACED.load(Ordering::Relaxed)
+            && self.late_in_a_row.load(Ordering::Relaxed) != 0
+            && !self.trial.load(Ordering::Relaxed)
+            && self.now() < self.rest_until.load(Ordering::Relaxed)
+    }
+
     /// Whether to offer work to the helpers now.
     fn asked(&self, pool: &ThreadPool) -> bool {
         if !PACED.load(Ordering::Relaxed) {
@@ -316,6 +366,30 @@ mod tests {
         }
         let _ = helpers.on_time();
         assert!(helpers.late_in_a_row() >= 2);
+    }
+
+    /// Longer than any test: a watch that is not ended by an offer keeps the pool's thread.
+    const FOR_GOOD: Duration = Duration::from_secs(3600);
+
+    #[test]
+    fn a_woken_helper_watches_until_work_is_offered() {
+        let helpers = helpers().watching_for(FOR_GOOD);
+        helpers.wake();
+        // The batch starts: its first question to the pace ends the watch, whether the helper
+        // has begun watching yet or not.
+        assert!(helpers.on_time().is_some());
+        // The pool's only thread is free again for the batch's work.
+        assert_eq!(helpers.pool().install(|| 7), 7);
+    }
+
+    #[test]
+    fn resting_helpers_are_not_woken() {
+        let helpers = helpers().watching_for(FOR_GOOD);
+        helpers.rest_for(FOR_GOOD);
+        helpers.wake();
+        // No watch holds the pool's thread (nothing offers work to end one here).
+        assert_eq!(helpers.pool().install(|| 7), 7);
+        assert!(helpers.on_time().is_none(), "still resting");
     }
 
     #[test]

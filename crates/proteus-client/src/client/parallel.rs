@@ -192,6 +192,17 @@ impl Client {
             .is_some_and(|helpers| helpers.on_time().is_some())
     }
 
+    /// Wakes this client's batch helper threads, if it has any, ahead of a batch that the
+    /// calling thread hands to another thread: call it on the handing thread just before, so
+    /// that the helpers are running on a free CPU when the batch starts rather than woken by
+    /// the batch's thread onto its own CPU (docs/benchmarks.md, session 13). Changes nothing
+    /// stored and no result; without a batch after it, the helpers spin for at most 1 ms.
+    pub fn wake_batch_helpers(&mut self) {
+        if let Some(helpers) = self.batch_pool.pool() {
+            helpers.wake();
+        }
+    }
+
     /// The batch loop of `decrypt_batch_chunked` on the pool.
     pub(super) fn decrypt_parallel<'q, F, E>(
         &mut self,
