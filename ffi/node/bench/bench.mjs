@@ -27,7 +27,7 @@ import { loadAddon } from '../load.js';
 import * as native from '../native.js';
 import { Client as WasmClient, init as initWasm } from '../wasm/index.js';
 import { WireClient } from '../../web/tests/support/wire.mjs';
-import { ALICE, BOB, SCENARIOS, build, equal } from '../../web/bench/scenarios.mjs';
+import { ALICE, BOB, SCENARIOS, build, converse, equal } from '../../web/bench/scenarios.mjs';
 
 const addon = loadAddon();
 if (addon === undefined) throw new Error('the bench needs the native addon: run ./build.sh first');
@@ -147,13 +147,7 @@ async function runOurs(impl, sc) {
   const alice = await from(impl, sc.alice);
   const bob = await from(impl, sc.bob);
   const start = performance.now();
-  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
-    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
-    const [sender, to, receiver, fromId] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
-    const envelopes = await sender.encryptBatch(block.map((plaintext) => ({ sessionId: to, plaintext })));
-    const results = await receiver.decryptBatch(envelopes.map((envelope) => ({ sessionId: fromId, envelope })));
-    check(block, results.map((r) => r.plaintext), impl);
-  }
+  await converse(sc, alice, bob, (block, results) => check(block, results.map((r) => r.plaintext), impl));
   const ms = performance.now() - start;
   await alice.close();
   await bob.close();

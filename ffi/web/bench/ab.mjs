@@ -7,7 +7,7 @@
 // other processes than wall time), and the median of the paired ratios B / A.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ALICE, BOB, build, equal } from './scenarios.mjs';
+import { build, converse, equal } from './scenarios.mjs';
 
 const args = process.argv.slice(2);
 const dirs = args.filter((a, i) => !a.startsWith('--') && !(args[i - 1] ?? '').startsWith('--'));
@@ -55,13 +55,9 @@ async function runConversation(Client, sc) {
   const bob = await clientFrom(Client, sc.bob);
   let right = true;
   const stop = clock();
-  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
-    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
-    const [sender, to, receiver, from] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
-    const envelopes = await sender.encryptBatch(block.map((plaintext) => ({ sessionId: to, plaintext })));
-    const results = await receiver.decryptBatch(envelopes.map((envelope) => ({ sessionId: from, envelope })));
+  await converse(sc, alice, bob, (block, results) => {
     right &&= results.every((x, i) => equal(x.plaintext, block[i]));
-  }
+  });
   const timed = stop();
   await alice.close();
   await bob.close();

@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { WireClient, wireVersion } from '../tests/support/wire.mjs';
 import { IDBFactory } from 'fake-indexeddb';
 import { Client } from '../pkg/index.js';
-import { ALICE, BOB, SCENARIOS, build, equal, oursFrom } from './scenarios.mjs';
+import { ALICE, BOB, SCENARIOS, build, converse, equal, oursFrom } from './scenarios.mjs';
 import { buildOlm, olmVersion, runOlm } from './olm.mjs';
 
 const IMPLS = { ours: 'ours', wire: '@wireapp/proteus', olm: 'libolm', 'ours-idb': 'ours (IndexedDB)', 'ours-sealed': 'ours (sealed IDB)' };
@@ -108,13 +108,7 @@ async function runOurs(sc) {
   const alice = await oursFrom(sc.alice);
   const bob = await oursFrom(sc.bob);
   const start = performance.now();
-  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
-    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
-    const [sender, to, receiver, from] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
-    const envelopes = await sender.encryptBatch(block.map((plaintext) => ({ sessionId: to, plaintext })));
-    const results = await receiver.decryptBatch(envelopes.map((envelope) => ({ sessionId: from, envelope })));
-    check(block, results.map((r) => r.plaintext), 'ours');
-  }
+  await converse(sc, alice, bob, (block, results) => check(block, results.map((r) => r.plaintext), 'ours'));
   const ms = performance.now() - start;
   await alice.close();
   await bob.close();

@@ -168,6 +168,20 @@ export async function oursFrom(s) {
   return client;
 }
 
+/**
+ * conv10's timed part for two clients of ours: blocks of `sc.flipEvery` plaintexts, each
+ * encryptBatch'd by one side and decryptBatch'd by the other, the sides taking turns;
+ * `onTurn(block, results)` sees each block's decryptBatch results.
+ */
+export async function converse(sc, alice, bob, onTurn) {
+  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
+    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
+    const [sender, to, receiver, from] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
+    const envelopes = await sender.encryptBatch(block.map((plaintext) => ({ sessionId: to, plaintext })));
+    onTurn(block, await receiver.decryptBatch(envelopes.map((envelope) => ({ sessionId: from, envelope }))));
+  }
+}
+
 export function equal(a, b) {
   if (!a || a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
