@@ -73,6 +73,16 @@ impl Helpers {
         }
     }
 
+    /// Helpers on a pool of their own of `threads` threads.
+    #[cfg(test)]
+    pub(super) fn with_threads(threads: usize) -> Self {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        Self::new(pool)
+    }
+
     /// The same helpers with watches of at most `watch`.
     #[cfg(test)]
     fn watching_for(mut self, watch: Duration) -> Self {
@@ -328,17 +338,9 @@ mod tests {
 
     use super::{Helpers, Turnout};
 
-    fn helpers() -> Helpers {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .unwrap();
-        Helpers::new(pool)
-    }
-
     #[test]
     fn a_probe_nobody_waits_for_ends_a_rest_only_once_a_helper_has_started() {
-        let helpers = helpers();
+        let helpers = Helpers::with_threads(1);
         assert!(helpers.on_time().is_some());
         helpers.rest_for(Duration::ZERO);
         // The pool's thread is busy: the probe cannot start, and nothing waits for it.
@@ -373,7 +375,7 @@ mod tests {
 
     #[test]
     fn a_woken_helper_watches_until_work_is_offered() {
-        let helpers = helpers().watching_for(FOR_GOOD);
+        let helpers = Helpers::with_threads(1).watching_for(FOR_GOOD);
         helpers.wake();
         // The batch starts: its first question to the pace ends the watch, whether the helper
         // has begun watching yet or not.
@@ -384,7 +386,7 @@ mod tests {
 
     #[test]
     fn resting_helpers_are_not_woken() {
-        let helpers = helpers().watching_for(FOR_GOOD);
+        let helpers = Helpers::with_threads(1).watching_for(FOR_GOOD);
         helpers.rest_for(FOR_GOOD);
         helpers.wake();
         // No watch holds the pool's thread (nothing offers work to end one here).
@@ -395,7 +397,7 @@ mod tests {
     #[test]
     fn the_turnout_tells_late_from_on_time_and_from_nothing_to_tell() {
         let long_ago = Instant::now() - Duration::from_millis(5);
-        let helpers = helpers();
+        let helpers = Helpers::with_threads(1);
         helpers.came(Turnout::new(long_ago, None).waited_until_now());
         assert_eq!(helpers.late_in_a_row(), 1, "not started after 5 ms of work");
         helpers.came(Turnout::new(Instant::now(), None).waited_until_now());

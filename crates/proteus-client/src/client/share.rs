@@ -212,14 +212,6 @@ mod tests {
     use super::share;
     use crate::client::pace::Helpers;
 
-    fn pool(threads: usize) -> Helpers {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        Helpers::new(pool)
-    }
-
     /// Occupies the pool's only thread until the returned sender is dropped.
     fn occupy(helpers: &Helpers) -> mpsc::Sender<()> {
         let (release, busy) = mpsc::channel::<()>();
@@ -231,7 +223,7 @@ mod tests {
 
     #[test]
     fn work_a_helper_never_starts_on_is_done_by_the_caller_and_rests_the_helpers() {
-        let helpers = pool(1);
+        let helpers = Helpers::with_threads(1);
         let release = std::sync::Mutex::new(Some(occupy(&helpers)));
         let done = AtomicUsize::new(0);
         let mut items: Vec<u32> = vec![0; 64];
@@ -250,7 +242,7 @@ mod tests {
 
     #[test]
     fn resting_helpers_are_not_waited_for() {
-        let helpers = pool(1);
+        let helpers = Helpers::with_threads(1);
         helpers.rest_for(Duration::from_secs(3600));
         // The pool's thread is busy until the work is done: if the work were offered to it,
         // the caller would wait at the end for it to start, which it cannot.
@@ -273,7 +265,7 @@ mod tests {
 
     #[test]
     fn every_item_is_worked_on_exactly_once() {
-        let pool = pool(3);
+        let pool = Helpers::with_threads(3);
         for len in [0, 1, 2, 3, 7, 100, 1000] {
             let mut items: Vec<(usize, u32)> = (0..len).map(|i| (i, 0)).collect();
             let helped = share(Some(&pool), &mut items, &|(i, count)| {
@@ -293,7 +285,7 @@ mod tests {
 
     #[test]
     fn a_panic_in_the_work_reaches_the_caller_and_nothing_hangs() {
-        let pool = pool(2);
+        let pool = Helpers::with_threads(2);
         let mut items: Vec<usize> = (0..64).collect();
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             share(Some(&pool), &mut items, &|i| {

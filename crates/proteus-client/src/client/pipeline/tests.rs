@@ -40,14 +40,6 @@ pub(super) fn stall_if_asked(opened: usize, taken_over: impl Fn() -> bool) {
     }
 }
 
-fn helpers(threads: usize) -> Helpers {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap();
-    Helpers::new(pool)
-}
-
 /// Bob's identity and session, and `n` messages from Alice with a lost one and a reordered
 /// pair in the middle.
 fn backlog(n: usize) -> (IdentityKeyPair, Vec<u8>, Vec<Envelope<'static>>) {
@@ -124,7 +116,7 @@ fn pipelined_until(
 #[test]
 fn a_pipelined_run_decrypts_as_one_message_at_a_time() {
     let _serial = serial();
-    let helpers = helpers(2);
+    let helpers = Helpers::with_threads(2);
     let (bob, session, queue) = backlog(600);
     let expected = one_by_one(&bob, &session, &queue);
     let (got, _) = pipelined(&helpers, &bob, &session, &queue);
@@ -134,7 +126,7 @@ fn a_pipelined_run_decrypts_as_one_message_at_a_time() {
 #[test]
 fn parts_of_helpers_stopped_mid_part_are_decrypted_by_the_caller_and_dropped_by_them() {
     let _serial = serial();
-    let helpers = helpers(2);
+    let helpers = Helpers::with_threads(2);
     let (bob, session, queue) = backlog(600);
     let expected = one_by_one(&bob, &session, &queue);
     STALL.store(true, Ordering::Relaxed);
@@ -153,7 +145,7 @@ fn parts_of_helpers_stopped_mid_part_are_decrypted_by_the_caller_and_dropped_by_
 #[test]
 fn a_helper_that_never_starts_neither_holds_up_the_run_nor_opens_anything() {
     let _serial = serial();
-    let helpers = helpers(1);
+    let helpers = Helpers::with_threads(1);
     let (bob, session, queue) = backlog(600);
     let expected = one_by_one(&bob, &session, &queue);
     // The pool's one thread is busy until the run has given its last result: the helper job
@@ -176,7 +168,7 @@ fn a_helper_that_never_starts_neither_holds_up_the_run_nor_opens_anything() {
 #[test]
 fn a_sink_that_breaks_stops_the_run_there() {
     let _serial = serial();
-    let helpers = helpers(2);
+    let helpers = Helpers::with_threads(2);
     let (bob, session, queue) = backlog(600);
     let expected = one_by_one(&bob, &session, &queue);
     let (got, _) = pipelined_until(&helpers, &bob, &session, &queue, 250, || ());
