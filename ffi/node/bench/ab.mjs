@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Paired A/B of two builds of the native backend in one Node process, on a loaded machine:
 //
-//   node bench/ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K] [--threads T]
+//   node bench/ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K] [--threads T] [--callback]
 //
 // A build is a directory holding the package's native.js, queue.js and wasm/ and the addon
 // (proteus.<triple>.node), e.g. a copy of ffi/node made before a change. Each round runs one
@@ -13,6 +13,8 @@
 // median of the Rust medians and the median load average. --threads T sets the batch threads of
 // both builds and of the Rust bench (default: the client's): with 1, no run depends on whether
 // a batch's helper thread got a core of a busy machine (docs/benchmarks.md, session 13).
+// --callback passes decryptBatch a callback that accepts every result (the addon's
+// decryptBatchTo, its results crossing in chunks before the commit).
 
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -26,15 +28,18 @@ import { build, equal } from '../../web/bench/scenarios.mjs';
 const require = createRequire(import.meta.url);
 const args = process.argv.slice(2);
 const option = (name) => args.flatMap((a, i) => (a === name ? [args[i + 1]] : []));
-const dirs = args.filter((a, i) => !a.startsWith('--') && !(args[i - 1] ?? '').startsWith('--'));
+const FLAGS = ['--callback'];
+const dirs = args.filter((a, i) => !a.startsWith('--') && (FLAGS.includes(args[i - 1]) || !(args[i - 1] ?? '').startsWith('--')));
 if (dirs.length !== 2) {
-  throw new Error('usage: ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K] [--threads T]');
+  throw new Error('usage: ab.mjs DIR_A DIR_B [--runs N] [--scenario NAME] [--store memory|sqlite]... [--rust-every K] [--threads T] [--callback]');
 }
 const rounds = Number(option('--runs')[0] ?? 41);
 const scenario = option('--scenario')[0] ?? '1x1000est';
 const stores = option('--store').length ? option('--store') : ['memory', 'sqlite'];
 const rustEvery = Number(option('--rust-every')[0] ?? 0);
 const threads = option('--threads')[0] === undefined ? undefined : Number(option('--threads')[0]);
+const callback = args.includes('--callback');
+const accept = () => true;
 for (const s of stores) if (s !== 'memory' && s !== 'sqlite') throw new Error(`unknown store ${s}`);
 
 async function backend(dir) {
@@ -77,7 +82,7 @@ async function from(name, store) {
 async function run(name, store) {
   const client = await from(name, store);
   const start = performance.now();
-  const results = await client.decryptBatch(queue);
+  const results = await (callback ? client.decryptBatch(queue, accept) : client.decryptBatch(queue));
   const ms = performance.now() - start;
   for (let i = 0; i < results.length; i++) {
     if (!equal(results[i].plaintext, sc.messages[i].plaintext)) throw new Error(`${name}: message ${i} did not decrypt to what was sent`);
@@ -119,7 +124,7 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 const round = (x) => Math.round(x * 1000) / 1000;
-const out = { scenario, rounds, threads: threads ?? 'default', load_median: round(median(loads)) };
+const out = { scenario, rounds, threads: threads ?? 'default', callback, load_median: round(median(loads)) };
 for (const [key, xs] of Object.entries(times)) out[`${key}_ms`] = [0.25, 0.5, 0.75].map((q) => round(q === 0.5 ? median(xs) : quantile(xs, q))).join('/');
 for (const store of stores) {
   const a = times[`A-${store}`];
