@@ -23,7 +23,10 @@ pub use store::{delete_store, rekey_store, seal_store};
 
 use std::sync::{Arc, Mutex};
 
-use napi::bindgen_prelude::{AsyncTask, Buffer, Function, Uint8Array, Uint32Array, spawn_blocking};
+use napi::Env;
+use napi::bindgen_prelude::{
+    AsyncTask, Buffer, Function, PromiseRaw, Uint8Array, Uint32Array, spawn_blocking,
+};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
@@ -316,19 +319,27 @@ impl RawClient {
 
     /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks
     /// before the commit, and resolving to nothing; see [`batch`].
+    /// The batch helpers are woken from the JS thread first, as for
+    /// [`decrypt_batch`](Self::decrypt_batch).
     #[napi(
-        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>"
+        ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>",
+        ts_return_type = "Promise<void>"
     )]
-    pub async fn decrypt_batch_to(
+    pub fn decrypt_batch_to<'env>(
         &self,
+        env: &'env Env,
         session_ids: Vec<String>,
         index: Uint32Array,
         envelopes: Buffer,
         lengths: Uint32Array,
         sink: batch::Sink,
-    ) -> napi::Result<()> {
+    ) -> napi::Result<PromiseRaw<'env, ()>> {
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
-        on_blocking_pool(&self.shared, move |c| batch::decrypt_to(c, &packed, &sink)).await
+        let shared = self.shared.clone();
+        wake_batch_helpers(&shared);
+        env.spawn_future(async move {
+            on_blocking_pool(&shared, move |c| batch::decrypt_to(c, &packed, &sink)).await
+        })
     }
 
     /// Replaces the identity (only while there are no sessions).
