@@ -3,14 +3,23 @@
 # default module and the opt-in lanes one (proteus_web_lanes_bg.wasm, feature batch-lanes), their
 # one JS glue (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm
 # binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
-# (and nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of
+# (and nothing when it is present): a pinned nightly with rust-src (rustup), wasm-bindgen-cli at the version of
 # the wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm
 # ci`, for binaryen's wasm-opt). Works on Linux and macOS.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
 
-rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# The module is built on a pinned nightly that rebuilds std with panic=immediate-abort: a panic
+# traps at once (as panic=abort did, after a hook that printed nowhere in wasm32), without the
+# panic machinery, messages, source locations and most of core::fmt (7 KB of the module;
+# docs/benchmarks.md, session 14). std is built from the toolchain's rust-src, so no wasm32
+# target is installed. A fresh machine installs it once (minimal profile, ~10-60 s).
+toolchain=nightly-2026-05-20
+rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
+  || rustup toolchain install "$toolchain" --profile minimal --component rust-src
+rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' \
+  || rustup component add rust-src --toolchain "$toolchain"
 # The CLI must be the version of the wasm-bindgen crate in Cargo.lock.
 want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
 have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
@@ -28,8 +37,8 @@ wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/prot
 # PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build both modules with.
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
-# Panic locations name source files: the checkout's and the registry's paths are shortened, which
-# keeps this machine's paths out of the module and saves ~1 KB.
+# Source paths are shortened, which keeps this machine's paths out of the module (panic locations
+# named them before panics aborted at once).
 remap="--remap-path-prefix=$(cd "$root" && pwd)=proteus"
 for dir in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
   remap+=" --remap-path-prefix=${dir%/}=crates.io"
@@ -39,12 +48,14 @@ done
 # variable-time subgroup check; its 64-bit serial backend emulates 128-bit products in wasm (36%
 # slower on 50x20).
 dalek='--cfg curve25519_dalek_backend="fiat"'
-RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $dalek $remap}
+abort='-Zunstable-options -Cpanic=immediate-abort'
+RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $dalek $remap $abort}
 
 # build_wasm FEATURES OUT_DIR: cargo, wasm-bindgen and wasm-opt for one set of the crate's features.
 build_wasm() {
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
-    cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
+    cargo "+$toolchain" build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
+    -Zbuild-std=std,panic_abort \
     ${1:+--features "$1"}
   wasm-bindgen --target web --out-dir "$2" "$wasm"
   # --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the
