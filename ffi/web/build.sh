@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile) twice, the
-# default module and the opt-in lanes one (proteus_web_lanes_bg.wasm, feature batch-lanes), their
-# one JS glue (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm
-# binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
+# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile, feature
+# batch-lanes), its JS glue (wasm-bindgen --target web: one ES module for browsers and Node),
+# wasm-opt -Oz (npm binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
 # (and nothing when it is present): a pinned nightly with rust-src (rustup), wasm-bindgen-cli at the version of
 # the wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm
 # ci`, for binaryen's wasm-opt). Works on Linux and macOS.
@@ -34,7 +33,7 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
-# PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build both modules with.
+# PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build the module with.
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
 # Source paths are shortened, which keeps this machine's paths out of the module (panic locations
@@ -77,17 +76,18 @@ build_wasm() {
 }
 
 rm -rf pkg lanes.tmp
-build_wasm "${PROTEUS_WEB_FEATURES:-}" pkg
-# The opt-in build (`@proteus-engine/web/lanes`): batch-lanes opens a batch's messages four at a
-# time in SIMD lanes (30 % less CPU on 1x1000est) for ~18 KB more, over the 200,000-byte budget
-# the default keeps (docs/benchmarks.md, "Four SHA-256 lanes"). Features change no exported
-# function, so wasm-bindgen's JS glue must be the same: the package ships one glue, two modules.
-build_wasm "batch-lanes${PROTEUS_WEB_FEATURES:+,$PROTEUS_WEB_FEATURES}" lanes.tmp
-for glue in proteus_web.js proteus_web.d.ts proteus_web_bg.wasm.d.ts; do
-  cmp -s "pkg/$glue" "lanes.tmp/$glue" || { echo "the lanes build's $glue differs from the default's" >&2; exit 1; }
-done
-mv lanes.tmp/proteus_web_bg.wasm pkg/proteus_web_lanes_bg.wasm
-rm -rf lanes.tmp
+# The module opens a batch's messages four at a time in SIMD lanes (batch-lanes: 30 % less CPU on
+# 1x1000est; docs/benchmarks.md, "Four SHA-256 lanes"). It was an opt-in second module while it
+# was over the 200,000-byte budget; now within it, it is the only one. PROTEUS_WEB_LANES=0 builds
+# the package on a module without the lanes instead (for A/B measurements; not shipped).
+lanes=batch-lanes
+[ "${PROTEUS_WEB_LANES:-1}" = 0 ] && lanes=
+features="$lanes${lanes:+${PROTEUS_WEB_FEATURES:+,}}${PROTEUS_WEB_FEATURES:-}"
+build_wasm "$features" pkg
+# `@proteus-engine/web/lanes` (the opt-in of before) loads the same module; the file of its old
+# name stays in pkg/ as a copy for what reads it there (ffi/node's build), not in the tarball: the
+# package's exports map that name to proteus_web_bg.wasm.
+cp pkg/proteus_web_bg.wasm pkg/proteus_web_lanes_bg.wasm
 rm -f pkg/.gitignore
 cp js/*.js js/*.d.ts pkg/
 cp README.md pkg/README.md
@@ -114,15 +114,13 @@ cat > pkg/package.json <<JSON
     "./remote": { "types": "./remote.d.ts", "import": "./remote.js", "default": "./remote.js" },
     "./lanes": { "types": "./lanes.d.ts", "import": "./lanes.js", "default": "./lanes.js" },
     "./proteus_web_bg.wasm": "./proteus_web_bg.wasm",
-    "./proteus_web_lanes_bg.wasm": "./proteus_web_lanes_bg.wasm",
+    "./proteus_web_lanes_bg.wasm": "./proteus_web_bg.wasm",
     "./package.json": "./package.json"
   },
-  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "proteus_web_lanes_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
+  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
   "sideEffects": false
 }
 JSON
-for module in proteus_web_bg.wasm proteus_web_lanes_bg.wasm; do
-  raw=$(wc -c < "pkg/$module" | tr -d ' ')
-  gz=$(gzip -9 -c "pkg/$module" | wc -c | tr -d ' ')
-  echo "pkg/$module: $raw bytes, $gz gzipped (gzip -9)"
-done
+raw=$(wc -c < pkg/proteus_web_bg.wasm | tr -d ' ')
+gz=$(gzip -9 -c pkg/proteus_web_bg.wasm | wc -c | tr -d ' ')
+echo "pkg/proteus_web_bg.wasm: $raw bytes, $gz gzipped (gzip -9)"
