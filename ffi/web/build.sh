@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile, feature
 # batch-lanes), its JS glue (wasm-bindgen --target web: one ES module for browsers and Node),
-# wasm-opt -Oz (npm binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
-# (and nothing when it is present): a pinned nightly with rust-src (rustup), wasm-bindgen-cli at the version of
-# the wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm
-# ci`, for binaryen's wasm-opt). Works on Linux and macOS.
+# wasm-opt -Oz (npm binaryen), and the package's own ES modules and types. Installs what it needs
+# when it is missing (and nothing when it is present): a pinned nightly with rust-src (rustup),
+# wasm-bindgen-cli at the version of the wasm-bindgen crate (cargo install, a few minutes once),
+# and the npm devDependencies (`npm ci`, for binaryen's wasm-opt). Works on Linux and macOS.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
@@ -52,12 +52,12 @@ abort='-Zunstable-options -Cpanic=immediate-abort'
 # 1.5 KB less, as fast (a plateau: 25-35 and 60-70 give the same bytes; 50 for the hint 0.9 KB
 # more). Without wasm's reference types and multi-value returns wasm-bindgen passes JS values
 # through its JS-side table and results through a return pointer: 2 KB less, as fast (a batch
-# crosses the boundary a few times) and Safari 16.4 needs neither.
+# crosses the boundary a few times).
 mir='-Zinline-mir-threshold=30 -Zinline-mir-hint-threshold=60'
 abi='-C target-feature=-reference-types,-multivalue'
 RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $dalek $remap $abort $mir $abi}
 
-# build_wasm FEATURES OUT_DIR: cargo, wasm-bindgen and wasm-opt for one set of the crate's features.
+# build_wasm FEATURES OUT_DIR: cargo, wasm-bindgen and wasm-opt for a set of the crate's features.
 build_wasm() {
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
     cargo "+$toolchain" build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
@@ -75,7 +75,7 @@ build_wasm() {
   mv "$2/proteus_web_bg.opt.wasm" "$2/proteus_web_bg.wasm"
 }
 
-rm -rf pkg lanes.tmp
+rm -rf pkg
 # The module opens a batch's messages four at a time in SIMD lanes (batch-lanes: 30 % less CPU on
 # 1x1000est; docs/benchmarks.md, "Four SHA-256 lanes"). It was an opt-in second module while it
 # was over the 200,000-byte budget; now within it, it is the only one. PROTEUS_WEB_LANES=0 builds
