@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The web build (ffi/web): builds the npm package into ffi/web/pkg/ and tests it in Node and in a
 # real headless Chromium, live against @wireapp/proteus 9.13.0. Installs what is missing (and
-# nothing when it is present): the wasm32 target, wasm-bindgen-cli at the exact version of the
+# nothing when it is present): a pinned nightly with rust-src (ffi/web/build.sh rebuilds std with
+# it; ~10 s to install here), wasm-bindgen-cli at the exact version of the
 # wasm-bindgen crate (cargo install, ~5 min the first time), Debian's chromium, npm devDependencies
 # (binaryen 132 for wasm-opt, @wireapp/proteus, playwright-core, fake-indexeddb, typescript).
 #
@@ -41,7 +42,7 @@ timed() { # what, command...
 
 # --- what the suite needs ----------------------------------------------------------------------
 
-# The wasm target, wasm-bindgen-cli and the npm devDependencies: ffi/web/build.sh installs them.
+# The nightly toolchain, wasm-bindgen-cli and the npm devDependencies: ffi/web/build.sh installs them.
 
 if [ ! -x "$CHROMIUM" ]; then
   log "installing Debian's chromium"
