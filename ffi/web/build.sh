@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile) twice, the
-# default module and the opt-in lanes one (proteus_web_lanes_bg.wasm, feature batch-lanes), their
-# one JS glue (wasm-bindgen --target web: one ES module for browsers and Node), wasm-opt -Oz (npm
-# binaryen), and the package's own ES modules and types. Installs what it needs when it is missing
-# (and nothing when it is present): the wasm32 target (rustup), wasm-bindgen-cli at the version of
-# the wasm-bindgen crate (cargo install, a few minutes once), and the npm devDependencies (`npm
-# ci`, for binaryen's wasm-opt). Works on Linux and macOS.
+# Builds the npm package into ffi/web/pkg/: the wasm client (size-optimised profile, feature
+# batch-lanes), its JS glue (wasm-bindgen --target web: one ES module for browsers and Node),
+# wasm-opt -Oz (npm binaryen), and the package's own ES modules and types. Installs what it needs
+# when it is missing (and nothing when it is present): a pinned nightly with rust-src (rustup),
+# wasm-bindgen-cli at the version of the wasm-bindgen crate (cargo install, a few minutes once),
+# and the npm devDependencies (`npm ci`, for binaryen's wasm-opt). Works on Linux and macOS.
 set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
 
-rustup target list --installed | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+# The module is built on a pinned nightly that rebuilds std with panic=immediate-abort: a panic
+# traps at once (as panic=abort did, after a hook that printed nowhere in wasm32), without the
+# panic machinery, messages, source locations and most of core::fmt (7 KB of the module;
+# docs/benchmarks.md, session 14). std is built from the toolchain's rust-src, so no wasm32
+# target is installed. A fresh machine installs it once (minimal profile, ~10-60 s).
+toolchain=nightly-2026-05-20
+rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
+  || rustup toolchain install "$toolchain" --profile minimal --component rust-src
+rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' \
+  || rustup component add rust-src --toolchain "$toolchain"
 # The CLI must be the version of the wasm-bindgen crate in Cargo.lock.
 want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
 have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
@@ -25,11 +33,11 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
-# PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build both modules with.
+# PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build the module with.
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
 # threshold keeps opt-level 2 (Cargo.toml, profile release-wasm) at the size of "s".
-# Panic locations name source files: the checkout's and the registry's paths are shortened, which
-# keeps this machine's paths out of the module and saves ~1 KB.
+# Source paths are shortened, which keeps this machine's paths out of the module (panic locations
+# named them before panics aborted at once).
 remap="--remap-path-prefix=$(cd "$root" && pwd)=proteus"
 for dir in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/; do
   remap+=" --remap-path-prefix=${dir%/}=crates.io"
@@ -39,35 +47,47 @@ done
 # variable-time subgroup check; its 64-bit serial backend emulates 128-bit products in wasm (36%
 # slower on 50x20).
 dalek='--cfg curve25519_dalek_backend="fiat"'
-RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $dalek $remap}
+abort='-Zunstable-options -Cpanic=immediate-abort'
+# MIR inlining of `#[inline]` functions up to 60 rather than 100 (and others up to 30, not 50):
+# 1.5 KB less, as fast (a plateau: 25-35 and 60-70 give the same bytes; 50 for the hint 0.9 KB
+# more). Without wasm's reference types and multi-value returns wasm-bindgen passes JS values
+# through its JS-side table and results through a return pointer: 2 KB less, as fast (a batch
+# crosses the boundary a few times).
+mir='-Zinline-mir-threshold=30 -Zinline-mir-hint-threshold=60'
+abi='-C target-feature=-reference-types,-multivalue'
+RUSTFLAGS_WASM=${WASM_RUSTFLAGS:--C target-feature=+simd128 -C llvm-args=-inline-threshold=30 $dalek $remap $abort $mir $abi}
 
-# build_wasm FEATURES OUT_DIR: cargo, wasm-bindgen and wasm-opt for one set of the crate's features.
+# build_wasm FEATURES OUT_DIR: cargo, wasm-bindgen and wasm-opt for a set of the crate's features.
 build_wasm() {
   CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$RUSTFLAGS_WASM" \
-    cargo build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
+    cargo "+$toolchain" build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
+    -Zbuild-std=std,panic_abort \
     ${1:+--features "$1"}
   wasm-bindgen --target web --out-dir "$2" "$wasm"
   # --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the
   # stack, which starts at 1 MiB), so wasm-opt may fold constant offsets into loads and stores.
-  node_modules/.bin/wasm-opt -Oz --low-memory-unused --converge --strip-producers --strip-target-features \
+  # --flatten --rereloop --merge-similar-functions before -Oz: 1.1 KB less, as fast.
+  node_modules/.bin/wasm-opt --flatten --rereloop --merge-similar-functions -Oz \
+    --low-memory-unused --converge --strip-producers --strip-target-features \
     --enable-bulk-memory --enable-nontrapping-float-to-int \
     --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
     "$2/proteus_web_bg.wasm" -o "$2/proteus_web_bg.opt.wasm"
   mv "$2/proteus_web_bg.opt.wasm" "$2/proteus_web_bg.wasm"
 }
 
-rm -rf pkg lanes.tmp
-build_wasm "${PROTEUS_WEB_FEATURES:-}" pkg
-# The opt-in build (`@proteus-engine/web/lanes`): batch-lanes opens a batch's messages four at a
-# time in SIMD lanes (30 % less CPU on 1x1000est) for ~18 KB more, over the 200,000-byte budget
-# the default keeps (docs/benchmarks.md, "Four SHA-256 lanes"). Features change no exported
-# function, so wasm-bindgen's JS glue must be the same: the package ships one glue, two modules.
-build_wasm "batch-lanes${PROTEUS_WEB_FEATURES:+,$PROTEUS_WEB_FEATURES}" lanes.tmp
-for glue in proteus_web.js proteus_web.d.ts proteus_web_bg.wasm.d.ts; do
-  cmp -s "pkg/$glue" "lanes.tmp/$glue" || { echo "the lanes build's $glue differs from the default's" >&2; exit 1; }
-done
-mv lanes.tmp/proteus_web_bg.wasm pkg/proteus_web_lanes_bg.wasm
-rm -rf lanes.tmp
+rm -rf pkg
+# The module opens a batch's messages four at a time in SIMD lanes (batch-lanes: 30 % less CPU on
+# 1x1000est; docs/benchmarks.md, "Four SHA-256 lanes"). It was an opt-in second module while it
+# was over the 200,000-byte budget; now within it, it is the only one. PROTEUS_WEB_LANES=0 builds
+# the package on a module without the lanes instead (for A/B measurements; not shipped).
+lanes=batch-lanes
+[ "${PROTEUS_WEB_LANES:-1}" = 0 ] && lanes=
+features="$lanes${lanes:+${PROTEUS_WEB_FEATURES:+,}}${PROTEUS_WEB_FEATURES:-}"
+build_wasm "$features" pkg
+# `@proteus-engine/web/lanes` (the opt-in of before) loads the same module; the file of its old
+# name stays in pkg/ as a copy for what reads it there (ffi/node's build), not in the tarball: the
+# package's exports map that name to proteus_web_bg.wasm.
+cp pkg/proteus_web_bg.wasm pkg/proteus_web_lanes_bg.wasm
 rm -f pkg/.gitignore
 cp js/*.js js/*.d.ts pkg/
 cp README.md pkg/README.md
@@ -94,15 +114,13 @@ cat > pkg/package.json <<JSON
     "./remote": { "types": "./remote.d.ts", "import": "./remote.js", "default": "./remote.js" },
     "./lanes": { "types": "./lanes.d.ts", "import": "./lanes.js", "default": "./lanes.js" },
     "./proteus_web_bg.wasm": "./proteus_web_bg.wasm",
-    "./proteus_web_lanes_bg.wasm": "./proteus_web_lanes_bg.wasm",
+    "./proteus_web_lanes_bg.wasm": "./proteus_web_bg.wasm",
     "./package.json": "./package.json"
   },
-  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "proteus_web_lanes_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
+  "files": ["*.js", "*.d.ts", "proteus_web_bg.wasm", "README.md", "LICENSE-MIT", "LICENSE-APACHE"],
   "sideEffects": false
 }
 JSON
-for module in proteus_web_bg.wasm proteus_web_lanes_bg.wasm; do
-  raw=$(wc -c < "pkg/$module" | tr -d ' ')
-  gz=$(gzip -9 -c "pkg/$module" | wc -c | tr -d ' ')
-  echo "pkg/$module: $raw bytes, $gz gzipped (gzip -9)"
-done
+raw=$(wc -c < pkg/proteus_web_bg.wasm | tr -d ' ')
+gz=$(gzip -9 -c pkg/proteus_web_bg.wasm | wc -c | tr -d ' ')
+echo "pkg/proteus_web_bg.wasm: $raw bytes, $gz gzipped (gzip -9)"

@@ -6,6 +6,10 @@
 //! 599 Internal; the web package's 512 StoreConflict) are in the registry too. Messages carry
 //! no user data: session ids stay in the variants' fields, out of the text.
 
+use std::fmt;
+
+use proteus_core::text::Part::{Number, Signed, Text};
+use proteus_core::text::write_parts;
 use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCreationError};
 
 /// The storage failed. Nothing was changed.
@@ -13,19 +17,14 @@ use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCr
 #[non_exhaustive]
 pub enum StoreError {
     /// Another process holds the store and did not release it within the busy timeout.
-    #[error("the store is in use by another process")]
     Busy,
     /// The store exists but cannot be read as a Proteus store; it was left as it is.
-    #[error("the store is corrupt: {0}")]
     Corrupt(String),
     /// There is no store at this location (and it was not asked to create one).
-    #[error("no store at {0}")]
     NotFound(String),
     /// A store already exists where a new one was to be created.
-    #[error("a store already exists at {0}")]
     AlreadyExists(String),
     /// The store was written by a newer version of this library.
-    #[error("the store has schema version {found}; this library reads up to {supported}")]
     UnsupportedSchema {
         /// The store's schema version.
         found: i64,
@@ -33,21 +32,14 @@ pub enum StoreError {
         supported: i64,
     },
     /// The store is sealed with another key than the one given. Nothing was changed.
-    #[error("the store key is wrong")]
     WrongKey,
     /// The store is encrypted: open it with its key.
-    #[error("the store is encrypted; open it with its key")]
     KeyRequired,
     /// A key was given, but the store holds unsealed records; seal it first.
-    #[error("the store is not encrypted")]
     NotSealed,
     /// The store is older than the application's own record of it says: it was restored from
     /// an old copy (a device backup, say). Using it would reuse message keys, so it is refused
     /// and left as it is; see [`RollbackGuard`](crate::RollbackGuard).
-    #[error(
-        "the store was restored from an older copy (commit {store}, the application has seen \
-         {expected}); it is refused so that no message key is used twice"
-    )]
     RolledBack {
         /// The store's commit counter.
         store: u64,
@@ -55,7 +47,6 @@ pub enum StoreError {
         expected: u64,
     },
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
-    #[error("storage failure: {0}")]
     Backend(String),
 }
 
@@ -64,11 +55,50 @@ pub enum StoreError {
 /// wasm32 builds, `(code): message`: nothing prints a Debug form there (errors reach JS as code
 /// and message, which gets the kind from its own registry), and the kind names would be linked
 /// in for this alone (1.2 KB of the web build).
-impl std::fmt::Debug for StoreError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         #[cfg(not(target_arch = "wasm32"))]
-        write!(f, "{} ", self.kind())?;
-        write!(f, "({}): {self}", self.code())
+        write_parts(f, &[Text(self.kind()), Text(" ")])?;
+        write_parts(f, &[Text("("), Number(self.code().into()), Text("): ")])?;
+        fmt::Display::fmt(self, f)
+    }
+}
+
+// Messages written out rather than derived: no `write!` with arguments, so that core::fmt's
+// machinery stays out of the web build (`proteus_core::text`).
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Busy => f.write_str("the store is in use by another process"),
+            Self::Corrupt(why) => write_parts(f, &[Text("the store is corrupt: "), Text(why)]),
+            Self::NotFound(place) => write_parts(f, &[Text("no store at "), Text(place)]),
+            Self::AlreadyExists(place) => {
+                write_parts(f, &[Text("a store already exists at "), Text(place)])
+            }
+            Self::UnsupportedSchema { found, supported } => write_parts(
+                f,
+                &[
+                    Text("the store has schema version "),
+                    Signed(*found),
+                    Text("; this library reads up to "),
+                    Signed(*supported),
+                ],
+            ),
+            Self::WrongKey => f.write_str("the store key is wrong"),
+            Self::KeyRequired => f.write_str("the store is encrypted; open it with its key"),
+            Self::NotSealed => f.write_str("the store is not encrypted"),
+            Self::RolledBack { store, expected } => write_parts(
+                f,
+                &[
+                    Text("the store was restored from an older copy (commit "),
+                    Number(*store),
+                    Text(", the application has seen "),
+                    Number(*expected),
+                    Text("); it is refused so that no message key is used twice"),
+                ],
+            ),
+            Self::Backend(why) => write_parts(f, &[Text("storage failure: "), Text(why)]),
+        }
     }
 }
 
@@ -93,44 +123,32 @@ impl StoreError {
 proteus_core::impl_kind_and_code!(StoreError);
 
 /// An operation of the [`Client`](crate::Client) failed. Nothing was changed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum ClientError {
     /// A message was rejected (see the core's codes).
-    #[error(transparent)]
-    Decrypt(#[from] DecryptError),
+    Decrypt(DecryptError),
     /// A message could not be encrypted.
-    #[error(transparent)]
-    Encrypt(#[from] EncryptError),
+    Encrypt(EncryptError),
     /// A session could not be created from a prekey bundle.
-    #[error(transparent)]
-    SessionCreation(#[from] SessionCreationError),
+    SessionCreation(SessionCreationError),
     /// Bytes given to the client (a bundle, an imported record) did not decode.
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
+    Decode(DecodeError),
     /// The storage failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// There is no session with this id (kept here, never in the message: ids are user data).
-    #[error("no session with this id")]
     SessionNotFound(String),
     /// A session with this id exists already; delete it first to replace it.
-    #[error("a session with this id exists already")]
     SessionExists(String),
     /// Session ids are 1 to [`MAX_SESSION_ID_LEN`](crate::MAX_SESSION_ID_LEN) bytes of UTF-8.
-    #[error("invalid session id: {0}")]
     InvalidSessionId(&'static str),
     /// The identity cannot be replaced while sessions made with it exist.
-    #[error("the identity is in use by {0} sessions")]
     IdentityInUse(usize),
     /// The application stopped a batch before its commit; nothing of it was committed.
-    #[error("the batch was stopped by the application before its commit")]
     BatchAborted,
     /// No prekey with this id is stored.
-    #[error("no prekey with id {0}")]
     PreKeyNotFound(u16),
     /// Fewer one-time prekey ids are free than were asked for (65,535 exist).
-    #[error("only {free} one-time prekey ids are free")]
     PreKeyIdsExhausted {
         /// How many are free.
         free: usize,
@@ -160,6 +178,91 @@ impl ClientError {
 
 proteus_core::impl_kind_and_code!(ClientError);
 
+// Written out rather than derived (with `#[error(transparent)]` for the wrapped errors) for the
+// reason of `StoreError`'s Display: no `write!` with arguments.
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Decrypt(e) => fmt::Display::fmt(e, f),
+            Self::Encrypt(e) => fmt::Display::fmt(e, f),
+            Self::SessionCreation(e) => fmt::Display::fmt(e, f),
+            Self::Decode(e) => fmt::Display::fmt(e, f),
+            Self::Store(e) => fmt::Display::fmt(e, f),
+            Self::SessionNotFound(_) => f.write_str("no session with this id"),
+            Self::SessionExists(_) => f.write_str("a session with this id exists already"),
+            Self::InvalidSessionId(why) => {
+                write_parts(f, &[Text("invalid session id: "), Text(why)])
+            }
+            Self::IdentityInUse(n) => write_parts(
+                f,
+                &[
+                    Text("the identity is in use by "),
+                    Number(*n as u64),
+                    Text(" sessions"),
+                ],
+            ),
+            Self::BatchAborted => {
+                f.write_str("the batch was stopped by the application before its commit")
+            }
+            Self::PreKeyNotFound(id) => {
+                write_parts(f, &[Text("no prekey with id "), Number((*id).into())])
+            }
+            Self::PreKeyIdsExhausted { free } => write_parts(
+                f,
+                &[
+                    Text("only "),
+                    Number(*free as u64),
+                    Text(" one-time prekey ids are free"),
+                ],
+            ),
+        }
+    }
+}
+
+/// The wrapped errors are transparent: their own source, as `#[error(transparent)]` made it.
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Decrypt(e) => e.source(),
+            Self::Encrypt(e) => e.source(),
+            Self::SessionCreation(e) => e.source(),
+            Self::Decode(e) => e.source(),
+            Self::Store(e) => e.source(),
+            _ => None,
+        }
+    }
+}
+
+impl From<DecryptError> for ClientError {
+    fn from(e: DecryptError) -> Self {
+        Self::Decrypt(e)
+    }
+}
+
+impl From<EncryptError> for ClientError {
+    fn from(e: EncryptError) -> Self {
+        Self::Encrypt(e)
+    }
+}
+
+impl From<SessionCreationError> for ClientError {
+    fn from(e: SessionCreationError) -> Self {
+        Self::SessionCreation(e)
+    }
+}
+
+impl From<DecodeError> for ClientError {
+    fn from(e: DecodeError) -> Self {
+        Self::Decode(e)
+    }
+}
+
+impl From<StoreError> for ClientError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,6 +277,69 @@ mod tests {
         assert_eq!(
             format!("{:?}", ClientError::Store(StoreError::Busy)),
             "Store(StoreBusy (502): the store is in use by another process)"
+        );
+    }
+
+    /// The messages written out by hand are those `thiserror` derived from the same texts.
+    #[test]
+    fn messages_with_values_read_as_before() {
+        let cases = [
+            (
+                ClientError::Store(StoreError::UnsupportedSchema {
+                    found: -3,
+                    supported: 2,
+                }),
+                "the store has schema version -3; this library reads up to 2",
+            ),
+            (
+                StoreError::RolledBack {
+                    store: 7,
+                    expected: 9,
+                }
+                .into(),
+                "the store was restored from an older copy (commit 7, the application has seen \
+                 9); it is refused so that no message key is used twice",
+            ),
+            (
+                StoreError::Corrupt("x".into()).into(),
+                "the store is corrupt: x",
+            ),
+            (StoreError::NotFound("/a".into()).into(), "no store at /a"),
+            (
+                StoreError::AlreadyExists("/a".into()).into(),
+                "a store already exists at /a",
+            ),
+            (
+                StoreError::Backend("io".into()).into(),
+                "storage failure: io",
+            ),
+            (
+                ClientError::InvalidSessionId("empty"),
+                "invalid session id: empty",
+            ),
+            (
+                ClientError::IdentityInUse(3),
+                "the identity is in use by 3 sessions",
+            ),
+            (ClientError::PreKeyNotFound(9), "no prekey with id 9"),
+            (
+                ClientError::PreKeyIdsExhausted { free: 0 },
+                "only 0 one-time prekey ids are free",
+            ),
+            (
+                DecodeError::MissingField("mac").into(),
+                "missing field: mac",
+            ),
+        ];
+        for (error, message) in cases {
+            assert_eq!(error.to_string(), message);
+        }
+        let inner = std::error::Error::source(&ClientError::Decrypt(DecryptError::Decode(
+            DecodeError::Truncated,
+        )));
+        assert_eq!(
+            inner.map(ToString::to_string).as_deref(),
+            Some("input ended early")
         );
     }
 

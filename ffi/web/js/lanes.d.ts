@@ -1,10 +1,11 @@
-// Types of the opt-in lanes build's entry point (lanes.js): the rest of the API is index.d.ts's.
+// Types of `@proteus-engine/web/lanes` (lanes.js), kept for code written against the opt-in lanes
+// module: the package's only module is that one now. The rest of the API is index.d.ts's.
 
-/** The lanes module's URL (a file: URL in Node): for init(), `wasm` options and bundlers. */
+/** The package's module URL (a file: URL in Node), the one init() loads by default. */
 export declare const lanesWasm: URL;
 
 /**
- * Loads the lanes module in this realm (page, worker or Node thread); call it before any Client.
+ * Loads the package's module in this realm (page, worker or Node thread), as init() does.
  * Rejects when the realm already loaded another module (the first init in a realm decides).
  */
 export function initLanes(): Promise<void>;

@@ -1,14 +1,14 @@
-// The opt-in build: `@proteus-engine/web/lanes`. The same API and glue as the default, with a
-// module (proteus_web_lanes_bg.wasm) that opens a batch's messages four at a time in SIMD lanes
-// for SHA-256: less CPU per batch, more bytes (README, "Two builds").
+// `@proteus-engine/web/lanes`: the opt-in of the lanes module while it was a second, larger
+// module. It is the package's only module now (README, "The module"), so this entry loads that
+// module and is kept for code written against it.
 
 import { init, loadedWasmUrl } from './init.js';
 
-/** The lanes module's URL (a file: URL in Node): for init(), `wasm` options and bundlers. */
-export const lanesWasm = new URL('./proteus_web_lanes_bg.wasm', import.meta.url);
+/** The package's module URL (a file: URL in Node), the one init() loads by default. */
+export const lanesWasm = new URL('./proteus_web_bg.wasm', import.meta.url);
 
 /**
- * Loads the lanes module in this realm (page, worker or Node thread); call it before any Client.
+ * Loads the package's module in this realm (page, worker or Node thread), as init() does.
  * Rejects when the realm already loaded another module (the first init in a realm decides).
  */
 export async function initLanes() {

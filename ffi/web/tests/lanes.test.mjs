@@ -1,18 +1,16 @@
-// The opt-in lanes build (`@proteus-engine/web/lanes`): initLanes() loads
-// pkg/proteus_web_lanes_bg.wasm (its bytes, not the default's), under the same API; the first
-// module loaded in a realm is the one it keeps, and initLanes() says so rather than run the
-// default. Each case runs in a fresh Node process (a realm loads one module).
+// `@proteus-engine/web/lanes`, the opt-in of the lanes module while it was a second module: the
+// package has one module now, the lanes one, and this entry loads that same module. Each case
+// runs in a fresh Node process (a realm loads one module).
 // Run: node --test tests/ (after ./build.sh).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 const pkg = new URL('../pkg/', import.meta.url);
-const lanesBytes = statSync(new URL('proteus_web_lanes_bg.wasm', pkg)).size;
-const defaultBytes = statSync(new URL('proteus_web_bg.wasm', pkg)).size;
+const moduleBytes = readFileSync(new URL('proteus_web_bg.wasm', pkg));
 
-/** Runs an ES module body in a new Node process (without the suite's preload); returns its stdout. */
+/** Runs an ES module body in a new Node process; returns its stdout. */
 function inNewProcess(body) {
   const env = { ...process.env, NODE_OPTIONS: '' };
   const prelude = `
@@ -29,11 +27,7 @@ function inNewProcess(body) {
   return execFileSync(process.execPath, ['--input-type=module', '-e', prelude + body], { env, encoding: 'utf8' });
 }
 
-test('the two modules differ (the lanes build is the larger)', () => {
-  assert.ok(lanesBytes > defaultBytes, `lanes ${lanesBytes} bytes, default ${defaultBytes}`);
-});
-
-test('initLanes() loads the lanes module, and the API works on it', () => {
+test('initLanes() loads the package module, and the API works on it', () => {
   const out = inNewProcess(`
     await initLanes();
     const alice = await Client.inMemory();
@@ -43,41 +37,36 @@ test('initLanes() loads the lanes module, and the API works on it', () => {
     const envelopes = [];
     for (let i = 0; i < 9; i++) envelopes.push({ sessionId: 'alice', envelope: await alice.encrypt('bob', 'm' + i) });
     const results = await bob.decryptBatch(envelopes);
-    console.log(JSON.stringify({ bytes, texts: results.map((r) => new TextDecoder().decode(r.plaintext)) }));
+    console.log(JSON.stringify({ bytes, href: lanesWasm.href, texts: results.map((r) => new TextDecoder().decode(r.plaintext)) }));
   `);
-  const { bytes, texts } = JSON.parse(out);
-  assert.equal(bytes, lanesBytes, 'the module instantiated is proteus_web_lanes_bg.wasm');
+  const { bytes, href, texts } = JSON.parse(out);
+  assert.equal(bytes, moduleBytes.length, 'the module instantiated is proteus_web_bg.wasm');
+  assert.equal(href, new URL('proteus_web_bg.wasm', pkg).href);
   assert.deepEqual(texts, Array.from({ length: 9 }, (_, i) => 'm' + i));
 });
 
-test('without the opt-in, the default module loads', () => {
-  const out = inNewProcess(`await Client.inMemory(); console.log(bytes);`);
-  assert.equal(Number(out), defaultBytes);
-});
-
-test('init(lanesWasm) is the same opt-in as initLanes()', () => {
-  const out = inNewProcess(`await init(lanesWasm); await initLanes(); console.log(bytes);`);
-  assert.equal(Number(out), lanesBytes);
-});
-
-test('initLanes() after the default module loaded rejects (it cannot swap modules)', () => {
+test('initLanes() after the module loaded resolves: it is the same module', () => {
   const out = inNewProcess(`
     await init();
-    const error = await initLanes().then(() => undefined, (e) => e.message);
-    console.log(JSON.stringify({ bytes, error }));
+    await initLanes();
+    await Client.inMemory();
+    console.log(bytes);
   `);
-  const { bytes, error } = JSON.parse(out);
-  assert.equal(bytes, defaultBytes);
-  assert.match(error, /already loaded/);
+  assert.equal(Number(out), moduleBytes.length);
 });
 
-// The suite runs twice (scripts/suites/web.sh): the second time every process preloads the lanes
-// module (tests/support/lanes-preload.mjs, PROTEUS_WEB_WASM=lanes). This process runs on the
-// module of its run: the preload's bytes and the URL the package loaded agree.
-test('this process runs on the module of the suite\'s run', async () => {
-  const { init, loadedWasmUrl } = await import(new URL('init.js', pkg).href);
-  await init();
-  const lanes = process.env.PROTEUS_WEB_WASM === 'lanes';
-  assert.equal(loadedWasmUrl(), new URL(lanes ? 'proteus_web_lanes_bg.wasm' : 'proteus_web_bg.wasm', pkg).href);
-  if (lanes) assert.equal(globalThis.__proteusWasmBytes, lanesBytes);
+test('initLanes() after another module loaded rejects (it cannot swap modules)', () => {
+  const out = inNewProcess(`
+    await init(${JSON.stringify(new URL('proteus_web_lanes_bg.wasm', pkg).href)});
+    const error = await initLanes().then(() => undefined, (e) => e.message);
+    console.log(JSON.stringify({ error }));
+  `);
+  assert.match(JSON.parse(out).error, /already loaded/);
+});
+
+test('proteus_web_lanes_bg.wasm in pkg/ is a copy of the module (for what reads it there)', () => {
+  assert.deepEqual(readFileSync(new URL('proteus_web_lanes_bg.wasm', pkg)), moduleBytes);
+  const manifest = JSON.parse(readFileSync(new URL('package.json', pkg), 'utf8'));
+  assert.equal(manifest.exports['./proteus_web_lanes_bg.wasm'], './proteus_web_bg.wasm');
+  assert.ok(!manifest.files.includes('proteus_web_lanes_bg.wasm'), 'the copy is not in the tarball');
 });

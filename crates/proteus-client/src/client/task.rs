@@ -14,6 +14,8 @@ use crate::collections::SortedSet;
 use crate::error::{ClientError, StoreError};
 use crate::session_cache::{CachedSession, SessionConfig};
 use proteus_core::plan::{Opened, open_jobs};
+use proteus_core::text::Part::{Number, Text};
+use proteus_core::text::join;
 use proteus_core::{
     CheckedIdentity, DecryptError, Envelope, IdentityCache, IdentityKey, IdentityKeyPair, Message,
     OsRng, PreKey, PreKeyId, PreKeyStore, PublicKey, Session,
@@ -182,7 +184,11 @@ impl PreKeyStore for TaskPreKeys<'_> {
         match self.fetched.get(&id) {
             Some(prekey) => Ok(prekey.clone()),
             // Every prekey a PreKeyMessage of the run names was read before the task started.
-            None => Err(StoreError::Backend(format!("prekey {id} was not read"))),
+            None => Err(StoreError::Backend(join(&[
+                Text("prekey "),
+                Number(id.value().into()),
+                Text(" was not read"),
+            ]))),
         }
     }
 

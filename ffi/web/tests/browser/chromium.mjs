@@ -1,7 +1,7 @@
 // The package in a real headless Chromium (Debian's, driven by playwright-core), pages served on
 // 127.0.0.1: IndexedDB persistence across a reload with a 1000-message queue, two pages of one
-// client committing at once, the demo page, opening with { create: false }, and the opt-in lanes
-// build loaded by initLanes(). The peer runs in Node (the same package, in memory).
+// client committing at once, the demo page, opening with { create: false }, and the lanes
+// entry of before (initLanes()). The peer runs in Node (the same package, in memory).
 // Run: node --test tests/browser/chromium.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -185,7 +185,7 @@ describe('Chromium', () => {
     assert.deepEqual(seen, { code: 504, listed: false, created: true, persisted: 'boolean', createdAgain: false });
     await page.close();
   });
-  test('the opt-in lanes build: initLanes() fetches proteus_web_lanes_bg.wasm only, and the API runs on it', async () => {
+  test('the lanes entry of before: initLanes() fetches the package module only, and the API runs on it', async () => {
     const page = await context.newPage();
     page.on('pageerror', (e) => console.error('page error:', e));
     const fetched = [];
@@ -204,7 +204,7 @@ describe('Chromium', () => {
       return (await bob.decryptBatch(queue)).map((r) => new TextDecoder().decode(r.plaintext));
     });
     assert.deepEqual(texts, Array.from({ length: 9 }, (_, i) => `m${i}`));
-    assert.deepEqual(fetched, ['/ffi/web/pkg/proteus_web_lanes_bg.wasm']);
+    assert.deepEqual(fetched, ['/ffi/web/pkg/proteus_web_bg.wasm']);
     await page.close();
   });
 });
