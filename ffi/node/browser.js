@@ -1,6 +1,5 @@
 // The package for browsers (the "browser" export condition, which bundlers use): the web
-// package's wasm build (its lanes module, the only one this package ships: build.sh), with
-// `backend` as in index.js. No Node module is imported.
+// package's wasm build, with `backend` as in index.js. No Node module is imported.
 
 export * from './wasm/index.js';
 

@@ -11,20 +11,13 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   npm ci --no-audit --no-fund
 fi
 "$root/ffi/web/build.sh"
-# The wasm fallback: the web package's JS and ONE module, its lanes one (faster on a batch; its
-# bytes cost nothing to download in Node), installed under the default module's name: the glue
-# and init.js load that name by default (and bundlers following their `new URL(...)` find it),
-# so the fallback and a browser bundle (browser.js) both run it with a plain init(). The two
-# modules share one glue; the check below stops the build should their imports or exports differ.
-# Not shipped: the default module, lanes.js (nothing loads the lanes name here), the web
-# package's Worker client (remote.js, worker.js, wire.js: this package does not export them),
-# the glue's types, and the web package's manifest, README and licence copies.
+# The wasm fallback: the web package's JS and its module, under the module's own name (the glue
+# and init.js load that name by default, and bundlers following their `new URL(...)` find it), so
+# the fallback and a browser bundle (browser.js) both run it with a plain init().
+# Not shipped: lanes.js (the old opt-in's name for the same module), the web package's Worker
+# client (remote.js, worker.js, wire.js: this package does not export them), the glue's types,
+# and the web package's manifest, README and licence copies.
 pkg="$root/ffi/web/pkg"
-node -e '
-const { readFileSync } = require("node:fs");
-const shape = (f) => { const m = new WebAssembly.Module(readFileSync(f)); return JSON.stringify([WebAssembly.Module.imports(m), WebAssembly.Module.exports(m)]); };
-if (shape(process.argv[1]) !== shape(process.argv[2])) throw new Error("the lanes module does not fit the default module'"'"'s glue");
-' "$pkg/proteus_web_bg.wasm" "$pkg/proteus_web_lanes_bg.wasm"
 rm -rf wasm
 mkdir wasm
 for f in "$pkg"/*.js "$pkg"/index.d.ts "$pkg"/codes.d.ts; do
@@ -33,7 +26,7 @@ for f in "$pkg"/*.js "$pkg"/index.d.ts "$pkg"/codes.d.ts; do
     *) cp "$f" wasm/ ;;
   esac
 done
-cp "$pkg/proteus_web_lanes_bg.wasm" wasm/proteus_web_bg.wasm
+cp "$pkg/proteus_web_bg.wasm" wasm/
 # --platform names the binary with napi-rs's platform suffix; cargo's target dir is honoured.
 # --no-js: index.js is our own loader; the raw layer's generated types go to addon.d.ts (not shipped).
 # Stripped by the profile, not `napi build --strip`: that sets RUSTFLAGS, which replaces the

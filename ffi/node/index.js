@@ -1,10 +1,7 @@
 // The Proteus client for Node.js and Electron's main process: the native addon (native.js over
 // the Node-API addon, on a durable SQLite store) where a prebuilt binary exists for the
 // platform, else the wasm build of the web package (wasm/, in memory, or IndexedDB when given
-// one): its lanes module, faster on a batch and larger, which costs nothing to download here
-// (the web package's README, "Two builds"; build.sh installs it under the default module's
-// name, so a plain init() loads it). Both have the web package's API and types, and raise the
-// same ProteusError class.
+// one). Both have the web package's API and types, and raise the same ProteusError class.
 // `backend` says which one runs; PROTEUS_BACKEND=wasm forces the wasm build.
 
 import { loadAddon } from './load.js';

@@ -84,10 +84,8 @@ lanes=batch-lanes
 [ "${PROTEUS_WEB_LANES:-1}" = 0 ] && lanes=
 features="$lanes${lanes:+${PROTEUS_WEB_FEATURES:+,}}${PROTEUS_WEB_FEATURES:-}"
 build_wasm "$features" pkg
-# `@proteus-engine/web/lanes` (the opt-in of before) loads the same module; the file of its old
-# name stays in pkg/ as a copy for what reads it there (ffi/node's build), not in the tarball: the
-# package's exports map that name to proteus_web_bg.wasm.
-cp pkg/proteus_web_bg.wasm pkg/proteus_web_lanes_bg.wasm
+# `@proteus-engine/web/lanes` (the opt-in of before) loads the same module, and the package's
+# exports map the old module's name, proteus_web_lanes_bg.wasm, to it.
 rm -f pkg/.gitignore
 cp js/*.js js/*.d.ts pkg/
 cp README.md pkg/README.md

@@ -4,8 +4,5 @@
 /** The package's module URL (a file: URL in Node), the one init() loads by default. */
 export declare const lanesWasm: URL;
 
-/**
- * Loads the package's module in this realm (page, worker or Node thread), as init() does.
- * Rejects when the realm already loaded another module (the first init in a realm decides).
- */
+/** Loads the package's module in this realm (page, worker or Node thread): init(). */
 export function initLanes(): Promise<void>;

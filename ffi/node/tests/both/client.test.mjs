@@ -18,15 +18,15 @@ test(`the backend is the one asked for (${backend})`, () => {
   assert.equal(backend, process.env.PROTEUS_BACKEND ?? 'native');
 });
 
-test('the wasm fallback runs the web package\'s lanes module, its only one (none is loaded with the addon)', () => {
+test('the wasm fallback runs the web package\'s module, its only one (none is loaded with the addon)', () => {
   const loaded = loadedWasmUrl();
   if (backend === 'native') assert.equal(loaded, undefined);
   else assert.ok(loaded?.endsWith('/wasm/proteus_web_bg.wasm'), `loaded: ${loaded}`);
-  // build.sh installs the lanes module under the default's name, and no other.
+  // build.sh installs the web package's module, and no other.
   const wasmDir = new URL('../../wasm/', import.meta.url);
   assert.deepEqual(readdirSync(wasmDir).filter((f) => f.endsWith('.wasm')), ['proteus_web_bg.wasm']);
-  const lanes = new URL('../../../web/pkg/proteus_web_lanes_bg.wasm', import.meta.url);
-  assert.ok(readFileSync(new URL('proteus_web_bg.wasm', wasmDir)).equals(readFileSync(lanes)), 'not the lanes module');
+  const module = new URL('../../../web/pkg/proteus_web_bg.wasm', import.meta.url);
+  assert.ok(readFileSync(new URL('proteus_web_bg.wasm', wasmDir)).equals(readFileSync(module)), 'not the web package\'s module');
 });
 
 test('the client has every method and function of ffi/api-surface.json', () => {
