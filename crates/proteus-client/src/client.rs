@@ -27,6 +27,8 @@ mod pace;
 mod parallel;
 #[cfg(not(target_arch = "wasm32"))]
 mod pipeline;
+#[cfg(not(target_arch = "wasm32"))]
+mod placement;
 mod runs;
 #[cfg(not(target_arch = "wasm32"))]
 mod share;

@@ -59,6 +59,8 @@ pub(crate) struct Helpers {
     pace: Pace,
     /// Bumped whenever work may be offered: it ends the helpers' watch ([`Helpers::wake`]).
     offers: Arc<AtomicU64>,
+    /// The CPUs of the helpers watching now, a bit each (`client/placement.rs`).
+    watching_on: Arc<AtomicU64>,
     /// How long a watch lasts at most: [`WATCH`] (tests make it longer).
     watch: Duration,
 }
@@ -69,6 +71,7 @@ impl Helpers {
             pool,
             pace: Pace::new(),
             offers: Arc::default(),
+            watching_on: Arc::default(),
             watch: WATCH,
         }
     }
@@ -93,6 +96,11 @@ impl Helpers {
     /// The helpers, unless they were late lately and are resting: then `None`, and the work
     /// runs on the calling thread.
     pub(crate) fn on_time(&self) -> Option<&Self> {
+        // A watching helper on this thread's CPU would wait behind it for the whole batch.
+        let watching_on = self.watching_on.load(Ordering::Relaxed);
+        if watching_on != 0 {
+            super::placement::step_off(watching_on);
+        }
         self.offers.fetch_add(1, Ordering::Release);
         self.pace.asked(&self.pool).then_some(self)
     }
@@ -110,14 +118,18 @@ impl Helpers {
         }
         let seen = self.offers.load(Ordering::Acquire);
         let offers = Arc::clone(&self.offers);
+        let watching_on = Arc::clone(&self.watching_on);
         let watch = self.watch;
         self.pool.spawn_broadcast(move |_| {
             let start = Instant::now();
+            let cpu = super::placement::cpu_bit();
+            watching_on.fetch_or(cpu, Ordering::Relaxed);
             while offers.load(Ordering::Acquire) == seen && start.elapsed() < watch {
                 // Yields rather than spins: should the batch's thread be woken onto this
-                // CPU, it runs at once.
+                // CPU, it runs at once (and steps off it when it offers the work).
                 std::thread::yield_now();
             }
+            watching_on.fetch_and(!cpu, Ordering::Relaxed);
         });
     }
 
