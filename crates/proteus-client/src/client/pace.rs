@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use rayon::ThreadPool;
 
+use super::placement::Homes;
+
 /// A helper that starts within this much of being asked is on time (waking a sleeping thread on
 /// an idle CPU takes tens of µs); calling-thread work shorter than this says nothing of a
 /// helper that had not started when it ended.
@@ -59,31 +61,36 @@ pub(crate) struct Helpers {
     pace: Pace,
     /// Bumped whenever work may be offered: it ends the helpers' watch ([`Helpers::wake`]).
     offers: Arc<AtomicU64>,
-    /// The CPUs of the helpers watching now, a bit each (`client/placement.rs`).
-    watching_on: Arc<AtomicU64>,
     /// How long a watch lasts at most: [`WATCH`] (tests make it longer).
     watch: Duration,
+    /// Where the pool's threads may run (`client/placement.rs`).
+    homes: Arc<Homes>,
 }
 
 impl Helpers {
-    pub(crate) fn new(pool: ThreadPool) -> Self {
-        Self {
+    /// `threads` helper threads on a pool of their own; `None` if the system gives no threads.
+    pub(crate) fn start(threads: usize) -> Option<Self> {
+        let homes = Arc::new(Homes::new(threads));
+        let arriving = Arc::clone(&homes);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("proteus-batch-{i}"))
+            .start_handler(move |i| arriving.arrived(i))
+            .build()
+            .ok()?;
+        Some(Self {
             pool,
             pace: Pace::new(),
             offers: Arc::default(),
-            watching_on: Arc::default(),
             watch: WATCH,
-        }
+            homes,
+        })
     }
 
     /// Helpers on a pool of their own of `threads` threads.
     #[cfg(test)]
     pub(super) fn with_threads(threads: usize) -> Self {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .expect("a thread pool");
-        Self::new(pool)
+        Self::start(threads).expect("a thread pool")
     }
 
     /// The same helpers with watches of at most `watch`.
@@ -96,40 +103,33 @@ impl Helpers {
     /// The helpers, unless they were late lately and are resting: then `None`, and the work
     /// runs on the calling thread.
     pub(crate) fn on_time(&self) -> Option<&Self> {
-        // A watching helper on this thread's CPU would wait behind it for the whole batch.
-        let watching_on = self.watching_on.load(Ordering::Relaxed);
-        if watching_on != 0 {
-            super::placement::step_off(watching_on);
-        }
         self.offers.fetch_add(1, Ordering::Release);
-        self.pace.asked(&self.pool).then_some(self)
+        let asked = self.pace.asked(&self.pool, &self.homes);
+        if asked {
+            // A helper woken or watching on this thread's CPU would wait behind it.
+            self.homes.keep_off_caller();
+        }
+        asked.then_some(self)
     }
 
-    /// Wakes the helpers now, ahead of a batch that another thread is about to run: each
-    /// watches (spins) until work is offered, for at most [`WATCH`]. A helper asleep until the
-    /// batch starts is woken by the batch's thread, and Linux then tends to place it on that
-    /// thread's CPU, where it waits for the next load balancing (milliseconds) while the other
-    /// CPU idles; woken from the thread that hands the batch over (the Node addon's JS thread),
-    /// it finds an idle CPU and is running there when the work comes (docs/benchmarks.md,
-    /// session 13).
+    /// Wakes the helpers now, off the calling thread's CPU (`client/placement.rs`), ahead of a
+    /// batch that another thread is about to run (`Client::wake_batch_helpers`): each watches
+    /// (yields) until work is offered, for at most [`WATCH`].
     pub(crate) fn wake(&self) {
         if self.pace.resting() {
             return;
         }
         let seen = self.offers.load(Ordering::Acquire);
         let offers = Arc::clone(&self.offers);
-        let watching_on = Arc::clone(&self.watching_on);
         let watch = self.watch;
+        self.homes.keep_off_caller();
         self.pool.spawn_broadcast(move |_| {
             let start = Instant::now();
-            let cpu = super::placement::cpu_bit();
-            watching_on.fetch_or(cpu, Ordering::Relaxed);
             while offers.load(Ordering::Acquire) == seen && start.elapsed() < watch {
                 // Yields rather than spins: should the batch's thread be woken onto this
-                // CPU, it runs at once (and steps off it when it offers the work).
+                // CPU, it runs at once (and keeps this helper off its CPU as it offers work).
                 std::thread::yield_now();
             }
-            watching_on.fetch_and(!cpu, Ordering::Relaxed);
         });
     }
 
@@ -277,7 +277,7 @@ impl Pace {
     }
 
     /// Whether to offer work to the helpers now.
-    fn asked(&self, pool: &ThreadPool) -> bool {
+    fn asked(&self, pool: &ThreadPool, homes: &Homes) -> bool {
         if !PACED.load(Ordering::Relaxed) {
             return true;
         }
@@ -290,7 +290,7 @@ impl Pace {
         }
         let sent = self.probe.sent.load(Ordering::Acquire);
         if sent == 0 {
-            self.send_probe(pool, now);
+            self.send_probe(pool, homes, now);
             return false;
         }
         let started = self.probe.started.load(Ordering::Acquire);
@@ -311,7 +311,7 @@ impl Pace {
         }
     }
 
-    fn send_probe(&self, pool: &ThreadPool, now: u64) {
+    fn send_probe(&self, pool: &ThreadPool, homes: &Homes, now: u64) {
         let sending =
             self.probe
                 .sent
@@ -320,6 +320,7 @@ impl Pace {
             self.probe.started.store(0, Ordering::Release);
             let probe = Arc::clone(&self.probe);
             let epoch = self.epoch;
+            homes.keep_off_caller();
             pool.spawn(move || {
                 let started = nanos(epoch.elapsed()) + 1;
                 probe.started.store(started, Ordering::Release);

@@ -159,11 +159,7 @@ impl BatchPool {
             self.pool = match pools.iter().find(|(n, _)| *n == helpers) {
                 Some((_, pool)) => Some(Arc::clone(pool)),
                 None => {
-                    let built = rayon::ThreadPoolBuilder::new()
-                        .num_threads(helpers)
-                        .thread_name(|i| format!("proteus-batch-{i}"))
-                        .build();
-                    let pool = built.ok().map(|pool| Arc::new(Helpers::new(pool)));
+                    let pool = Helpers::start(helpers).map(Arc::new);
                     if let Some(pool) = &pool {
                         pools.push((helpers, Arc::clone(pool)));
                     }
@@ -194,9 +190,10 @@ impl Client {
 
     /// Wakes this client's batch helper threads, if it has any, ahead of a batch that the
     /// calling thread hands to another thread: call it on the handing thread just before, so
-    /// that the helpers are running on a free CPU when the batch starts rather than woken by
-    /// the batch's thread onto its own CPU (docs/benchmarks.md, session 13). Changes nothing
-    /// stored and no result; without a batch after it, the helpers spin for at most 1 ms.
+    /// that the helpers are running on another CPU when the batch starts, rather than woken as
+    /// the batch's thread first offers them work (docs/benchmarks.md, sessions 13 and 15).
+    /// Changes nothing stored and no result; without a batch after it, the helpers spin for
+    /// at most 1 ms.
     pub fn wake_batch_helpers(&mut self) {
         if let Some(helpers) = self.batch_pool.pool() {
             helpers.wake();

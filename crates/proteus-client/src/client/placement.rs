@@ -1,80 +1,158 @@
-//! Which CPU a thread runs on, and moving the calling thread off one (Linux and Android; a
-//! no-op elsewhere).
+//! Keeping a batch's helper threads off the CPU of the thread that offers them work (Linux and
+//! Android; a no-op elsewhere).
 //!
-//! A helper woken ahead of a batch (`Helpers::wake`) watches on some CPU. Should the batch's
-//! thread then be woken onto that same CPU, the two share it for the whole batch while another
-//! CPU idles: both ran too recently for Linux's load balancer to move either (docs/benchmarks.md,
-//! sessions 13 and 14). The batch's thread can see that when it offers the work, and step off.
+//! A thread woken after a rest tends to be placed on its waker's CPU rather than on an idle one
+//! (the kernel of the virtual machines measured here packs wake-ups onto running virtual CPUs).
+//! There it waits until the waker's time slice ends: a batch whose thread woke its helper ran
+//! on one CPU while the other idled, and a helper woken ahead of a batch by another thread (the
+//! Node addon's JS thread) could find the batch's thread woken onto its own CPU
+//! (docs/benchmarks.md, sessions 13 to 15). So before helpers are woken or offered work, the
+//! offering thread takes its own CPU out of their affinity ([`Homes::keep_off_caller`]): the
+//! kernel then wakes them elsewhere, or moves a running one at once. They stay off that CPU
+//! until a thread on another CPU offers them work; a call costs a system call per helper only
+//! when the offering thread's CPU changed.
 
-/// A bit for the calling thread's CPU in a mask of CPUs 0 to 63 (0 where unknown or higher).
-pub(super) fn cpu_bit() -> u64 {
-    imp::current_cpu()
-        .filter(|&cpu| cpu < 64)
-        .map_or(0, |cpu| 1 << cpu)
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+/// A pool's helper threads, by index: where each may run.
+pub(super) struct Homes {
+    threads: Vec<Home>,
 }
 
-/// Moves the calling thread off the CPUs of `mask` when it runs on one of them, if its affinity
-/// allows another CPU; its affinity is as before afterwards.
-pub(super) fn step_off(mask: u64) {
-    if cpu_bit() & mask != 0 {
-        imp::step_off(mask);
+#[derive(Default)]
+struct Home {
+    /// The thread's id (0 until it started).
+    tid: AtomicI32,
+    /// Its affinity when it started.
+    allowed: OnceLock<imp::Cpus>,
+    /// The CPU it is kept off, plus one (0: none).
+    kept_off: AtomicUsize,
+}
+
+impl Homes {
+    /// For a pool of `threads` threads.
+    pub(super) fn new(threads: usize) -> Self {
+        Self {
+            threads: (0..threads).map(|_| Home::default()).collect(),
+        }
+    }
+
+    /// Called by helper `index` as it starts (the pool's start handler).
+    pub(super) fn arrived(&self, index: usize) {
+        if let Some(home) = self.threads.get(index)
+            && let Some((tid, allowed)) = imp::this_thread()
+        {
+            let _ = home.allowed.set(allowed);
+            home.tid.store(tid, Ordering::Release);
+        }
+    }
+
+    /// Keeps every started helper off the calling thread's CPU (see the module docs). Call it
+    /// just before waking the helpers or offering them work.
+    pub(super) fn keep_off_caller(&self) {
+        let Some(cpu) = imp::current_cpu() else {
+            return;
+        };
+        for home in &self.threads {
+            let tid = home.tid.load(Ordering::Acquire);
+            if home.kept_off.load(Ordering::Relaxed) != cpu + 1
+                && let Some(allowed) = home.allowed.get()
+                && tid != 0
+                && imp::narrow(tid, allowed, cpu)
+            {
+                home.kept_off.store(cpu + 1, Ordering::Relaxed);
+            }
+        }
     }
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]
 mod imp {
-    use rustix::thread::{sched_getaffinity, sched_getcpu, sched_setaffinity};
+    use rustix::thread::{CpuSet, Pid, gettid, sched_getaffinity, sched_getcpu, sched_setaffinity};
+
+    pub(super) type Cpus = CpuSet;
+
+    /// The calling thread's id and affinity.
+    pub(super) fn this_thread() -> Option<(i32, CpuSet)> {
+        Some((
+            gettid().as_raw_nonzero().get(),
+            sched_getaffinity(None).ok()?,
+        ))
+    }
 
     pub(super) fn current_cpu() -> Option<usize> {
         Some(sched_getcpu())
     }
 
-    /// Leaving a CPU out of the thread's affinity moves it at once; putting the affinity back
-    /// leaves it where it went.
-    pub(super) fn step_off(mask: u64) {
-        let Ok(allowed) = sched_getaffinity(None) else {
-            return;
-        };
-        let mut elsewhere = allowed;
-        (0..64)
-            .filter(|cpu| mask & (1 << cpu) != 0)
-            .for_each(|cpu| elsewhere.unset(cpu));
-        if elsewhere.count() > 0 && sched_setaffinity(None, &elsewhere).is_ok() {
-            let _ = sched_setaffinity(None, &allowed);
-        }
+    /// Thread `tid` allowed on `allowed` but `cpu`; false if that leaves no CPU or fails.
+    pub(super) fn narrow(tid: i32, allowed: &CpuSet, cpu: usize) -> bool {
+        let mut elsewhere = *allowed;
+        elsewhere.unset(cpu);
+        elsewhere.count() > 0
+            && Pid::from_raw(tid)
+                .is_some_and(|pid| sched_setaffinity(Some(pid), &elsewhere).is_ok())
     }
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 mod imp {
+    pub(super) type Cpus = ();
+
+    pub(super) fn this_thread() -> Option<(i32, ())> {
+        None
+    }
+
     pub(super) fn current_cpu() -> Option<usize> {
         None
     }
 
-    pub(super) fn step_off(_: u64) {}
+    pub(super) fn narrow(_: i32, _: &(), _: usize) -> bool {
+        false
+    }
 }
 
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
     use super::*;
 
-    /// A thread allowed on two CPUs and stepping off the one it is on ends up on the other,
-    /// with its affinity as before.
+    /// A helper kept off the caller's CPU runs elsewhere, however often the caller moves.
     #[test]
-    fn stepping_off_moves_the_thread_and_keeps_its_affinity() {
+    fn a_helper_kept_off_the_callers_cpu_runs_elsewhere() {
         let allowed = rustix::thread::sched_getaffinity(None).expect("affinity");
         if allowed.count() < 2 {
-            return; // one CPU: nowhere to go (the no-op is the behaviour then)
+            return; // one CPU: nowhere to go (nothing is narrowed then)
         }
-        std::thread::spawn(move || {
-            let here = cpu_bit();
-            assert_ne!(here, 0);
-            step_off(here);
-            assert_eq!(cpu_bit() & here, 0, "still on the CPU it stepped off");
-            let after = rustix::thread::sched_getaffinity(None).expect("affinity");
-            assert_eq!(after, allowed);
-        })
-        .join()
-        .expect("the thread");
+        let homes = std::sync::Arc::new(Homes::new(1));
+        let arriving = std::sync::Arc::clone(&homes);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .start_handler(move |i| arriving.arrived(i))
+            .build()
+            .expect("a pool");
+        pool.install(|| ()); // started
+        let cpus: Vec<usize> = (0..1024).filter(|&c| allowed.is_set(c)).take(2).collect();
+        for round in 0..20 {
+            // The caller on one CPU, then on another, busy there while the helper is woken: a
+            // helper woken onto that CPU would run only once the caller's time slice ended.
+            let caller = cpus[round % 2];
+            let mut here = rustix::thread::CpuSet::new();
+            here.set(caller);
+            rustix::thread::sched_setaffinity(None, &here).expect("pin the caller");
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            homes.keep_off_caller();
+            let ran_on = std::sync::Arc::new(AtomicUsize::new(0));
+            let record = std::sync::Arc::clone(&ran_on);
+            pool.spawn(move || record.store(rustix::thread::sched_getcpu() + 1, Ordering::Release));
+            while ran_on.load(Ordering::Acquire) == 0 {
+                std::hint::spin_loop();
+            }
+            assert_ne!(
+                ran_on.load(Ordering::Acquire),
+                caller + 1,
+                "round {round}: the helper ran on the caller's CPU"
+            );
+        }
+        rustix::thread::sched_setaffinity(None, &allowed).expect("the caller's affinity back");
     }
 }
