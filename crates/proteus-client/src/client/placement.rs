@@ -87,6 +87,10 @@ mod imp {
 
     /// Thread `tid` allowed on `allowed` but `cpu`; false if that leaves no CPU or fails.
     pub(super) fn narrow(tid: i32, allowed: &CpuSet, cpu: usize) -> bool {
+        // A set holds CPUs 0 to MAX_CPU - 1 (1024); past that, leave the thread alone.
+        if cpu >= CpuSet::MAX_CPU {
+            return false;
+        }
         let mut elsewhere = *allowed;
         elsewhere.unset(cpu);
         elsewhere.count() > 0
@@ -115,6 +119,14 @@ mod imp {
 #[cfg(all(test, any(target_os = "linux", target_os = "android")))]
 mod tests {
     use super::*;
+
+    /// A CPU number past what a set can hold narrows nothing, and does not panic.
+    #[test]
+    fn a_cpu_past_the_sets_size_narrows_nothing() {
+        let (tid, allowed) = imp::this_thread().expect("this thread");
+        assert!(!imp::narrow(tid, &allowed, rustix::thread::CpuSet::MAX_CPU));
+        assert_eq!(rustix::thread::sched_getaffinity(None).expect("affinity"), allowed);
+    }
 
     /// A helper kept off the caller's CPU runs elsewhere, however often the caller moves.
     #[test]
