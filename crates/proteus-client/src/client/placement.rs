@@ -125,7 +125,10 @@ mod tests {
     fn a_cpu_past_the_sets_size_narrows_nothing() {
         let (tid, allowed) = imp::this_thread().expect("this thread");
         assert!(!imp::narrow(tid, &allowed, rustix::thread::CpuSet::MAX_CPU));
-        assert_eq!(rustix::thread::sched_getaffinity(None).expect("affinity"), allowed);
+        assert_eq!(
+            rustix::thread::sched_getaffinity(None).expect("affinity"),
+            allowed
+        );
     }
 
     /// A helper kept off the caller's CPU runs elsewhere, however often the caller moves.
