@@ -9,9 +9,7 @@ import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS,
 import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
 import { packQueue } from './queue.js';
 import { readChunk } from './wasm/delivery.js';
-
-/** The id of the last-resort prekey, which is never used up (Proteus's). */
-const LAST_RESORT_PREKEY_ID = 0xffff;
+import { defineClientCalls } from './wasm/client-calls.js';
 
 /** Loads the addon; set by index.js. */
 let addon;
@@ -152,71 +150,15 @@ export class Client {
     return result;
   }
 
-  fingerprint() {
-    return this.#run((raw) => raw.fingerprint());
-  }
-
-  identityKey() {
-    return this.#run((raw) => raw.identityKey());
-  }
-
-  sign(message) {
-    const m = textOrBytes(message, 'message');
-    return this.#run((raw) => raw.sign(m));
+  // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, import and export: the
+  // web package's methods (wasm/client-calls.js, its documentation there), run here by #run.
+  static {
+    defineClientCalls(this, (client, fn) => client.#run(fn));
   }
 
   setMaxCounterGap(gap) {
     integer(gap, 'gap', 0xffffffff);
     return this.#run((raw) => raw.setMaxCounterGap(gap));
-  }
-
-  generatePrekeys(n) {
-    integer(n, 'n', 0xfffe);
-    return this.#run((raw) => raw.generatePrekeys(n));
-  }
-
-  lastResortBundle() {
-    return this.#run((raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
-  }
-
-  prekeyBundle(id) {
-    integer(id, 'id', 0xffff);
-    return this.#run((raw) => raw.prekeyBundle(id)).then((bundle) => ({ id, bundle }));
-  }
-
-  prekeysRemaining() {
-    return this.#run((raw) => raw.prekeysRemaining());
-  }
-
-  createSession(id, bundle) {
-    sessionId(id);
-    const b = bytes(bundle, 'bundle');
-    return this.#run((raw) => raw.createSession(id, b));
-  }
-
-  hasSession(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.hasSession(id));
-  }
-
-  sessionIds() {
-    return this.#run((raw) => raw.sessionIds());
-  }
-
-  remoteFingerprint(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.remoteFingerprint(id));
-  }
-
-  deleteSession(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.deleteSession(id));
-  }
-
-  encrypt(id, plaintext) {
-    sessionId(id);
-    const p = textOrBytes(plaintext);
-    return this.#run((raw) => raw.encrypt(id, p));
   }
 
   encryptBatch(messages) {
@@ -361,31 +303,6 @@ export class Client {
     // The queue's buffer is the addon's until its call ended; so is the client for the next call.
     this.#tail = settled.then(release, release);
     return committed;
-  }
-
-  importIdentity(identity) {
-    const b = bytes(identity, 'identity');
-    return this.#run((raw) => raw.importIdentity(b));
-  }
-
-  importPrekey(prekey) {
-    const b = bytes(prekey, 'prekey');
-    return this.#run((raw) => raw.importPrekey(b));
-  }
-
-  importSession(id, session) {
-    sessionId(id);
-    const b = bytes(session, 'session');
-    return this.#run((raw) => raw.importSession(id, b));
-  }
-
-  exportIdentity() {
-    return this.#run((raw) => raw.exportIdentity());
-  }
-
-  exportSession(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.exportSession(id));
   }
 
   /** Waits for calls in progress, wipes the keys and closes the store. */

@@ -26,8 +26,8 @@ import { join } from 'node:path';
 import { loadAddon } from '../load.js';
 import * as native from '../native.js';
 import { Client as WasmClient, init as initWasm } from '../wasm/index.js';
-import { WireClient } from '../../web/tests/support/wire.mjs';
-import { ALICE, BOB, SCENARIOS, build, converse, equal } from '../../web/bench/scenarios.mjs';
+import { SCENARIOS, build, converse } from '../../web/bench/scenarios.mjs';
+import { check, checkFanout, measure, runWire } from '../../web/bench/runs.mjs';
 
 const addon = loadAddon();
 if (addon === undefined) throw new Error('the bench needs the native addon: run ./build.sh first');
@@ -47,9 +47,6 @@ const OURS = {
 };
 const IMPLS = [...Object.keys(OURS), 'wire'];
 const NAMES = { wire: '@wireapp/proteus' };
-const MAX_RUNS = 31;
-const MIN_RUNS = 3;
-const BUDGET_MS = 3000;
 
 function parse(argv) {
   const o = { runs: undefined, scenarios: [], impls: [], native: false };
@@ -71,13 +68,6 @@ function parse(argv) {
   if (!o.scenarios.length) o.scenarios = SCENARIOS;
   if (!o.impls.length) o.impls = IMPLS;
   return o;
-}
-
-function check(expected, got, what) {
-  if (expected.length !== got.length) throw new Error(`${what}: ${got.length} results for ${expected.length} messages`);
-  for (let i = 0; i < expected.length; i++) {
-    if (!equal(got[i], expected[i])) throw new Error(`${what}: message ${i} did not decrypt to what was sent`);
-  }
 }
 
 /** The SQLite file of each seed, made once: each run opens a copy (thousands of sessions are a
@@ -109,18 +99,8 @@ async function load(client, s) {
   return client;
 }
 
-/** The sample recipients decrypt their envelopes of each send (`sends`: envelopes per send). */
-async function checkFanout(sc, sends, what) {
-  const receiver = await from('native', sc.receiver);
-  for (const { index, sessionId } of sc.samples) {
-    for (const envelopes of sends) {
-      if (!equal(await receiver.decrypt(sessionId, envelopes[index]), sc.plaintext)) {
-        throw new Error(`${what}: recipient ${index} did not decrypt what was sent`);
-      }
-    }
-  }
-  await receiver.close();
-}
+/** The client a fanout's sample recipients decrypt on: the native one. */
+const receiverOf = (s) => from('native', s);
 
 async function runOurs(impl, sc) {
   if (sc.kind === 'fanout') {
@@ -131,7 +111,7 @@ async function runOurs(impl, sc) {
     const results = await client.encryptFor(sc.recipients, sc.plaintext);
     const ms = performance.now() - start;
     await client.close();
-    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), impl);
+    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), impl, receiverOf);
     return ms;
   }
   if (sc.kind === 'queue') {
@@ -152,58 +132,6 @@ async function runOurs(impl, sc) {
   await alice.close();
   await bob.close();
   return ms;
-}
-
-async function runWire(sc) {
-  if (sc.kind === 'fanout') {
-    const client = WireClient.fromRecords(sc.sender);
-    const warm = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
-    const start = performance.now();
-    const envelopes = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
-    const ms = performance.now() - start;
-    await checkFanout(sc, [warm, envelopes], '@wireapp/proteus');
-    return ms;
-  }
-  if (sc.kind === 'queue') {
-    const client = WireClient.fromRecords(sc.receiver);
-    const start = performance.now();
-    const plaintexts = [];
-    for (const m of sc.messages) plaintexts.push(await client.decrypt(m.sessionId, m.envelope));
-    const ms = performance.now() - start;
-    check(sc.messages.map((m) => m.plaintext), plaintexts, '@wireapp/proteus');
-    return ms;
-  }
-  const alice = WireClient.fromRecords(sc.alice);
-  const bob = WireClient.fromRecords(sc.bob);
-  const start = performance.now();
-  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
-    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
-    const [sender, to, receiver, fromId] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
-    const envelopes = block.map((p) => sender.encrypt(to, p));
-    const got = [];
-    for (const e of envelopes) got.push(await receiver.decrypt(fromId, e));
-    check(block, got, '@wireapp/proteus');
-  }
-  return performance.now() - start;
-}
-
-function summary(times) {
-  const sorted = [...times].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  const r = (x) => Math.round(x * 1000) / 1000;
-  return { median_ms: r(median), min_ms: r(sorted[0]), max_ms: r(sorted[sorted.length - 1]), runs: sorted.length };
-}
-
-async function measure(run, runs) {
-  await run(); // warm-up, untimed
-  const times = [];
-  const started = performance.now();
-  while (times.length < (runs ?? MAX_RUNS)) {
-    times.push(await run());
-    if (runs === undefined && times.length >= MIN_RUNS && performance.now() - started > BUDGET_MS) break;
-  }
-  return summary(times);
 }
 
 /** The Rust bench's medians: {scenario: {memory, 'sqlite-batch'}}. */
@@ -227,7 +155,7 @@ for (const name of o.scenarios) {
   const sc = await build(name);
   const medians = {};
   for (const impl of o.impls) {
-    const s = await measure(() => (impl === 'wire' ? runWire(sc) : runOurs(impl, sc)), o.runs);
+    const s = await measure(() => (impl === 'wire' ? runWire(sc, receiverOf) : runOurs(impl, sc)), o.runs);
     medians[impl] = s.median_ms;
     if (impl.startsWith('native')) (addonMedians[name] ??= {})[impl] = s.median_ms;
     console.log(JSON.stringify({ impl: NAMES[impl] ?? impl, scenario: name, ...s }));

@@ -23,18 +23,16 @@
 
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { WireClient, wireVersion } from '../tests/support/wire.mjs';
+import { wireVersion } from '../tests/support/wire.mjs';
 import { IDBFactory } from 'fake-indexeddb';
 import { Client } from '../pkg/index.js';
-import { ALICE, BOB, SCENARIOS, build, converse, equal, oursFrom } from './scenarios.mjs';
+import { SCENARIOS, build, converse, equal, oursFrom } from './scenarios.mjs';
+import { check, checkFanout, measure, runWire } from './runs.mjs';
 import { buildOlm, olmVersion, runOlm } from './olm.mjs';
 
 const IMPLS = { ours: 'ours', wire: '@wireapp/proteus', olm: 'libolm', 'ours-idb': 'ours (IndexedDB)', 'ours-sealed': 'ours (sealed IDB)' };
 /** The IndexedDB implementations run fanout4000 only (the queues are timed in memory, as natively). */
 const FANOUT_ONLY = ['ours-idb', 'ours-sealed'];
-const MAX_RUNS = 31;
-const MIN_RUNS = 3;
-const BUDGET_MS = 3000;
 
 function parse(argv) {
   const o = { json: false, runs: undefined, scenarios: [], impls: [], native: false };
@@ -62,27 +60,7 @@ function parse(argv) {
   return o;
 }
 
-function check(expected, got, what) {
-  if (expected.length !== got.length) throw new Error(`${what}: ${got.length} results for ${expected.length} messages`);
-  for (let i = 0; i < expected.length; i++) {
-    if (!equal(got[i], expected[i])) throw new Error(`${what}: message ${i} did not decrypt to what was sent`);
-  }
-}
-
 // --- one run of each implementation ------------------------------------------------------
-
-/** The sample recipients decrypt their envelopes of each send (`sends`: envelopes per send). */
-async function checkFanout(sc, sends, what) {
-  const receiver = await oursFrom(sc.receiver);
-  for (const { index, sessionId } of sc.samples) {
-    for (const envelopes of sends) {
-      if (!equal(await receiver.decrypt(sessionId, envelopes[index]), sc.plaintext)) {
-        throw new Error(`${what}: recipient ${index} did not decrypt what was sent`);
-      }
-    }
-  }
-  await receiver.close();
-}
 
 async function runOurs(sc) {
   if (sc.kind === 'fanout') {
@@ -92,7 +70,7 @@ async function runOurs(sc) {
     const results = await client.encryptFor(sc.recipients, sc.plaintext);
     const ms = performance.now() - start;
     await client.close();
-    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), 'ours');
+    await checkFanout(sc, [warm, results].map((send) => send.map((r) => r.envelope)), 'ours', oursFrom);
     return ms;
   }
   if (sc.kind === 'queue') {
@@ -146,59 +124,7 @@ function runOursIdb(sealed) {
   };
 }
 
-async function runWire(sc) {
-  if (sc.kind === 'fanout') {
-    const client = WireClient.fromRecords(sc.sender);
-    const warm = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
-    const start = performance.now();
-    const envelopes = sc.recipients.map((id) => client.encrypt(id, sc.plaintext));
-    const ms = performance.now() - start;
-    await checkFanout(sc, [warm, envelopes], '@wireapp/proteus');
-    return ms;
-  }
-  if (sc.kind === 'queue') {
-    const client = WireClient.fromRecords(sc.receiver);
-    const start = performance.now();
-    const plaintexts = [];
-    for (const m of sc.messages) plaintexts.push(await client.decrypt(m.sessionId, m.envelope));
-    const ms = performance.now() - start;
-    check(sc.messages.map((m) => m.plaintext), plaintexts, '@wireapp/proteus');
-    return ms;
-  }
-  const alice = WireClient.fromRecords(sc.alice);
-  const bob = WireClient.fromRecords(sc.bob);
-  const start = performance.now();
-  for (let b = 0; b * sc.flipEvery < sc.plaintexts.length; b++) {
-    const block = sc.plaintexts.slice(b * sc.flipEvery, (b + 1) * sc.flipEvery);
-    const [sender, to, receiver, from] = b % 2 === 0 ? [alice, BOB, bob, ALICE] : [bob, ALICE, alice, BOB];
-    const envelopes = block.map((p) => sender.encrypt(to, p));
-    const got = [];
-    for (const e of envelopes) got.push(await receiver.decrypt(from, e));
-    check(block, got, '@wireapp/proteus');
-  }
-  return performance.now() - start;
-}
-
 // --- statistics and output -----------------------------------------------------------------
-
-function summary(times) {
-  const sorted = [...times].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const median = sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-  const r = (x) => Math.round(x * 1000) / 1000;
-  return { median_ms: r(median), min_ms: r(sorted[0]), max_ms: r(sorted[sorted.length - 1]), runs: sorted.length };
-}
-
-async function measure(run, sc, runs) {
-  await run(sc); // warm-up, untimed
-  const times = [];
-  const started = performance.now();
-  while (times.length < (runs ?? MAX_RUNS)) {
-    times.push(await run(sc));
-    if (runs === undefined && times.length >= MIN_RUNS && performance.now() - started > BUDGET_MS) break;
-  }
-  return summary(times);
-}
 
 function native(scenarios) {
   const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -218,14 +144,15 @@ async function main() {
     );
     console.log('impl               scenario     median ms    min ms    max ms  runs');
   }
-  const runners = { ours: runOurs, wire: runWire, olm: runOlm, 'ours-idb': runOursIdb(false), 'ours-sealed': runOursIdb(true) };
+  const runners = { ours: runOurs, wire: (sc) => runWire(sc, oursFrom), olm: runOlm, 'ours-idb': runOursIdb(false), 'ours-sealed': runOursIdb(true) };
   for (const name of o.scenarios) {
     const sc = await build(name);
     // libolm's own state and messages for this scenario (bench/olm.mjs).
     const olm = o.impls.includes('olm') ? await buildOlm(name) : undefined;
     for (const impl of o.impls) {
       if (FANOUT_ONLY.includes(impl) && sc.kind !== 'fanout') continue;
-      const s = await measure(runners[impl], impl === 'olm' ? olm : sc, o.runs);
+      const input = impl === 'olm' ? olm : sc;
+      const s = await measure(() => runners[impl](input), o.runs);
       (results[name] ??= {})[impl] = s;
       const line = { impl: IMPLS[impl], scenario: name, ...s };
       if (o.json) console.log(JSON.stringify(line));

@@ -13,6 +13,7 @@
 
 import { batchParts, batchThreads, bytes, integer, packBatch, sessionId, textOrBytes, toWasmInput } from './args.js';
 import { init } from './init.js';
+import { defineClientCalls } from './client-calls.js';
 import { TABLES } from './records.js';
 import { deliverySink } from './delivery.js';
 import { IdbStore } from './idb.js';
@@ -32,8 +33,6 @@ import {
 
 export { init };
 
-/** The id of the last-resort prekey, which is never used up (Proteus's). */
-const LAST_RESORT_PREKEY_ID = 0xffff;
 // Every error code, generated from the native registry (codes.js), and isAlreadySeen(code).
 export * from './codes.js';
 export { ProteusError };
@@ -169,23 +168,10 @@ export class Client {
     return this.#engine.run(fn, options);
   }
 
-  /** Our fingerprint: lowercase hex of the identity key (64 characters). */
-  fingerprint() {
-    return this.#run((raw) => raw.fingerprint());
-  }
-
-  /** Our identity's public key: the 32 bytes of the Ed25519 key (fingerprint() is its hex). */
-  identityKey() {
-    return this.#run((raw) => raw.identityKey());
-  }
-
-  /**
-   * An Ed25519 signature (64 bytes) of `message` (bytes or a string, as UTF-8) by our identity
-   * key, e.g. to authenticate to a server that knows identityKey().
-   */
-  sign(message) {
-    const m = textOrBytes(message, 'message');
-    return this.#run((raw) => raw.sign(m));
+  // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, import and export: the
+  // methods the Node package's Client shares (client-calls.js), run here by #run.
+  static {
+    defineClientCalls(this, (client, fn) => client.#run(fn));
   }
 
   /** Raises the counter-gap limit of every session (default 1000). */
@@ -195,65 +181,6 @@ export class Client {
       raw.setMaxCounterGap(gap);
       this.#engine.maxCounterGap = gap;
     });
-  }
-
-  /** Generates `n` one-time prekeys; returns `[{id, bundle}]` for publishing. */
-  generatePrekeys(n) {
-    integer(n, 'n', 0xfffe);
-    return this.#run((raw) => raw.generatePrekeys(n));
-  }
-
-  /** The last-resort prekey (id 65535, never used up): `{ id, bundle }`, as generatePrekeys. */
-  lastResortBundle() {
-    return this.#run((raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
-  }
-
-  /** A stored prekey: `{ id, bundle }`, as generatePrekeys. */
-  prekeyBundle(id) {
-    integer(id, 'id', 0xffff);
-    return this.#run((raw) => raw.prekeyBundle(id)).then((bundle) => ({ id, bundle }));
-  }
-
-  /** How many one-time prekeys are left (the last-resort prekey is not counted). */
-  prekeysRemaining() {
-    return this.#run((raw) => raw.prekeysRemaining());
-  }
-
-  /** Starts a session with the owner of `bundle` under an id such as "user:device". */
-  createSession(id, bundle) {
-    sessionId(id);
-    const b = bytes(bundle, 'bundle');
-    return this.#run((raw) => raw.createSession(id, b));
-  }
-
-  /** Whether a session with this id exists. */
-  hasSession(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.hasSession(id));
-  }
-
-  /** The ids of all sessions. */
-  sessionIds() {
-    return this.#run((raw) => raw.sessionIds());
-  }
-
-  /** The peer's fingerprint in a session. */
-  remoteFingerprint(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.remoteFingerprint(id));
-  }
-
-  /** Deletes a session and its staged keys. */
-  deleteSession(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.deleteSession(id));
-  }
-
-  /** Encrypts for a session's peer; resolves once the advanced chain is stored. */
-  encrypt(id, plaintext) {
-    sessionId(id);
-    const p = textOrBytes(plaintext);
-    return this.#run((raw) => raw.encrypt(id, p));
   }
 
   /** Encrypts `[{sessionId, plaintext}]` with one commit; resolves to the envelopes in order. */
@@ -352,36 +279,6 @@ export class Client {
       if (pending.length === 0) this.#engine.delivering = false;
       return results;
     }, { beforePersist: settle, delivers: onMessage !== undefined, durability: 'relaxed' });
-  }
-
-  /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
-  importIdentity(identity) {
-    const b = bytes(identity, 'identity');
-    return this.#run((raw) => raw.importIdentity(b));
-  }
-
-  /** Stores a prekey serialised by Wire's Proteus; resolves to its id. */
-  importPrekey(prekey) {
-    const b = bytes(prekey, 'prekey');
-    return this.#run((raw) => raw.importPrekey(b));
-  }
-
-  /** Stores a session serialised by Wire's Proteus under `id`. */
-  importSession(id, session) {
-    sessionId(id);
-    const b = bytes(session, 'session');
-    return this.#run((raw) => raw.importSession(id, b));
-  }
-
-  /** The identity key pair as Wire's Proteus serialises it. It holds the secret key. */
-  exportIdentity() {
-    return this.#run((raw) => raw.exportIdentity());
-  }
-
-  /** A session as Wire's Proteus serialises it. It holds secret keys. */
-  exportSession(id) {
-    sessionId(id);
-    return this.#run((raw) => raw.exportSession(id));
   }
 
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */

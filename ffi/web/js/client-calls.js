@@ -1,0 +1,134 @@
+// The methods of `Client` that the web package (index.js, over the wasm client) and the Node
+// package (ffi/node/native.js, over the addon; its build copies this file into wasm/) share: the
+// same argument checks, the same call of the raw client, the same result. Each class keeps how a
+// call runs (its queue, closed and busy states, commits) in its own private #run, and installs
+// these with defineClientCalls(this, (client, fn) => client.#run(fn)) in a static block.
+//
+// They become own methods of Client.prototype, as if written in the class: the API-surface tests
+// and the Worker client (remote.js) list Client.prototype's own names.
+
+import { bytes, integer, sessionId, textOrBytes } from './args.js';
+
+/** The id of the last-resort prekey, which is never used up (Proteus's). */
+const LAST_RESORT_PREKEY_ID = 0xffff;
+
+/**
+ * Defines the shared methods on `Client.prototype`. `run(client, fn)` runs `fn(raw)` on the
+ * client's raw client, in its turn, and returns a Promise of its result.
+ */
+export function defineClientCalls(Client, run) {
+  const methods = {
+    /** Our fingerprint: lowercase hex of the identity key (64 characters). */
+    fingerprint() {
+      return run(this, (raw) => raw.fingerprint());
+    },
+
+    /** Our identity's public key: the 32 bytes of the Ed25519 key (fingerprint() is its hex). */
+    identityKey() {
+      return run(this, (raw) => raw.identityKey());
+    },
+
+    /**
+     * An Ed25519 signature (64 bytes) of `message` (bytes or a string, as UTF-8) by our identity
+     * key, e.g. to authenticate to a server that knows identityKey().
+     */
+    sign(message) {
+      const m = textOrBytes(message, 'message');
+      return run(this, (raw) => raw.sign(m));
+    },
+
+    /** Generates `n` one-time prekeys; returns `[{id, bundle}]` for publishing. */
+    generatePrekeys(n) {
+      integer(n, 'n', 0xfffe);
+      return run(this, (raw) => raw.generatePrekeys(n));
+    },
+
+    /** The last-resort prekey (id 65535, never used up): `{ id, bundle }`, as generatePrekeys. */
+    lastResortBundle() {
+      return run(this, (raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
+    },
+
+    /** A stored prekey: `{ id, bundle }`, as generatePrekeys. */
+    prekeyBundle(id) {
+      integer(id, 'id', 0xffff);
+      return run(this, (raw) => raw.prekeyBundle(id)).then((bundle) => ({ id, bundle }));
+    },
+
+    /** How many one-time prekeys are left (the last-resort prekey is not counted). */
+    prekeysRemaining() {
+      return run(this, (raw) => raw.prekeysRemaining());
+    },
+
+    /** Starts a session with the owner of `bundle` under an id such as "user:device". */
+    createSession(id, bundle) {
+      sessionId(id);
+      const b = bytes(bundle, 'bundle');
+      return run(this, (raw) => raw.createSession(id, b));
+    },
+
+    /** Whether a session with this id exists. */
+    hasSession(id) {
+      sessionId(id);
+      return run(this, (raw) => raw.hasSession(id));
+    },
+
+    /** The ids of all sessions. */
+    sessionIds() {
+      return run(this, (raw) => raw.sessionIds());
+    },
+
+    /** The peer's fingerprint in a session. */
+    remoteFingerprint(id) {
+      sessionId(id);
+      return run(this, (raw) => raw.remoteFingerprint(id));
+    },
+
+    /** Deletes a session and its staged keys. */
+    deleteSession(id) {
+      sessionId(id);
+      return run(this, (raw) => raw.deleteSession(id));
+    },
+
+    /** Encrypts for a session's peer; resolves once the advanced chain is stored. */
+    encrypt(id, plaintext) {
+      sessionId(id);
+      const p = textOrBytes(plaintext);
+      return run(this, (raw) => raw.encrypt(id, p));
+    },
+
+    /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
+    importIdentity(identity) {
+      const b = bytes(identity, 'identity');
+      return run(this, (raw) => raw.importIdentity(b));
+    },
+
+    /** Stores a prekey serialised by Wire's Proteus; resolves to its id. */
+    importPrekey(prekey) {
+      const b = bytes(prekey, 'prekey');
+      return run(this, (raw) => raw.importPrekey(b));
+    },
+
+    /** Stores a session serialised by Wire's Proteus under `id`. */
+    importSession(id, session) {
+      sessionId(id);
+      const b = bytes(session, 'session');
+      return run(this, (raw) => raw.importSession(id, b));
+    },
+
+    /** The identity key pair as Wire's Proteus serialises it. It holds the secret key. */
+    exportIdentity() {
+      return run(this, (raw) => raw.exportIdentity());
+    },
+
+    /** A session as Wire's Proteus serialises it. It holds secret keys. */
+    exportSession(id) {
+      sessionId(id);
+      return run(this, (raw) => raw.exportSession(id));
+    },
+  };
+  // As a class defines its methods: writable, configurable, not enumerable.
+  for (const [name, value] of Object.entries(methods)) {
+    if (Object.hasOwn(Client.prototype, name)) throw new Error(`Client.prototype.${name} is defined twice`);
+    Object.defineProperty(Client.prototype, name, { value, writable: true, configurable: true, enumerable: false });
+  }
+}
