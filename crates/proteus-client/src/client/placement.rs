@@ -13,7 +13,7 @@
 //! when the offering thread's CPU changed.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A pool's helper threads, by index: where each may run.
 pub(super) struct Homes {
@@ -22,10 +22,8 @@ pub(super) struct Homes {
 
 #[derive(Default)]
 struct Home {
-    /// The thread's id (0 until it started).
-    tid: AtomicI32,
-    /// Its affinity when it started.
-    allowed: OnceLock<imp::Cpus>,
+    /// The thread's id and its affinity, once it started.
+    started: OnceLock<(i32, imp::Cpus)>,
     /// The CPU it is kept off, plus one (0: none).
     kept_off: AtomicUsize,
 }
@@ -41,10 +39,9 @@ impl Homes {
     /// Called by helper `index` as it starts (the pool's start handler).
     pub(super) fn arrived(&self, index: usize) {
         if let Some(home) = self.threads.get(index)
-            && let Some((tid, allowed)) = imp::this_thread()
+            && let Some(started) = imp::this_thread()
         {
-            let _ = home.allowed.set(allowed);
-            home.tid.store(tid, Ordering::Release);
+            let _ = home.started.set(started);
         }
     }
 
@@ -55,11 +52,9 @@ impl Homes {
             return;
         };
         for home in &self.threads {
-            let tid = home.tid.load(Ordering::Acquire);
             if home.kept_off.load(Ordering::Relaxed) != cpu + 1
-                && let Some(allowed) = home.allowed.get()
-                && tid != 0
-                && imp::narrow(tid, allowed, cpu)
+                && let Some((tid, allowed)) = home.started.get()
+                && imp::narrow(*tid, allowed, cpu)
             {
                 home.kept_off.store(cpu + 1, Ordering::Relaxed);
             }
