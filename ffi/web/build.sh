@@ -15,22 +15,29 @@ root=../..
 # docs/benchmarks.md, session 14). std is built from the toolchain's rust-src, so no wasm32
 # target is installed. A fresh machine installs it once (minimal profile, ~10-60 s).
 toolchain=nightly-2026-05-20
-rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
-  || rustup toolchain install "$toolchain" --profile minimal --component rust-src
-rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' \
-  || rustup component add rust-src --toolchain "$toolchain"
+# shellcheck source=../../scripts/lib/install.sh
+. "$root/scripts/lib/install.sh"
+install_toolchain() {
+  rustup run "$toolchain" rustc --version >/dev/null 2>&1 \
+    || rustup toolchain install "$toolchain" --profile minimal --component rust-src
+  rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' \
+    || rustup component add rust-src --toolchain "$toolchain"
+}
 # The CLI must be the version of the wasm-bindgen crate in Cargo.lock.
-want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
-have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
-if [ "$have" != "$want" ]; then
-  echo "installing wasm-bindgen-cli $want (found: ${have:-none})"
+install_wasm_bindgen() {
+  local want
+  want=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
   # Not --locked: the CLI's lockfile pins a crate version the registry here does not serve.
-  cargo install wasm-bindgen-cli --version "$want"
-fi
-# npm ci only when node_modules is missing or older than the lockfile.
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
-fi
+  cargo_install_tool wasm-bindgen-cli "$want" wasm-bindgen
+}
+# The test command (scripts/test.sh) installs these in the background, each on its own.
+case "${1:-}" in
+  --install-toolchain) install_toolchain; exit ;;
+  --install-wasm-bindgen) install_wasm_bindgen; exit ;;
+esac
+install_toolchain
+install_wasm_bindgen
+npm_ci .
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
 
 # PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build the module with.

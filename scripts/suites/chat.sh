@@ -3,15 +3,15 @@
 # alice and bob type to each other and each sees the other's lines. No relay runs beforehand:
 # the first client runs one in its own process; when alice leaves with Ctrl-C, bob's client
 # takes the relay over, keeps what bob types for alice, and alice gets it when she is back.
-# Then the chat's Rust tests (relay + clients on 127.0.0.1, the 1000-message backlog, forged
-# and replayed requests). Installs tmux when it is missing.
+# The chat's Rust tests (relay + clients on 127.0.0.1, the 1000-message backlog, forged and
+# replayed requests) run with every other Rust test in the rust suite. Installs tmux when it is
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-if ! command -v tmux >/dev/null; then
-  echo "installing tmux"
-  apt-get update -qq && apt-get install -y -qq tmux >/dev/null
-fi
+# shellcheck source=../lib/install.sh
+. scripts/lib/install.sh
+apt_install tmux
 
 echo "== cargo build -p proteus-chat"
 cargo build --locked -p proteus-chat
@@ -113,6 +113,3 @@ echo "---- bob's terminal ($OUT/bob.txt)"; grep -v '^$' "$OUT/bob.txt" || true
 echo
 echo "tmux: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
-
-echo "== cargo test -p proteus-chat"
-cargo test --locked -p proteus-chat

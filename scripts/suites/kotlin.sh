@@ -17,10 +17,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
-  echo "== installing a JDK and Maven"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends default-jdk-headless maven >/dev/null
+  # shellcheck source=../lib/install.sh
+  . scripts/lib/install.sh
+  apt_install default-jdk-headless maven
 fi
 
 bash ffi/uniffi/scripts/build.sh

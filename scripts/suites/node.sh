@@ -20,10 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 # The store tests hold a store's write lock from another process with the sqlite3 CLI.
-if ! command -v sqlite3 >/dev/null; then
-  echo "installing sqlite3"
-  apt-get update -qq && apt-get install -y -qq sqlite3 >/dev/null
-fi
+# shellcheck source=../lib/install.sh
+. scripts/lib/install.sh
+apt_install sqlite3
 
 NODE=ffi/node
 log() { printf '\n== %s\n' "$*"; }

@@ -5,7 +5,8 @@
 #
 # The package (ffi/uniffi/swift) gets the generated Proteus.swift and ProteusFFI.h, links the
 # native library built by ffi/uniffi/scripts/build.sh, and `swift test` runs inside the chroot,
-# which sees the repo at the same path through a bind mount.
+# which sees the repo at the same path through a bind mount. `swift.sh --prepare` only sets the
+# chroot up.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
@@ -35,11 +36,9 @@ ensure_chroot() {
     unmount_all
     rm -rf --one-file-system "$root"
   fi
-  if ! command -v debootstrap >/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
-  fi
+  # shellcheck source=../lib/install.sh
+  . scripts/lib/install.sh
+  apt_install debootstrap
   debootstrap --variant=minbase trixie "$root" "$mirror" >/dev/null
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   mount_all
@@ -51,6 +50,8 @@ ensure_chroot() {
 }
 
 ensure_chroot
+# --prepare: only set the toolchain up (the test command does it in the background).
+[ "${1:-}" != --prepare ] || exit 0
 mount_all
 # The repo's mount is this run's; /proc stays for the next one.
 trap 'umount -l "$root$repo" 2>/dev/null || true' EXIT

@@ -44,11 +44,9 @@ timed() { # what, command...
 
 # The nightly toolchain, wasm-bindgen-cli and the npm devDependencies: ffi/web/build.sh installs them.
 
-if [ ! -x "$CHROMIUM" ]; then
-  log "installing Debian's chromium"
-  export DEBIAN_FRONTEND=noninteractive
-  timed "apt-get install chromium" sh -c 'apt-get update -qq && apt-get install -y -qq chromium >/dev/null'
-fi
+# shellcheck source=../lib/install.sh
+. scripts/lib/install.sh
+[ -x "$CHROMIUM" ] || apt_install chromium
 
 # --- build and tests ---------------------------------------------------------------------------
 
