@@ -137,13 +137,24 @@ impl Proc {
         }
     }
 
-    /// Reads every line that comes until `quiet` passes without one.
-    pub fn drain(&mut self, quiet: Duration) -> Vec<String> {
+    /// Reads every line left once the process has ended, until its output closes (`bound` is
+    /// a hang guard: the output of a process that has ended closes at once).
+    pub fn drain_to_end(&mut self, bound: Duration) -> Vec<String> {
+        let deadline = Instant::now() + bound;
         let mut lines = Vec::new();
-        while let Some(line) = self.next_line(quiet) {
-            lines.push(line);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.transcript.push(line.clone());
+                    lines.push(line);
+                }
+                Err(RecvTimeoutError::Disconnected) => return lines,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{}: its output was still open after {bound:?}", self.name)
+                }
+            }
         }
-        lines
     }
 
     /// `/quit`, and the exit status.
@@ -153,7 +164,7 @@ impl Proc {
     }
 
     pub fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
