@@ -348,10 +348,22 @@ async fn strangers_holding_connections_leave_room_for_known_users() {
         (4, 12),
         "strangers were served beyond the unreserved room: {statuses:?}"
     );
-    // Alice's address is known: she is served from the reserved room.
+    // Alice's address is known: she is served from the reserved room. (Her own connections
+    // count against her address's limit of 2 until the relay has seen each one close, which a
+    // slow machine may not have yet: such a refusal is retried. Strangers' connections keep
+    // the unreserved room full, so without the reserve she is refused every time.)
     for _ in 0..3 {
-        let page = alice.relay.fetch(0, 10, Duration::ZERO).await;
-        assert!(page.is_ok(), "alice was kept out by strangers: {page:?}");
+        let started = Instant::now();
+        loop {
+            match alice.relay.fetch(0, 10, Duration::ZERO).await {
+                Ok(_) => break,
+                Err(e) if e.to_string().contains("from this address") => {
+                    assert!(started.elapsed() < T, "{e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => panic!("alice was kept out by strangers: {e}"),
+            }
+        }
     }
     relay.shutdown().await;
 }
