@@ -500,6 +500,24 @@ async fn failed_authentications_are_limited_per_address_and_per_name() {
     );
     assert!(answers[5..].iter().all(|a| *a == limited), "{answers:?}");
 
+    // A bad nonce costs the relay no lookup and no signature check: not charged (every
+    // client has one after a restart of the relay).
+    let late = User::at("alice", &relay, loopback(5));
+    for _ in 0..20 {
+        let mut headers = late
+            .relay
+            .sign(&Method::GET, "/v1/queues/alice", b"")
+            .await
+            .unwrap();
+        headers[1].1 = "00".repeat(40);
+        let r = late
+            .relay
+            .raw(Method::GET, "/v1/queues/alice", &headers, Vec::new(), T)
+            .await
+            .unwrap();
+        assert_refused(&r, 401, "bad_nonce");
+    }
+
     // Alice, from her own address (no failures), is served: no lockout by strangers.
     for _ in 0..3 {
         let page = alice.relay.fetch(0, 10, Duration::ZERO).await;

@@ -2,9 +2,10 @@
 //! user's registered identity key; then the nonce is spent and the user's rate charged.
 //!
 //! A signature is checked before the database is locked, never under the lock (see
-//! [`outside_db_lock`]). Failed authentications (a bad or used nonce, an unknown name, a bad
-//! signature) are counted per address and per claimed name; past either budget a request is
-//! refused with 429 before anything is checked. A name's budget binds only addresses that
+//! [`outside_db_lock`]). Failed authentications (an unknown name, a bad signature: what costs
+//! the relay a lookup or a signature check) are counted per address and per claimed name; past
+//! either budget a request is refused with 429 before anything is checked. A used nonce is
+//! refused before the signature is checked, so a replay costs no signature check either. A name's budget binds only addresses that
 //! have failed recently themselves: strangers forging requests in a user's name use up the
 //! name's budget, but the user, from an address with no failures, is still served.
 
@@ -73,8 +74,8 @@ impl Relay {
     }
 
     /// Runs `check` (a request's nonce, name and signature) unless `peer` or the claimed
-    /// `user` has failed to authenticate too often (429, nothing checked); a refusal by
-    /// `check` (401) is charged to both.
+    /// `user` has failed to authenticate too often (429, nothing checked); an unknown name or
+    /// a bad signature found by `check` is charged to both.
     pub(super) fn limit_failures<T>(
         &self,
         peer: AddressKey,
@@ -97,9 +98,12 @@ impl Relay {
             }
         }
         let result = check();
+        // Charged: the failures that cost the relay a lookup or a signature check. A bad or
+        // used nonce costs an HMAC, no more than asking for a nonce, and every client has one
+        // when the relay restarts (its old nonces are refused).
         if result
             .as_ref()
-            .is_err_and(|e| e.status == StatusCode::UNAUTHORIZED)
+            .is_err_and(|e| matches!(e.code, ErrorCode::UnknownUser | ErrorCode::BadSignature))
         {
             let (by_address, by_name) = &mut *lock(&self.failures);
             by_address.take(&peer);

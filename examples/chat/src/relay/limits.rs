@@ -85,8 +85,8 @@ pub const REGISTER_PER_SECOND: f64 = 1.0 / 60.0;
 pub const CLAIM_BURST: f64 = 10.0;
 /// …and refill: ten an hour. Past that, a claim gets the last-resort prekey.
 pub const CLAIM_PER_SECOND: f64 = 10.0 / 3600.0;
-/// Failed authentications (a bad signature, nonce or name) allowed per address, and per claimed
-/// user name, in a burst… Past it, a request is refused with 429 before its signature is
+/// Failed authentications (an unknown name, a bad signature) allowed per address, and per
+/// claimed user name, in a burst… Past it, a request is refused with 429 before its signature is
 /// checked. A name's budget binds only addresses that have failed recently themselves, so
 /// strangers forging requests in a user's name cannot lock the user out.
 pub const AUTH_FAILURE_BURST: f64 = 10.0;
