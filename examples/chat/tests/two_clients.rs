@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use common::Proc;
 
-const T: Duration = Duration::from_secs(60);
+/// A wait's hang guard (see [`common::HANG`]).
+const T: Duration = common::HANG;
 
 fn numbered(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix} {i:04}")).collect()
