@@ -10,7 +10,7 @@
 //! | `POST /v1/users/{name}` `{identity}` | the key's owner | binds `name` to the identity key on first use |
 //! | `PUT /v1/prekeys/{name}` `{prekeys, last_resort}` | `name` only | publishes `name`'s prekey bundles |
 //! | `POST /v1/prekeys/{name}/claim` | any user | hands out one of `name`'s one-time prekeys, once (the last-resort one past the requester's share) |
-//! | `POST /v1/queues/{name}` envelope | any user | queues a message for `name` (bounded per sender and per recipient) |
+//! | `POST /v1/queues/{name}` envelope | any user | queues a message for `name` (bounded per sender, for strangers as a group, per recipient and in all) |
 //! | `GET /v1/queues/{name}?after=&limit=&wait=` | `name` only | queued messages, long-polling up to `wait` s |
 //! | `DELETE /v1/queues/{name}?up_to=` | `name` only | deletes queued messages up to a sequence number |
 //!
@@ -217,6 +217,10 @@ pub enum ErrorCode {
     QueueFull,
     /// The sender's share of the recipient's queue is full (429).
     QueueQuota,
+    /// The relay's storage is full (507): nothing more is stored until messages are read.
+    StoreFull,
+    /// The relay has too many open connections, in all or from this address (503).
+    Busy,
     /// The body was too slow (408).
     Timeout,
     /// The relay failed.
@@ -246,6 +250,8 @@ impl ErrorCode {
             Self::RateLimited => "rate_limited",
             Self::QueueFull => "queue_full",
             Self::QueueQuota => "queue_quota",
+            Self::StoreFull => "store_full",
+            Self::Busy => "busy",
             Self::Timeout => "timeout",
             Self::Internal => "internal",
             Self::Unknown => "unknown",
@@ -271,6 +277,8 @@ mod tests {
             ErrorCode::NoPrekeys,
             ErrorCode::TooManyPrekeys,
             ErrorCode::QueueQuota,
+            ErrorCode::StoreFull,
+            ErrorCode::Busy,
             ErrorCode::Internal,
         ] {
             let wire = serde_json::to_string(&code).unwrap();

@@ -3,9 +3,9 @@
 //! * [`api`]: what relay and clients share: routes, JSON bodies, error codes, the signed message.
 //! * [`relay`]: the server. It keeps prekey bundles and queued envelopes in SQLite, and sees
 //!   neither plaintexts nor secret keys. Clients sign each request with their identity key
-//!   over a fresh challenge. A folder of parts: `config`, `limits` (nonces, rates,
-//!   connections), `routes`, `auth`, the handlers `users`, `prekeys` and `queues`, `db`,
-//!   `errors`, `files` (the web client's static files).
+//!   over a fresh challenge. A folder of parts: `config`, `limits` (nonces, rates, failed
+//!   authentications, connections, the clock), `routes`, `auth`, the handlers `users`,
+//!   `prekeys` and `queues`, `db`, `errors`, `files` (the web client's static files).
 //! * [`net`]: the relay's client side: signed requests, nonces, long-poll.
 //! * [`client`]: the chat client: a [`proteus_client::Client`] in the data directory, the
 //!   backlog decrypted with the batch API, fingerprints checked on first use, prekeys

@@ -1,6 +1,6 @@
 //! The relay's client side: signed requests over HTTP/1.1, a small pool of nonces, long-poll.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ use hyper::header::{CONTENT_TYPE, HOST};
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use proteus_core::{IdentityKey, PreKeyBundle};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 use crate::api::{
     self, AckResponse, ClaimedBundle, ErrorBody, ErrorCode, HEADER_NONCE, HEADER_REPLAY_NONCE,
@@ -73,6 +73,8 @@ const NONCE_POOL: usize = 8;
 /// A user's connection to a relay. Cheap to share (`Arc`); requests may run concurrently.
 pub struct RelayClient {
     addr: SocketAddr,
+    /// The local address to connect from, if not the system's choice.
+    source: Option<IpAddr>,
     user: String,
     signer: Signer,
     nonces: Mutex<Vec<String>>,
@@ -112,15 +114,35 @@ impl RelayClient {
     pub fn new(addr: SocketAddr, user: &str, signer: Signer) -> Self {
         Self {
             addr,
+            source: None,
             user: user.to_owned(),
             signer,
             nonces: Mutex::new(Vec::new()),
         }
     }
 
+    /// Connects from the local address `ip` (the relay's tests come from several loopback
+    /// addresses, 127.0.0.2 and on).
+    pub fn from_address(mut self, ip: IpAddr) -> Self {
+        self.source = Some(ip);
+        self
+    }
+
     /// The relay's address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    async fn connect(&self) -> std::io::Result<TcpStream> {
+        let Some(ip) = self.source else {
+            return TcpStream::connect(self.addr).await;
+        };
+        let socket = match ip {
+            IpAddr::V4(_) => TcpSocket::new_v4()?,
+            IpAddr::V6(_) => TcpSocket::new_v6()?,
+        };
+        socket.bind(SocketAddr::new(ip, 0))?;
+        socket.connect(self.addr).await
     }
 
     /// Sends one request as it is (no signature added) and returns the answer, whatever its
@@ -134,7 +156,7 @@ impl RelayClient {
         timeout: Duration,
     ) -> Result<RawResponse, NetError> {
         let unreachable = |e: &dyn std::fmt::Display| NetError::Unreachable(e.to_string());
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(self.addr))
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, self.connect())
             .await
             .map_err(|_| NetError::Unreachable(format!("connecting to {} timed out", self.addr)))?
             .map_err(|e| unreachable(&e))?;

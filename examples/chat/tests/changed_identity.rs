@@ -19,7 +19,8 @@ use common::Proc;
 use proteus_chat::net::RelayClient;
 use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKeyBundle, Session};
 
-const T: Duration = Duration::from_secs(60);
+/// A wait's hang guard (see [`common::HANG`]).
+const T: Duration = common::HANG;
 
 /// Alice and bob chat at a first relay (alice pins bob's identity); then both leave and the
 /// relay goes. Returns alice's data directory.

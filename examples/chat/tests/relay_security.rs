@@ -14,14 +14,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::Method;
-use proteus_chat::api::{self, ErrorCode, QueuePage};
+use proteus_chat::api::{self, ErrorCode};
 use proteus_core::{OsRng, PreKey, PreKeyBundle, PreKeyId};
 use relay_support::{T, User, assert_refused, envelope, snapshot, start, world};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forged_replayed_misdirected_oversized_and_garbage_requests_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let (relay, db) = start(dir.path(), |_| {}).await;
+    // Many refused authentications from one address, some in one name: over the default
+    // budget of failures, which relay_abuse.rs checks.
+    let (relay, db) = start(dir.path(), |c| c.auth_failure_burst = 100.0).await;
     let (alice, bob) = world(&relay).await;
     let before = snapshot(&db);
     assert!(before.contains("queue: "), "{before}");
@@ -318,28 +320,32 @@ async fn queues_are_ordered_acknowledged_and_pushed_to_a_waiting_client() {
     );
     assert_eq!(alice.relay.ack(4).await.unwrap(), 2);
 
-    // Long-poll: a waiting fetch returns as soon as a message is queued.
+    // Long-poll: a waiting fetch returns as soon as a message is queued. Bob sends only once
+    // alice's fetch waits (it has looked at her empty queue under the database lock), so the
+    // message can reach her only through the wake-up: without it she would get the empty page
+    // at the end of the wait.
     let alice = Arc::new(alice);
     let waiting = {
         let alice = alice.clone();
         tokio::spawn(async move {
-            let started = Instant::now();
-            let page: QueuePage = alice
+            alice
                 .relay
-                .fetch(4, 100, Duration::from_secs(20))
+                .fetch(4, 100, Duration::from_secs(30))
                 .await
-                .unwrap();
-            (page, started.elapsed())
+                .unwrap()
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    while relay.waiting_fetches("alice") == 0 {
+        assert!(started.elapsed() < T, "alice's fetch never came");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let seq = bob.relay.send("alice", &envelope()).await.unwrap();
-    let (page, took) = waiting.await.unwrap();
+    let page = waiting.await.unwrap();
     assert_eq!(
         page.messages.iter().map(|m| m.seq).collect::<Vec<_>>(),
         [seq]
     );
-    assert!(took < Duration::from_secs(5), "{took:?}");
     // With nothing queued, the wait ends empty.
     let page = alice
         .relay
@@ -541,7 +547,6 @@ async fn a_stranger_claiming_a_name_does_not_spend_its_owners_rate() {
         identity: api::b64(mallory.identity.public_key().public_key().as_bytes()),
     })
     .unwrap();
-    let started = Instant::now();
     for _ in 0..10 {
         let r = mallory
             .forge(
@@ -554,7 +559,6 @@ async fn a_stranger_claiming_a_name_does_not_spend_its_owners_rate() {
             .await;
         assert_refused(&r, 409, "identity_conflict");
     }
-    assert!(started.elapsed() < T);
     assert_eq!(snapshot(&db), before);
     // Alice's own budget is untouched: her next requests go through.
     for _ in 0..3 {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::limits::{self, MAX_USED_NONCES_PER_USER, NONCE_TTL};
+use super::limits::{self, Clock, MAX_USED_NONCES_PER_USER, NONCE_TTL};
 
 /// What the relay allows and where it keeps its state. Each limit defaults to the named
 /// constant of [`limits`] that documents it; tests set small ones.
@@ -24,8 +24,13 @@ pub struct RelayConfig {
     pub rate_per_second: f64,
     /// …and in a burst.
     pub burst: f64,
-    /// The most messages queued for one user.
+    /// The most messages queued for one user ([`limits::MAX_QUEUE`]).
     pub max_queue: u64,
+    /// Of those, the most from senders the user has never written to
+    /// ([`limits::MAX_QUEUE_FROM_STRANGERS`]).
+    pub max_queue_from_strangers: u64,
+    /// The most the database may hold, in bytes ([`limits::MAX_STORE_BYTES`]).
+    pub max_store_bytes: u64,
     /// The most one-time prekeys kept for one user.
     pub max_prekeys: u64,
     /// The most bundles in one upload.
@@ -47,18 +52,31 @@ pub struct RelayConfig {
     pub claim_burst: f64,
     /// …and per second ([`limits::CLAIM_PER_SECOND`]).
     pub claim_per_second: f64,
+    /// Failed authentications per address, and per claimed name, in a burst…
+    /// ([`limits::AUTH_FAILURE_BURST`])
+    pub auth_failure_burst: f64,
+    /// …and per second ([`limits::AUTH_FAILURES_PER_SECOND`]).
+    pub auth_failures_per_second: f64,
     /// How long a nonce is valid ([`NONCE_TTL`]).
     pub nonce_ttl: Duration,
     /// The most nonces one user may use within `nonce_ttl` ([`MAX_USED_NONCES_PER_USER`]).
     pub max_used_nonces_per_user: usize,
     /// Open connections, in all ([`limits::MAX_CONNECTIONS`])…
     pub max_connections: usize,
-    /// …and per address ([`limits::MAX_CONNECTIONS_PER_IP`]).
-    pub max_connections_per_ip: usize,
+    /// …of which only known addresses may use this many ([`limits::RESERVED_FOR_KNOWN`])…
+    pub reserved_for_known: usize,
+    /// …and per address: IPv4 address or IPv6 /64 ([`limits::MAX_CONNECTIONS_PER_ADDRESS`]).
+    pub max_connections_per_address: usize,
+    /// How long an address stays known after a request from it authenticated
+    /// ([`limits::KNOWN_ADDRESS_TTL`]).
+    pub known_address_ttl: Duration,
     /// The time a client has to send a request's headers ([`limits::HEADER_TIMEOUT`]).
     pub header_timeout: Duration,
     /// The time a client has to send a request's body ([`limits::BODY_TIMEOUT`]).
     pub body_timeout: Duration,
+    /// The clock of the nonce window and the rate books ([`Clock::system`]; tests use a
+    /// manual one).
+    pub clock: Clock,
 }
 
 impl RelayConfig {
@@ -73,6 +91,8 @@ impl RelayConfig {
             rate_per_second: limits::RATE_PER_SECOND,
             burst: limits::BURST,
             max_queue: limits::MAX_QUEUE,
+            max_queue_from_strangers: limits::MAX_QUEUE_FROM_STRANGERS,
+            max_store_bytes: limits::MAX_STORE_BYTES,
             max_prekeys: limits::MAX_PREKEYS,
             max_upload: limits::MAX_UPLOAD,
             max_wait: limits::MAX_WAIT,
@@ -82,12 +102,17 @@ impl RelayConfig {
             register_per_second: limits::REGISTER_PER_SECOND,
             claim_burst: limits::CLAIM_BURST,
             claim_per_second: limits::CLAIM_PER_SECOND,
+            auth_failure_burst: limits::AUTH_FAILURE_BURST,
+            auth_failures_per_second: limits::AUTH_FAILURES_PER_SECOND,
             nonce_ttl: NONCE_TTL,
             max_used_nonces_per_user: MAX_USED_NONCES_PER_USER,
             max_connections: limits::MAX_CONNECTIONS,
-            max_connections_per_ip: limits::MAX_CONNECTIONS_PER_IP,
+            reserved_for_known: limits::RESERVED_FOR_KNOWN,
+            max_connections_per_address: limits::MAX_CONNECTIONS_PER_ADDRESS,
+            known_address_ttl: limits::KNOWN_ADDRESS_TTL,
             header_timeout: limits::HEADER_TIMEOUT,
             body_timeout: limits::BODY_TIMEOUT,
+            clock: Clock::system(),
         }
     }
 }

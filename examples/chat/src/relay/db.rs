@@ -6,7 +6,9 @@ use std::time::Duration;
 use proteus_core::{IdentityKey, PublicKey};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::errors::{ApiError, db_err, internal};
+use hyper::StatusCode;
+
+use super::errors::{ApiError, ErrorCode, db_err, err, internal};
 use crate::api::LAST_RESORT_ID;
 
 pub(super) const SCHEMA: &str = "
@@ -29,6 +31,12 @@ pub(super) const SCHEMA: &str = "
         PRIMARY KEY (user, seq)
     ) WITHOUT ROWID;
     CREATE INDEX IF NOT EXISTS queue_by_sender ON queue (user, sender);
+    -- `user` has written to `peer`: `peer` is one of `user`'s contacts, not a stranger.
+    CREATE TABLE IF NOT EXISTS contacts (
+        user TEXT NOT NULL,
+        peer TEXT NOT NULL,
+        PRIMARY KEY (user, peer)
+    ) WITHOUT ROWID;
 ";
 /// Opens (or creates) the database at `path` with the schema.
 pub(super) fn open(path: &Path) -> rusqlite::Result<Connection> {
@@ -65,6 +73,33 @@ pub(super) fn count_prekeys(db: &Connection, name: &str) -> Result<u64, ApiError
         |r| r.get(0).map(to_u64),
     )
     .map_err(db_err)
+}
+
+/// The bytes of the database's pages in use (the free pages that deletions leave are not
+/// counted: SQLite reuses them).
+pub(super) fn used_bytes(db: &Connection) -> Result<u64, ApiError> {
+    let pragma = |name: &str| {
+        db.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0).map(to_u64))
+            .map_err(db_err)
+    };
+    let pages = pragma("page_count")?.saturating_sub(pragma("freelist_count")?);
+    Ok(pages.saturating_mul(pragma("page_size")?))
+}
+
+/// Refuses (507) to store anything more once the database holds `max` bytes (so it holds at
+/// most `max` and one request's data).
+pub(super) fn check_room(db: &Connection, max: u64) -> Result<(), ApiError> {
+    let used = used_bytes(db)?;
+    if used >= max {
+        return Err(err(
+            StatusCode::INSUFFICIENT_STORAGE,
+            ErrorCode::StoreFull,
+            format!(
+                "the relay's storage is full ({used} bytes): it stores nothing more until messages are read"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// SQLite integers are signed; counts and sequence numbers are not negative.

@@ -1,5 +1,13 @@
 //! The relay's limits: challenges (nonces) that flooding cannot evict, token buckets (per user,
-//! per address, per requester and target), and the connection count per address.
+//! per address, per requester and target, per failed authentication), the addresses that
+//! authenticated recently, and the connection counts. Every limit is a named constant here;
+//! [`RelayConfig`](super::RelayConfig) takes its default from it.
+//!
+//! # Time
+//!
+//! Windows and refills are measured on a [`Clock`]: the system's monotonic clock, or in tests a
+//! manual one that moves only when the test moves it, so that no test depends on the speed of
+//! the machine it runs on.
 //!
 //! # Nonces
 //!
@@ -14,11 +22,22 @@
 //! refuses further requests with 429 instead of forgetting anything; only the user can fill
 //! their own set, since only a verified signature adds to it. The key is made at start, so a
 //! restarted relay refuses older nonces (clients fetch a fresh one and retry).
+//!
+//! # Books
+//!
+//! Every map keyed by something a client chooses (an address, a claimed name, a pair of users)
+//! holds at most [`MAX_TRACKED_KEYS`] keys. When one is full, it sweeps out the entries that
+//! carry no information (a bucket full again is the same as a new one; an address not seen
+//! within its window is the same as one never seen), at most once per a quarter of its size in
+//! new keys, so a sweep's cost is spread over the arrivals before it. A key that still finds no
+//! room is not tracked: a rate book charges it to one bucket that all such keys share (so a
+//! flood of new keys is limited as one client, never let through), and an address that finds
+//! no room is not remembered as known.
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -41,6 +60,15 @@ pub const RATE_PER_SECOND: f64 = 200.0;
 pub const BURST: f64 = 3000.0;
 /// The most messages queued for one user, from everyone.
 pub const MAX_QUEUE: u64 = 100_000;
+/// The most messages one sender may have queued for one recipient.
+pub const MAX_QUEUE_PER_SENDER: u64 = 10_000;
+/// The most messages queued for one user from *strangers*: senders that user has never written
+/// to. Accounts are cheap to make, so strangers as a group get this share of a queue and no
+/// more: the rest of [`MAX_QUEUE`] stays for the user's contacts.
+pub const MAX_QUEUE_FROM_STRANGERS: u64 = 10_000;
+/// The most the relay's database may hold, in bytes (pages in use, as SQLite counts them). Past
+/// it, sends, prekey uploads and new registrations are refused (507) until messages are read.
+pub const MAX_STORE_BYTES: u64 = 4 << 30;
 /// The most one-time prekeys kept for one user.
 pub const MAX_PREKEYS: u64 = 1000;
 /// The most bundles in one upload.
@@ -49,8 +77,6 @@ pub const MAX_UPLOAD: usize = 500;
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 /// The most messages in one page of a queue.
 pub const MAX_PAGE: u64 = 1000;
-/// The most messages one sender may have queued for one recipient.
-pub const MAX_QUEUE_PER_SENDER: u64 = 10_000;
 /// Registrations (of a new name, or of a taken name with another key) per address: burst…
 pub const REGISTER_BURST: f64 = 20.0;
 /// …and refill: one a minute.
@@ -59,26 +85,153 @@ pub const REGISTER_PER_SECOND: f64 = 1.0 / 60.0;
 pub const CLAIM_BURST: f64 = 10.0;
 /// …and refill: ten an hour. Past that, a claim gets the last-resort prekey.
 pub const CLAIM_PER_SECOND: f64 = 10.0 / 3600.0;
+/// Failed authentications (an unknown name, a bad signature) allowed per address, and per
+/// claimed user name, in a burst… Past it, a request is refused with 429 before its signature is
+/// checked. A name's budget binds only addresses that have failed recently themselves, so
+/// strangers forging requests in a user's name cannot lock the user out.
+pub const AUTH_FAILURE_BURST: f64 = 10.0;
+/// …and refill: one every ten seconds.
+pub const AUTH_FAILURES_PER_SECOND: f64 = 0.1;
 /// Open connections in all (each client request opens one; a long-poll holds one).
 pub const MAX_CONNECTIONS: usize = 1024;
-/// Open connections from one address.
-pub const MAX_CONNECTIONS_PER_IP: usize = 64;
+/// Of [`MAX_CONNECTIONS`], how many only *known* addresses may use: those a request
+/// authenticated from within [`KNOWN_ADDRESS_TTL`]. Strangers holding every other connection
+/// cannot keep the relay's users out.
+pub const RESERVED_FOR_KNOWN: usize = 256;
+/// How long an address stays known after a request from it authenticated.
+pub const KNOWN_ADDRESS_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Open connections from one address: an IPv4 address, or an IPv6 /64 (one host usually has a
+/// whole /64, so counting its addresses one by one would count nothing).
+pub const MAX_CONNECTIONS_PER_ADDRESS: usize = 64;
+/// Connections over a limit are answered 503 and closed; this many may be being answered at
+/// once, and past that a connection over a limit is closed without an answer.
+pub const MAX_REFUSING: usize = 64;
 /// The time a client has to send a request's headers (slowloris).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The time a client has to send a request's body.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Past this many tracked keys, a rate book forgets the keys whose bucket is full again
-/// (indistinguishable from a new key).
-pub const MAX_TRACKED_BUCKETS: usize = 100_000;
+/// The most keys one book (a rate book, the known addresses) tracks; see the module's notes.
+pub const MAX_TRACKED_KEYS: usize = 100_000;
 
-const TAG_LEN: usize = 16;
-const RANDOM_LEN: usize = 16;
-const NONCE_LEN: usize = 8 + RANDOM_LEN + TAG_LEN;
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The time the relay's windows and rate books are measured in.
+#[derive(Debug, Clone, Default)]
+pub struct Clock {
+    /// `None`: the system's monotonic clock. `Some`: a manual clock's current time.
+    manual: Option<Arc<Mutex<Instant>>>,
+}
+
+impl Clock {
+    /// The system's monotonic clock (the default).
+    pub fn system() -> Self {
+        Self::default()
+    }
+
+    /// A clock that stands still until it is [advanced](Self::advance): tests step through
+    /// windows and refills with it, whatever the speed of the machine.
+    pub fn manual() -> Self {
+        Self {
+            manual: Some(Arc::new(Mutex::new(Instant::now()))),
+        }
+    }
+
+    /// Moves a manual clock forward by `by` (the system clock is not moved).
+    pub fn advance(&self, by: Duration) {
+        if let Some(now) = &self.manual {
+            let mut now = lock(now);
+            *now = now.checked_add(by).unwrap_or(*now);
+        }
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        match &self.manual {
+            None => Instant::now(),
+            Some(now) => *lock(now),
+        }
+    }
+}
+
+/// The part of an address one client is taken to control: an IPv4 address, or the /64 an IPv6
+/// address is in. An IPv4 address seen as IPv6 (`::ffff:a.b.c.d`, a dual-stack listener) is the
+/// IPv4 address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum AddressKey {
+    /// An IPv4 address.
+    V4(Ipv4Addr),
+    /// An IPv6 /64 (its first 64 bits; the rest are zero).
+    V6(Ipv6Addr),
+}
+
+impl AddressKey {
+    pub(crate) fn of(ip: IpAddr) -> Self {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Self::V4(v4),
+            IpAddr::V6(v6) => Self::V6(Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
+        }
+    }
+}
+
+/// A map of at most `max` keys; see the module's notes on books.
+struct Bounded<K, V> {
+    entries: HashMap<K, V>,
+    max: usize,
+    /// New keys seen since the last sweep (tracked or not).
+    arrivals: usize,
+    /// Sweeps made (tests check that they are spread out).
+    sweeps: usize,
+}
+
+impl<K: Hash + Eq + Clone, V> Bounded<K, V> {
+    fn new(max: usize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            max,
+            arrivals: 0,
+            sweeps: 0,
+        }
+    }
+
+    fn get(&self, key: &K) -> Option<&V> {
+        self.entries.get(key)
+    }
+
+    fn is_full(&self) -> bool {
+        self.entries.len() >= self.max
+    }
+
+    /// `key`'s entry, made with `new` if there is room; `None` if there is none. When the map
+    /// is full, it first sweeps out the entries `forgettable` calls so, if a quarter of its
+    /// size in new keys has arrived since the last sweep.
+    fn entry(
+        &mut self,
+        key: &K,
+        forgettable: impl Fn(&V) -> bool,
+        new: impl FnOnce() -> V,
+    ) -> Option<&mut V> {
+        if !self.entries.contains_key(key) {
+            self.arrivals = self.arrivals.saturating_add(1);
+            if self.is_full() && self.arrivals >= (self.max / 4).max(1) {
+                self.entries.retain(|_, v| !forgettable(v));
+                self.arrivals = 0;
+                self.sweeps += 1;
+            }
+            if self.is_full() {
+                return None;
+            }
+        }
+        Some(self.entries.entry(key.clone()).or_insert_with(new))
+    }
+}
 
 /// Issues and checks nonces; remembers the used ones per user.
 pub(crate) struct NonceBook {
     /// HMAC keyed with a random key made at start; cloned for each tag.
     mac: Hmac<Sha256>,
+    clock: Clock,
     started: Instant,
     ttl: Duration,
     max_per_user: usize,
@@ -86,6 +239,10 @@ pub(crate) struct NonceBook {
     /// Spends since the last sweep of users whose nonces are all past the window.
     spends: usize,
 }
+
+const TAG_LEN: usize = 16;
+const RANDOM_LEN: usize = 16;
+const NONCE_LEN: usize = 8 + RANDOM_LEN + TAG_LEN;
 
 /// Every this many spends, the users whose used nonces are all past the window are forgotten
 /// (their sets would refuse nothing the window check does not).
@@ -109,13 +266,14 @@ pub(crate) enum SpendError {
 
 impl NonceBook {
     /// `None` only if HMAC refused a 32-byte key (it takes any length).
-    pub(crate) fn new(ttl: Duration, max_per_user: usize) -> Option<Self> {
+    pub(crate) fn new(clock: Clock, ttl: Duration, max_per_user: usize) -> Option<Self> {
         let mut key = Zeroizing::new([0u8; 32]);
         OsRng.fill_bytes(key.as_mut_slice());
         let mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key.as_slice()).ok()?;
         Some(Self {
             mac,
-            started: Instant::now(),
+            started: clock.now(),
+            clock,
             ttl,
             max_per_user,
             used: HashMap::new(),
@@ -124,7 +282,8 @@ impl NonceBook {
     }
 
     fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+        let elapsed = self.clock.now().saturating_duration_since(self.started);
+        u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
     }
 
     fn tag(&self, issued_ms: u64, random: &[u8; RANDOM_LEN]) -> Hmac<Sha256> {
@@ -164,6 +323,14 @@ impl NonceBook {
         (u128::from(age) < self.ttl.as_millis()).then_some(FreshNonce { issued_ms, random })
     }
 
+    /// Whether `user` has used `nonce` already (checked before a signature, so that a replay
+    /// costs no signature check; [`spend`](Self::spend) decides).
+    pub(crate) fn is_spent(&self, user: &str, nonce: FreshNonce) -> bool {
+        self.used
+            .get(user)
+            .is_some_and(|used| used.contains_key(&nonce.random))
+    }
+
     /// Records `nonce` as used by `user`: refused if it was used before, or if `user` has used
     /// too many in one window. Only nonces past the window are forgotten.
     pub(crate) fn spend(&mut self, user: &str, nonce: FreshNonce) -> Result<(), SpendError> {
@@ -192,104 +359,225 @@ impl NonceBook {
 }
 
 /// A token bucket.
+#[derive(Debug, Clone, Copy)]
 struct Bucket {
     tokens: f64,
     at: Instant,
 }
 
-/// A bucket per key: `burst` tokens, refilled at `per_second`.
-pub(crate) struct RateBook<K> {
-    buckets: HashMap<K, Bucket>,
-}
-
-impl<K: Hash + Eq + Clone> RateBook<K> {
-    pub(crate) fn new() -> Self {
-        Self {
-            buckets: HashMap::new(),
-        }
+impl Bucket {
+    /// The tokens it holds at `now`.
+    fn level(&self, now: Instant, burst: f64, per_second: f64) -> f64 {
+        let refill = now.saturating_duration_since(self.at).as_secs_f64() * per_second;
+        (self.tokens + refill).min(burst)
     }
 
-    /// Takes a token from `key`'s bucket; false if there is none.
-    pub(crate) fn take(&mut self, key: &K, burst: f64, per_second: f64) -> bool {
-        let now = Instant::now();
-        if self.buckets.len() >= MAX_TRACKED_BUCKETS && !self.buckets.contains_key(key) {
-            self.buckets.retain(|_, b| {
-                b.tokens + now.duration_since(b.at).as_secs_f64() * per_second < burst
-            });
-        }
-        let bucket = self.buckets.entry(key.clone()).or_insert(Bucket {
-            tokens: burst,
-            at: now,
-        });
-        let refill = now.duration_since(bucket.at).as_secs_f64() * per_second;
-        bucket.tokens = (bucket.tokens + refill).min(burst);
-        bucket.at = now;
-        if bucket.tokens < 1.0 {
+    /// Takes a token at `now`; false if there is none.
+    fn take(&mut self, now: Instant, burst: f64, per_second: f64) -> bool {
+        self.tokens = self.level(now, burst, per_second);
+        self.at = now;
+        if self.tokens < 1.0 {
             return false;
         }
-        bucket.tokens -= 1.0;
+        self.tokens -= 1.0;
         true
     }
 }
 
-/// Open connections per address, bounded in total and per address.
-pub(crate) struct Connections {
-    open: Mutex<(usize, HashMap<IpAddr, usize>)>,
-    max_total: usize,
-    max_per_ip: usize,
+/// A bucket per key: `burst` tokens, refilled at `per_second`; at most `max_keys` keys, the
+/// keys there is no room for sharing one bucket (see the module's notes on books).
+pub(crate) struct RateBook<K> {
+    clock: Clock,
+    burst: f64,
+    per_second: f64,
+    buckets: Bounded<K, Bucket>,
+    /// The bucket of the keys there is no room to track.
+    shared: Bucket,
 }
 
-/// One admitted connection; counted until dropped.
+impl<K: Hash + Eq + Clone> RateBook<K> {
+    pub(crate) fn new(clock: Clock, burst: f64, per_second: f64, max_keys: usize) -> Self {
+        let now = clock.now();
+        Self {
+            clock,
+            burst,
+            per_second,
+            buckets: Bounded::new(max_keys),
+            shared: Bucket {
+                tokens: burst,
+                at: now,
+            },
+        }
+    }
+
+    /// Takes a token from `key`'s bucket; false if there is none.
+    pub(crate) fn take(&mut self, key: &K) -> bool {
+        let (now, burst, rate) = (self.clock.now(), self.burst, self.per_second);
+        let full_again = |b: &Bucket| b.level(now, burst, rate) >= burst;
+        let new = || Bucket {
+            tokens: burst,
+            at: now,
+        };
+        self.buckets
+            .entry(key, full_again, new)
+            .unwrap_or(&mut self.shared)
+            .take(now, burst, rate)
+    }
+
+    /// The tokens `key`'s bucket holds (nothing is taken).
+    pub(crate) fn level(&self, key: &K) -> f64 {
+        let (now, burst, rate) = (self.clock.now(), self.burst, self.per_second);
+        match self.buckets.get(key) {
+            Some(bucket) => bucket.level(now, burst, rate),
+            None if self.buckets.is_full() => self.shared.level(now, burst, rate),
+            None => burst,
+        }
+    }
+
+    /// Whether `key`'s bucket is full: it has taken nothing within a refill.
+    pub(crate) fn is_full(&self, key: &K) -> bool {
+        self.level(key) >= self.burst
+    }
+}
+
+/// The addresses a request authenticated from within a window (at most `max` of them).
+pub(crate) struct KnownAddresses {
+    clock: Clock,
+    ttl: Duration,
+    seen: Bounded<AddressKey, Instant>,
+}
+
+impl KnownAddresses {
+    pub(crate) fn new(clock: Clock, ttl: Duration, max: usize) -> Self {
+        Self {
+            clock,
+            ttl,
+            seen: Bounded::new(max),
+        }
+    }
+
+    /// A request from `address` authenticated.
+    pub(crate) fn note(&mut self, address: AddressKey) {
+        let (now, ttl) = (self.clock.now(), self.ttl);
+        let stale = |at: &Instant| now.saturating_duration_since(*at) >= ttl;
+        if let Some(at) = self.seen.entry(&address, stale, || now) {
+            *at = now;
+        }
+    }
+
+    /// Whether a request from `address` authenticated within the window.
+    pub(crate) fn contains(&self, address: AddressKey) -> bool {
+        let now = self.clock.now();
+        self.seen
+            .get(&address)
+            .is_some_and(|at| now.saturating_duration_since(*at) < self.ttl)
+    }
+}
+
+/// Open connections per address, bounded in total and per address, with room kept for known
+/// addresses; and connections being refused.
+pub(crate) struct Connections {
+    open: Mutex<Open>,
+    limits: ConnectionLimits,
+}
+
+/// What [`Connections`] allows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnectionLimits {
+    /// Served connections in all…
+    pub(crate) total: usize,
+    /// …of which only known addresses may use this many.
+    pub(crate) reserved_for_known: usize,
+    /// Served connections per address.
+    pub(crate) per_address: usize,
+    /// Connections being answered 503 at once.
+    pub(crate) refusing: usize,
+}
+
+#[derive(Default)]
+struct Open {
+    total: usize,
+    refusing: usize,
+    per_address: HashMap<AddressKey, usize>,
+}
+
+/// What to do with a new connection.
+pub(crate) enum Admission {
+    /// Serve it (counted until the slot is dropped).
+    Serve(ConnectionSlot),
+    /// Answer 503 with this reason, and close it (counted among the refusals until dropped).
+    Refuse(ConnectionSlot, &'static str),
+    /// Close it at once: over a limit, and too many refusals are being answered.
+    Close,
+}
+
+/// A counted connection; uncounted when dropped.
 pub(crate) struct ConnectionSlot {
     book: Arc<Connections>,
-    ip: IpAddr,
+    /// The address of a served connection; `None` for a refusal.
+    served: Option<AddressKey>,
 }
 
 impl Connections {
-    pub(crate) fn new(max_total: usize, max_per_ip: usize) -> Arc<Self> {
+    pub(crate) fn new(limits: ConnectionLimits) -> Arc<Self> {
         Arc::new(Self {
-            open: Mutex::new((0, HashMap::new())),
-            max_total,
-            max_per_ip,
+            open: Mutex::new(Open::default()),
+            limits,
         })
     }
 
-    /// A slot for a new connection from `ip`, or `None` if the relay or `ip` has too many.
-    pub(crate) fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<ConnectionSlot> {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (total, per_ip) = &mut *open;
-        let mine = per_ip.entry(ip).or_insert(0);
-        if *total >= self.max_total || *mine >= self.max_per_ip {
-            if *mine == 0 {
-                per_ip.remove(&ip);
+    /// What to do with a new connection from `address` (`known`: a request from it
+    /// authenticated recently).
+    pub(crate) fn admit(self: &Arc<Self>, address: AddressKey, known: bool) -> Admission {
+        let limits = self.limits;
+        let mut open = lock(&self.open);
+        let mine = open.per_address.get(&address).copied().unwrap_or(0);
+        let room = if known {
+            limits.total
+        } else {
+            limits.total.saturating_sub(limits.reserved_for_known)
+        };
+        let refusal = if mine >= limits.per_address {
+            Some("too many open connections from this address")
+        } else if open.total >= room {
+            Some("too many open connections: try again later")
+        } else {
+            None
+        };
+        match refusal {
+            None => {
+                open.per_address.insert(address, mine + 1);
+                open.total += 1;
+                Admission::Serve(ConnectionSlot {
+                    book: self.clone(),
+                    served: Some(address),
+                })
             }
-            return None;
+            Some(_) if open.refusing >= limits.refusing => Admission::Close,
+            Some(why) => {
+                open.refusing += 1;
+                let slot = ConnectionSlot {
+                    book: self.clone(),
+                    served: None,
+                };
+                Admission::Refuse(slot, why)
+            }
         }
-        *mine += 1;
-        *total += 1;
-        Some(ConnectionSlot {
-            book: self.clone(),
-            ip,
-        })
     }
 }
 
 impl Drop for ConnectionSlot {
     fn drop(&mut self) {
-        let mut open = self
-            .book
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (total, per_ip) = &mut *open;
-        *total = total.saturating_sub(1);
-        if let Some(n) = per_ip.get_mut(&self.ip) {
+        let mut open = lock(&self.book.open);
+        let Some(address) = self.served else {
+            open.refusing = open.refusing.saturating_sub(1);
+            return;
+        };
+        open.total = open.total.saturating_sub(1);
+        if let Some(n) = open.per_address.get_mut(&address) {
             *n = n.saturating_sub(1);
             if *n == 0 {
-                per_ip.remove(&self.ip);
+                open.per_address.remove(&address);
             }
         }
     }
@@ -301,13 +589,19 @@ mod tests {
 
     #[test]
     fn a_nonce_is_the_relays_fresh_and_spent_once_per_user() {
-        let mut book = NonceBook::new(Duration::from_secs(60), 2).unwrap();
+        let clock = Clock::manual();
+        let mut book = NonceBook::new(clock.clone(), Duration::from_secs(60), 2).unwrap();
         let a = book.issue();
         let fresh = book.check(&a).unwrap();
+        assert!(!book.is_spent("alice", fresh));
         assert_eq!(book.spend("alice", fresh), Ok(()));
+        assert!(book.is_spent("alice", fresh));
+        assert!(!book.is_spent("bob", fresh));
         assert_eq!(book.spend("alice", fresh), Err(SpendError::Replayed));
         // Another relay's, a changed tag, garbage.
-        let other = NonceBook::new(Duration::from_secs(60), 2).unwrap().issue();
+        let other = NonceBook::new(clock, Duration::from_secs(60), 2)
+            .unwrap()
+            .issue();
         assert!(book.check(&other).is_none());
         let mut flipped = a.clone().into_bytes();
         let last = flipped.len() - 1;
@@ -325,10 +619,14 @@ mod tests {
 
     #[test]
     fn users_whose_nonces_are_all_past_the_window_are_forgotten() {
-        let mut book = NonceBook::new(Duration::from_millis(30), 4).unwrap();
+        // The clock moves only when the test moves it: the nonces of "here" are fresh however
+        // slowly the loop runs.
+        let clock = Clock::manual();
+        let ttl = Duration::from_secs(30);
+        let mut book = NonceBook::new(clock.clone(), ttl, 4).unwrap();
         let old = book.check(&book.issue()).unwrap();
         book.spend("gone", old).unwrap();
-        std::thread::sleep(Duration::from_millis(40));
+        clock.advance(ttl);
         for _ in 0..SWEEP_EVERY {
             let fresh = book.check(&book.issue()).unwrap();
             book.spend("here", fresh).unwrap_or(());
@@ -338,10 +636,168 @@ mod tests {
     }
 
     #[test]
-    fn an_old_nonce_is_refused() {
-        let book = NonceBook::new(Duration::from_millis(30), 2).unwrap();
+    fn a_nonce_is_refused_from_the_end_of_its_window_on() {
+        let clock = Clock::manual();
+        let ttl = Duration::from_secs(30);
+        let book = NonceBook::new(clock.clone(), ttl, 2).unwrap();
         let a = book.issue();
-        std::thread::sleep(Duration::from_millis(60));
+        clock.advance(ttl - Duration::from_millis(1));
+        assert!(book.check(&a).is_some());
+        clock.advance(Duration::from_millis(1));
         assert!(book.check(&a).is_none());
+    }
+
+    #[test]
+    fn a_bucket_refills_at_its_rate_up_to_its_burst() {
+        let clock = Clock::manual();
+        let mut book = RateBook::new(clock.clone(), 2.0, 0.5, 10);
+        assert!(book.take(&1) && book.take(&1));
+        assert!(!book.take(&1));
+        assert!(book.take(&2), "another key has its own bucket");
+        clock.advance(Duration::from_millis(1999));
+        assert!(book.level(&1) < 1.0);
+        clock.advance(Duration::from_millis(1));
+        assert!(book.take(&1));
+        assert!(!book.take(&1));
+        assert!(!book.is_full(&1));
+        clock.advance(Duration::from_secs(3600));
+        assert!(book.is_full(&1));
+    }
+
+    /// A flood of new keys: the book never tracks more than its bound, sweeps at most once per
+    /// quarter of its size in new keys, shares one bucket among the keys it cannot track (so
+    /// they are limited, not let through), and tracks new keys again once old ones refill.
+    #[test]
+    fn a_rate_book_is_bounded_sweeps_seldom_and_limits_what_it_cannot_track() {
+        let clock = Clock::manual();
+        let max = 64;
+        let mut book = RateBook::new(clock.clone(), 1.0, 0.001, max);
+        let flood = 10 * max;
+        let mut let_through = 0;
+        for key in 0..flood {
+            let_through += usize::from(book.take(&key));
+            assert!(book.buckets.entries.len() <= max);
+        }
+        // The first `max` keys had their own bucket, the shared one let one more through.
+        assert_eq!(let_through, max + 1);
+        assert!(
+            book.buckets.sweeps <= (flood - max) / (max / 4),
+            "{}",
+            book.buckets.sweeps
+        );
+        assert!(!book.take(&0), "a tracked key stays limited");
+        // Once the tracked keys have refilled (1000 s), new keys are tracked again: at the
+        // latest after a quarter of the bound in new keys (the next sweep).
+        clock.advance(Duration::from_secs(1000));
+        let fresh: Vec<bool> = (flood..flood + max / 2).map(|k| book.take(&k)).collect();
+        assert!(fresh[max / 4..].iter().all(|&ok| ok), "{fresh:?}");
+        assert!(book.buckets.entries.len() <= max);
+    }
+
+    /// The old book swept every key each time a new one arrived past the bound, and grew past
+    /// it when no bucket was full: at the bound, each new key now costs O(1) amortised.
+    #[test]
+    fn a_full_book_at_the_real_bound_stays_bounded() {
+        let clock = Clock::manual();
+        let mut book = RateBook::new(clock, REGISTER_BURST, REGISTER_PER_SECOND, MAX_TRACKED_KEYS);
+        for key in 0..MAX_TRACKED_KEYS + 1000 {
+            book.take(&key);
+        }
+        assert_eq!(book.buckets.entries.len(), MAX_TRACKED_KEYS);
+        assert!(book.buckets.sweeps <= 1, "{}", book.buckets.sweeps);
+    }
+
+    #[test]
+    fn an_address_stays_known_for_its_window_and_the_book_is_bounded() {
+        let clock = Clock::manual();
+        let ttl = Duration::from_secs(60);
+        let mut known = KnownAddresses::new(clock.clone(), ttl, 4);
+        let a = AddressKey::of("192.0.2.1".parse().unwrap());
+        assert!(!known.contains(a));
+        known.note(a);
+        clock.advance(ttl - Duration::from_millis(1));
+        assert!(known.contains(a));
+        clock.advance(Duration::from_millis(1));
+        assert!(!known.contains(a));
+        // Full of live addresses: a new one is not remembered (a stranger, as before).
+        for i in 0..4u8 {
+            known.note(AddressKey::of(IpAddr::V4(Ipv4Addr::new(198, 51, 100, i))));
+        }
+        let late = AddressKey::of("203.0.113.9".parse().unwrap());
+        for _ in 0..10 {
+            known.note(late);
+        }
+        assert!(!known.contains(late));
+        assert_eq!(known.seen.entries.len(), 4);
+    }
+
+    #[test]
+    fn addresses_are_counted_by_ipv4_address_and_by_ipv6_64() {
+        let key = |s: &str| AddressKey::of(s.parse().unwrap());
+        assert_eq!(
+            key("2001:db8:1:2::1"),
+            key("2001:db8:1:2:ffff:ffff:ffff:ffff")
+        );
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+        assert_ne!(key("192.0.2.7"), key("192.0.2.8"));
+        assert_ne!(key("::ffff:192.0.2.7"), key("::ffff:192.0.2.8"));
+    }
+
+    fn served(admission: Admission) -> Option<ConnectionSlot> {
+        match admission {
+            Admission::Serve(slot) => Some(slot),
+            _ => None,
+        }
+    }
+
+    /// One IPv6 host holds at most the per-address limit (not that many per address of its
+    /// /64); strangers leave the reserve to known addresses; over a limit, a connection is
+    /// refused (503) while few refusals are in progress, then closed.
+    #[test]
+    fn connections_are_limited_per_address_and_per_64_with_room_for_known_users() {
+        let book = Connections::new(ConnectionLimits {
+            total: 8,
+            reserved_for_known: 4,
+            per_address: 2,
+            refusing: 2,
+        });
+        let ip = |s: String| AddressKey::of(s.parse().unwrap());
+        let mut held = Vec::new();
+        // A host cycling through the addresses of its /64 gets 2 connections.
+        for i in 1..=5 {
+            let admission = book.admit(ip(format!("2001:db8:0:1::{i}")), false);
+            held.extend(served(admission));
+        }
+        assert_eq!(held.len(), 2);
+        // Strangers from other /64s take the unreserved room (4) and no more.
+        for net in 2..=9 {
+            let admission = book.admit(ip(format!("2001:db8:0:{net}::1")), false);
+            held.extend(served(admission));
+        }
+        assert_eq!(held.len(), 4);
+        // A known address still gets in, up to the total.
+        let user = ip("2001:db8:0:99::1".into());
+        let mut users = Vec::new();
+        for _ in 0..2 {
+            users.extend(served(book.admit(user, true)));
+        }
+        assert_eq!(users.len(), 2, "a known address was kept out by strangers");
+        let other = ip("2001:db8:0:98::1".into());
+        users.extend(served(book.admit(other, true)));
+        users.extend(served(book.admit(other, true)));
+        assert_eq!(users.len(), 4);
+        // Full: refusals are answered while few are in progress, then closed at once.
+        let a = book.admit(ip("2001:db8:0:97::1".into()), true);
+        let b = book.admit(ip("2001:db8:0:97::2".into()), false);
+        let c = book.admit(ip("2001:db8:0:97::3".into()), false);
+        assert!(matches!(a, Admission::Refuse(_, _)));
+        assert!(matches!(b, Admission::Refuse(_, _)));
+        assert!(matches!(c, Admission::Close));
+        drop((a, b));
+        assert!(matches!(book.admit(user, true), Admission::Refuse(_, _)));
+        // A closed connection gives its slot back.
+        drop(users.pop());
+        assert!(served(book.admit(other, true)).is_some());
     }
 }

@@ -5,18 +5,15 @@ use hyper::StatusCode;
 use proteus_core::{BundleVerification, PreKeyBundle};
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-use super::db::{count_prekeys, identity_of};
-use super::errors::{
-    ErrorCode, Reply, bad_bundle, bad_request, db_err, err, internal, json, parse_json,
-};
+use super::db::{check_room, count_prekeys, identity_of};
+use super::errors::{ErrorCode, Reply, bad_bundle, bad_request, db_err, err, json, parse_json};
 use super::routes::Call;
-use super::{Relay, lock};
+use super::{Relay, lock, outside_db_lock};
 use crate::api::{self, ClaimedBundle, LAST_RESORT_ID, PreKeyCount, UploadPreKeys};
 
 impl Relay {
     pub(super) fn upload(&self, name: &str, call: &Call) -> Reply {
-        let mut db = lock(&self.db);
-        let authed = self.authenticate(&db, call)?;
+        let authed = self.authenticate(call)?;
         Self::own(&authed, name, "publish the prekeys")?;
         let request: UploadPreKeys = parse_json(&call.body)?;
         if request.prekeys.len() > self.config.max_upload {
@@ -26,13 +23,15 @@ impl Relay {
                 format!("at most {} bundles per upload", self.config.max_upload),
             ));
         }
-        let identity = identity_of(&db, name)?.ok_or_else(|| internal("user vanished"))?;
+        // Every bundle is checked (its signature too) before the database is locked.
+        outside_db_lock()?;
+        let identity = &authed.identity;
         let check = |(i, text): (usize, &String), last_resort: bool| {
             let bytes =
                 api::unb64(text).ok_or_else(|| bad_bundle(format!("bundle {i}: not base64")))?;
             let bundle = PreKeyBundle::from_bytes(&bytes)
                 .map_err(|e| bad_bundle(format!("bundle {i}: {e}")))?;
-            if bundle.identity_key() != &identity {
+            if bundle.identity_key() != identity {
                 return Err(bad_bundle(format!(
                     "bundle {i} belongs to another identity than {name}'s"
                 )));
@@ -63,9 +62,11 @@ impl Relay {
         if ids.len() != bundles.len() {
             return Err(bad_bundle("two bundles have the same prekey id"));
         }
+        let mut db = self.db();
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
+        check_room(&tx, self.config.max_store_bytes)?;
         for (id, bytes) in &bundles {
             tx.execute(
                 "INSERT OR REPLACE INTO prekeys (user, id, bundle) VALUES (?1, ?2, ?3)",
@@ -89,11 +90,11 @@ impl Relay {
     }
 
     pub(super) fn claim(&self, name: &str, call: &Call) -> Reply {
-        let mut db = lock(&self.db);
-        let authed = self.authenticate(&db, call)?;
+        let authed = self.authenticate(call)?;
         if !call.body.is_empty() {
             return Err(bad_request("a claim has no body"));
         }
+        let mut db = self.db();
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
@@ -106,10 +107,8 @@ impl Relay {
         }
         // Past its share of `name`'s one-time prekeys, a requester gets the last-resort one:
         // one user cannot drain another's one-time prekeys.
-        let within_share = authed.user == name || {
-            let (burst, rate) = (self.config.claim_burst, self.config.claim_per_second);
-            lock(&self.claims).take(&(authed.user.clone(), name.to_owned()), burst, rate)
-        };
+        let within_share =
+            authed.user == name || lock(&self.claims).take(&(authed.user.clone(), name.to_owned()));
         let one_time: Option<(u16, Vec<u8>)> = if !within_share {
             None
         } else {

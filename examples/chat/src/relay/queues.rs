@@ -8,10 +8,10 @@ use hyper::StatusCode;
 use proteus_core::Envelope;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::db::{count_prekeys, to_i64, to_u64};
+use super::Relay;
+use super::db::{check_room, count_prekeys, to_i64, to_u64};
 use super::errors::{ApiError, ErrorCode, Reply, bad_request, db_err, err, json, too_large};
 use super::routes::{Call, query_pairs};
-use super::{Relay, lock};
 use crate::api::{self, AckResponse, QueuePage, QueuedEnvelope, SendResponse};
 
 impl Relay {
@@ -19,16 +19,17 @@ impl Relay {
         if call.body.len() > self.config.max_envelope {
             return Err(too_large(self.config.max_envelope));
         }
+        let authed = self.authenticate(call)?;
+        Envelope::from_bytes(&call.body).map_err(|e| {
+            err(
+                StatusCode::BAD_REQUEST,
+                ErrorCode::BadEnvelope,
+                format!("the body is not a Proteus envelope: {e}"),
+            )
+        })?;
+        let sender = authed.user.as_str();
         let seq = {
-            let mut db = lock(&self.db);
-            let authed = self.authenticate(&db, call)?;
-            Envelope::from_bytes(&call.body).map_err(|e| {
-                err(
-                    StatusCode::BAD_REQUEST,
-                    ErrorCode::BadEnvelope,
-                    format!("the body is not a Proteus envelope: {e}"),
-                )
-            })?;
+            let mut db = self.db();
             let tx = db
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err)?;
@@ -45,11 +46,13 @@ impl Relay {
                     format!("no user {name:?} is registered"),
                 )
             })?;
-            let queued: u64 = tx
-                .query_row("SELECT count(*) FROM queue WHERE user = ?1", [name], |r| {
+            let count = |sql: &str, args: &[&str]| -> Result<u64, ApiError> {
+                tx.query_row(sql, rusqlite::params_from_iter(args), |r| {
                     r.get(0).map(to_u64)
                 })
-                .map_err(db_err)?;
+                .map_err(db_err)
+            };
+            let queued = count("SELECT count(*) FROM queue WHERE user = ?1", &[name])?;
             if queued >= self.config.max_queue {
                 return Err(err(
                     StatusCode::INSUFFICIENT_STORAGE,
@@ -57,26 +60,50 @@ impl Relay {
                     format!("{name}'s queue is full ({queued} messages)"),
                 ));
             }
-            let mine: u64 = tx
-                .query_row(
-                    "SELECT count(*) FROM queue WHERE user = ?1 AND sender = ?2",
-                    params![name, authed.user],
-                    |r| r.get(0).map(to_u64),
-                )
-                .map_err(db_err)?;
+            let mine = count(
+                "SELECT count(*) FROM queue WHERE user = ?1 AND sender = ?2",
+                &[name, sender],
+            )?;
             if mine >= self.config.max_queue_per_sender {
                 return Err(err(
                     StatusCode::TOO_MANY_REQUESTS,
                     ErrorCode::QueueQuota,
                     format!(
-                        "{} already has {mine} messages waiting for {name}: wait until {name} reads them",
-                        authed.user
+                        "{sender} already has {mine} messages waiting for {name}: wait until {name} reads them"
                     ),
                 ));
             }
+            // Strangers (senders `name` has never written to) share a part of the queue, so
+            // that accounts made to flood it leave the rest to `name`'s contacts.
+            let contact = count(
+                "SELECT count(*) FROM contacts WHERE user = ?1 AND peer = ?2",
+                &[name, sender],
+            )? > 0;
+            if !contact {
+                let from_strangers = count(
+                    "SELECT count(*) FROM queue WHERE user = ?1 \
+                     AND sender NOT IN (SELECT peer FROM contacts WHERE user = ?1)",
+                    &[name],
+                )?;
+                if from_strangers >= self.config.max_queue_from_strangers {
+                    return Err(err(
+                        StatusCode::INSUFFICIENT_STORAGE,
+                        ErrorCode::QueueFull,
+                        format!(
+                            "{name}'s queue holds {from_strangers} messages from senders {name} has not written to: no room for more"
+                        ),
+                    ));
+                }
+            }
+            check_room(&tx, self.config.max_store_bytes)?;
             tx.execute(
                 "INSERT INTO queue (user, seq, sender, envelope) VALUES (?1, ?2, ?3, ?4)",
-                params![name, to_i64(seq), authed.user, call.body.as_ref()],
+                params![name, to_i64(seq), sender, call.body.as_ref()],
+            )
+            .map_err(db_err)?;
+            tx.execute(
+                "INSERT OR IGNORE INTO contacts (user, peer) VALUES (?1, ?2)",
+                params![sender, name],
             )
             .map_err(db_err)?;
             tx.execute(
@@ -106,9 +133,9 @@ impl Relay {
         let (first, mut changes) = {
             let name = name.clone();
             self.blocking(move |r| {
-                let db = lock(&r.db);
-                let authed = r.authenticate(&db, &call)?;
+                let authed = r.authenticate(&call)?;
                 Self::own(&authed, &name, "read the queue")?;
+                let db = r.db();
                 // Only once authenticated (nothing is kept for strangers), and subscribed
                 // before the first look under the database lock, so a message queued after
                 // the look wakes the wait.
@@ -131,7 +158,7 @@ impl Relay {
             return Ok(first);
         }
         self.blocking(move |r| {
-            let db = lock(&r.db);
+            let db = r.db();
             json(StatusCode::OK, &r.page(&db, &name, after, limit)?)
         })
         .await
@@ -175,8 +202,7 @@ impl Relay {
     }
 
     pub(super) fn ack(&self, name: &str, call: &Call) -> Reply {
-        let db = lock(&self.db);
-        let authed = self.authenticate(&db, call)?;
+        let authed = self.authenticate(call)?;
         Self::own(&authed, name, "delete from the queue")?;
         let mut up_to = None;
         for (key, value) in query_pairs(&call.query)? {
@@ -186,7 +212,8 @@ impl Relay {
             }
         }
         let up_to = up_to.ok_or_else(|| bad_request("say up_to=SEQ"))?;
-        let deleted = db
+        let deleted = self
+            .db()
             .execute(
                 "DELETE FROM queue WHERE user = ?1 AND seq <= ?2",
                 params![name, to_i64(up_to)],

@@ -13,6 +13,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::errors::{ApiError, ErrorCode, bad_request, err, internal, json, too_large};
 use super::files::{content_type, static_path};
+use super::limits::AddressKey;
 use super::{PKG_PREFIX, Relay, lock};
 use crate::api::{self, ErrorBody, HEADER_REPLAY_NONCE, NonceResponse};
 
@@ -23,8 +24,8 @@ pub(super) struct Call {
     pub(super) query: String,
     pub(super) headers: HeaderMap,
     pub(super) body: Bytes,
-    /// The address it came from.
-    pub(super) peer: IpAddr,
+    /// The address it came from (an IPv4 address, an IPv6 /64).
+    pub(super) peer: AddressKey,
 }
 
 /// What a route answers with.
@@ -69,6 +70,25 @@ impl Relay {
         if status == StatusCode::TOO_MANY_REQUESTS {
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        response
+    }
+
+    /// The answer on a connection over a connection limit: 503 and `why` (the connection is
+    /// then closed). The request is read first, within the body limit and timeout, so that the
+    /// client sees the answer rather than a reset.
+    pub(super) async fn busy(&self, req: Request<Incoming>, why: &str) -> Response<Full<Bytes>> {
+        let body = Limited::new(req.into_body(), self.config.max_body).collect();
+        let _ = tokio::time::timeout(self.config.body_timeout, body).await;
+        let body = serde_json::to_vec(&ErrorBody {
+            error: ErrorCode::Busy,
+            message: why.to_owned(),
+        })
+        .unwrap_or_default();
+        let mut response = Response::new(Full::new(Bytes::from(body)));
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         response
     }
 
@@ -133,7 +153,7 @@ impl Relay {
             query,
             headers: parts.headers,
             body,
-            peer,
+            peer: AddressKey::of(peer),
         };
         let name = |n: &str| -> Result<String, ApiError> {
             if api::valid_name(n) {

@@ -4,7 +4,7 @@ use hyper::StatusCode;
 use proteus_core::{IdentityKey, PublicKey};
 use rusqlite::{TransactionBehavior, params};
 
-use super::db::{count_prekeys, identity_of};
+use super::db::{check_room, count_prekeys, identity_of};
 use super::errors::{ErrorCode, Reply, bad_request, bad_signature, db_err, err, json, parse_json};
 use super::routes::Call;
 use super::{Relay, lock};
@@ -12,12 +12,15 @@ use crate::api::{self, RegisterRequest, RegisterResponse};
 
 impl Relay {
     pub(super) fn register(&self, name: &str, call: &Call) -> Reply {
-        let (user, nonce, fresh, signature) = self.auth_headers(call)?;
-        if user != name {
+        let signed = Self::signed_as(call)?;
+        if signed.user != name {
             return Err(err(
                 StatusCode::FORBIDDEN,
                 ErrorCode::Forbidden,
-                format!("a request signed as {user:?} cannot register {name:?}"),
+                format!(
+                    "a request signed as {:?} cannot register {name:?}",
+                    signed.user
+                ),
             ));
         }
         let request: RegisterRequest = parse_json(&call.body)?;
@@ -26,12 +29,16 @@ impl Relay {
             .map(|b| IdentityKey::new(PublicKey::from_bytes(b)))
             .filter(|k| k.public_key().validate().is_ok())
             .ok_or_else(|| bad_request("identity: not a valid 32-byte Ed25519 key in base64"))?;
-        if !Self::verify(call, user, nonce, &identity, &signature) {
-            return Err(bad_signature(
-                "the signature does not verify with the identity key being registered",
-            ));
-        }
-        let mut db = lock(&self.db);
+        let fresh = self.limit_failures(call.peer, name, || {
+            let fresh = self.fresh_nonce(name, signed.nonce)?;
+            if !Self::verify(call, &signed, &identity)? {
+                return Err(bad_signature(
+                    "the signature does not verify with the identity key being registered",
+                ));
+            }
+            Ok(fresh)
+        })?;
+        let mut db = self.db();
         let tx = db
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(db_err)?;
@@ -50,8 +57,10 @@ impl Relay {
         }
         if existing.is_none() {
             self.take_registration(call.peer)?;
+            check_room(&tx, self.config.max_store_bytes)?;
         }
         self.spend_nonce(name, fresh)?;
+        lock(&self.known).note(call.peer);
         self.take_token(name)?;
         let created = match existing {
             Some(_) => false,

@@ -10,6 +10,11 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_proteus-chat");
 
+/// How long a wait for a process's output (or exit) may take before the test gives up: a hang
+/// guard, not a measure. On our 2-core machine under load, 1000 messages typed at once take up
+/// to a minute to be sent; a machine ten times slower still fits.
+pub const HANG: Duration = Duration::from_secs(600);
+
 /// A running `proteus-chat`, its output read line by line.
 pub struct Proc {
     pub name: String,
@@ -64,7 +69,7 @@ impl Proc {
         ];
         args.extend_from_slice(extra);
         let mut relay = Self::spawn("relay", &args);
-        let line = relay.wait_for(|l| l.contains("listening on"), Duration::from_secs(60));
+        let line = relay.wait_for(|l| l.contains("listening on"), HANG);
         let addr = line
             .split_whitespace()
             .find(|w| w.starts_with("127.0.0.1:"))
@@ -87,10 +92,7 @@ impl Proc {
                 "--no-embed",
             ],
         );
-        chat.wait_for(
-            |l| l.contains("end-to-end encrypted"),
-            Duration::from_secs(60),
-        );
+        chat.wait_for(|l| l.contains("end-to-end encrypted"), HANG);
         chat
     }
 
@@ -137,13 +139,24 @@ impl Proc {
         }
     }
 
-    /// Reads every line that comes until `quiet` passes without one.
-    pub fn drain(&mut self, quiet: Duration) -> Vec<String> {
+    /// Reads every line left once the process has ended, until its output closes (`bound` is
+    /// a hang guard: the output of a process that has ended closes at once).
+    pub fn drain_to_end(&mut self, bound: Duration) -> Vec<String> {
+        let deadline = Instant::now() + bound;
         let mut lines = Vec::new();
-        while let Some(line) = self.next_line(quiet) {
-            lines.push(line);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.transcript.push(line.clone());
+                    lines.push(line);
+                }
+                Err(RecvTimeoutError::Disconnected) => return lines,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("{}: its output was still open after {bound:?}", self.name)
+                }
+            }
         }
-        lines
     }
 
     /// `/quit`, and the exit status.
@@ -153,7 +166,7 @@ impl Proc {
     }
 
     pub fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + HANG;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;

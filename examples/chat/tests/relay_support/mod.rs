@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,10 +11,18 @@ use std::time::Duration;
 use hyper::Method;
 use proteus_chat::api::{self, ErrorBody};
 use proteus_chat::net::{RawResponse, RelayClient};
+use proteus_chat::relay::limits::Clock;
 use proteus_chat::relay::{self, RelayConfig, RelayHandle};
 use proteus_core::{IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId};
 
-pub const T: Duration = Duration::from_secs(10);
+/// How long a request may take before the test gives up on it: a hang guard, far above what
+/// a request takes on a machine ten times slower than ours.
+pub const T: Duration = Duration::from_secs(60);
+
+/// The loopback address 127.0.0.`n` (Linux answers on all of 127.0.0.0/8).
+pub fn loopback(n: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, n))
+}
 
 pub struct User {
     pub identity: Arc<IdentityKeyPair>,
@@ -21,7 +30,13 @@ pub struct User {
 }
 
 impl User {
-    pub fn new(name: &'static str, relay: &RelayHandle) -> Self {
+    /// A user connecting from 127.0.0.1.
+    pub fn new(name: &str, relay: &RelayHandle) -> Self {
+        Self::at(name, relay, loopback(1))
+    }
+
+    /// A user connecting from `ip` (a loopback address).
+    pub fn at(name: &str, relay: &RelayHandle, ip: IpAddr) -> Self {
         let identity = Arc::new(IdentityKeyPair::generate(&mut OsRng));
         let signer = {
             let identity = identity.clone();
@@ -29,7 +44,7 @@ impl User {
         };
         Self {
             identity,
-            relay: RelayClient::new(relay.local_addr(), name, signer),
+            relay: RelayClient::new(relay.local_addr(), name, signer).from_address(ip),
         }
     }
 
@@ -132,9 +147,13 @@ pub fn assert_refused(response: &RawResponse, status: u16, code: &str) {
     assert!(!body.message.is_empty());
 }
 
+/// A relay on 127.0.0.1 with its database in `dir`, its limits as `tune` sets them. Its clock
+/// is a manual one that stands still (windows and refills move only when a test sets a clock
+/// it advances), so no test depends on the machine's speed.
 pub async fn start(dir: &Path, tune: impl FnOnce(&mut RelayConfig)) -> (RelayHandle, PathBuf) {
     let db = dir.join("relay.sqlite");
     let mut config = RelayConfig::new(&db);
+    config.clock = Clock::manual();
     tune(&mut config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     (relay::start(listener, config).unwrap(), db)
@@ -176,6 +195,11 @@ pub async fn world(relay: &RelayHandle) -> (User, User) {
 
 /// A real envelope (from a session bob → alice's first prekey... any valid one does).
 pub fn envelope() -> Vec<u8> {
+    envelope_of(b"opaque to the relay")
+}
+
+/// A real envelope of `plaintext`.
+pub fn envelope_of(plaintext: &[u8]) -> Vec<u8> {
     let sender = IdentityKeyPair::generate(&mut OsRng);
     let receiver = IdentityKeyPair::generate(&mut OsRng);
     let bundle = PreKeyBundle::new(
@@ -184,5 +208,5 @@ pub fn envelope() -> Vec<u8> {
     );
     let mut session =
         proteus_core::Session::init_from_prekey(&mut OsRng, &sender, &bundle).unwrap();
-    session.encrypt(b"opaque to the relay").unwrap().to_bytes()
+    session.encrypt(plaintext).unwrap().to_bytes()
 }
