@@ -11,10 +11,11 @@
 mod relay_support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hyper::Method;
 use proteus_chat::api::{self, ErrorCode, QueuePage};
+use proteus_chat::relay::limits::MAX_WAIT;
 use proteus_core::{OsRng, PreKey, PreKeyBundle, PreKeyId};
 use relay_support::{T, User, assert_refused, envelope, snapshot, start, world};
 
@@ -318,28 +319,26 @@ async fn queues_are_ordered_acknowledged_and_pushed_to_a_waiting_client() {
     );
     assert_eq!(alice.relay.ack(4).await.unwrap(), 2);
 
-    // Long-poll: a waiting fetch returns as soon as a message is queued.
+    // Long-poll: a waiting fetch returns as soon as a message is queued. A wait that ends
+    // unwoken answers what the relay saw before it (nothing here), so the message in the answer
+    // shows the wait was woken, however long that took.
     let alice = Arc::new(alice);
     let waiting = {
         let alice = alice.clone();
         tokio::spawn(async move {
-            let started = Instant::now();
-            let page: QueuePage = alice
-                .relay
-                .fetch(4, 100, Duration::from_secs(20))
-                .await
-                .unwrap();
-            (page, started.elapsed())
+            let page: QueuePage = alice.relay.fetch(4, 100, MAX_WAIT).await.unwrap();
+            page
         })
     };
+    // Time for the fetch to start waiting (were it later, it would find the message at once:
+    // the same answer, without the wake-up).
     tokio::time::sleep(Duration::from_millis(300)).await;
     let seq = bob.relay.send("alice", &envelope()).await.unwrap();
-    let (page, took) = waiting.await.unwrap();
+    let page = waiting.await.unwrap();
     assert_eq!(
         page.messages.iter().map(|m| m.seq).collect::<Vec<_>>(),
         [seq]
     );
-    assert!(took < Duration::from_secs(5), "{took:?}");
     // With nothing queued, the wait ends empty.
     let page = alice
         .relay
@@ -355,7 +354,8 @@ async fn each_user_is_rate_limited_and_a_limited_request_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (relay, db) = start(dir.path(), |c| {
         c.burst = 8.0;
-        c.rate_per_second = 0.01;
+        // No refill: the budget is the burst alone, however long the test takes.
+        c.rate_per_second = 0.0;
     })
     .await;
     let (alice, bob) = world(&relay).await; // bob: register + send = 2 of 8
@@ -525,7 +525,8 @@ async fn a_stranger_claiming_a_name_does_not_spend_its_owners_rate() {
     let dir = tempfile::tempdir().unwrap();
     let (relay, db) = start(dir.path(), |c| {
         c.burst = 4.0;
-        c.rate_per_second = 0.01;
+        // No refill: the budget is the burst alone, however long the test takes.
+        c.rate_per_second = 0.0;
     })
     .await;
     let alice = User::new("alice", &relay);
@@ -541,7 +542,6 @@ async fn a_stranger_claiming_a_name_does_not_spend_its_owners_rate() {
         identity: api::b64(mallory.identity.public_key().public_key().as_bytes()),
     })
     .unwrap();
-    let started = Instant::now();
     for _ in 0..10 {
         let r = mallory
             .forge(
@@ -554,7 +554,6 @@ async fn a_stranger_claiming_a_name_does_not_spend_its_owners_rate() {
             .await;
         assert_refused(&r, 409, "identity_conflict");
     }
-    assert!(started.elapsed() < T);
     assert_eq!(snapshot(&db), before);
     // Alice's own budget is untouched: her next requests go through.
     for _ in 0..3 {

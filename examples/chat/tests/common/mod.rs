@@ -137,13 +137,27 @@ impl Proc {
         }
     }
 
-    /// Reads every line that comes until `quiet` passes without one.
-    pub fn drain(&mut self, quiet: Duration) -> Vec<String> {
+    /// Reads every line the process wrote, up to the end of its output (both pipes closed: it
+    /// has exited, or was killed); fails with the transcript if the end does not come within
+    /// `timeout`.
+    pub fn read_to_end(&mut self, timeout: Duration) -> Vec<String> {
+        let deadline = Instant::now() + timeout;
         let mut lines = Vec::new();
-        while let Some(line) = self.next_line(quiet) {
-            lines.push(line);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.transcript.push(line.clone());
+                    lines.push(line);
+                }
+                Err(RecvTimeoutError::Disconnected) => return lines,
+                Err(RecvTimeoutError::Timeout) => panic!(
+                    "{}: its output did not end within {timeout:?}; transcript:\n{}",
+                    self.name,
+                    self.transcript.join("\n")
+                ),
+            }
         }
-        lines
     }
 
     /// `/quit`, and the exit status.
@@ -153,7 +167,7 @@ impl Proc {
     }
 
     pub fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;

@@ -13,7 +13,9 @@ use proteus_chat::net::{RawResponse, RelayClient};
 use proteus_chat::relay::{self, RelayConfig, RelayHandle};
 use proteus_core::{IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId};
 
-pub const T: Duration = Duration::from_secs(10);
+/// The longest one request may take: it bounds a wait for an answer the relay gives in
+/// milliseconds, generous enough for a machine ten times slower than ours.
+pub const T: Duration = Duration::from_secs(60);
 
 pub struct User {
     pub identity: Arc<IdentityKeyPair>,
@@ -23,6 +25,19 @@ pub struct User {
 impl User {
     pub fn new(name: &'static str, relay: &RelayHandle) -> Self {
         let identity = Arc::new(IdentityKeyPair::generate(&mut OsRng));
+        let signer = {
+            let identity = identity.clone();
+            Arc::new(move |m: &[u8]| identity.sign(m))
+        };
+        Self {
+            identity,
+            relay: RelayClient::new(relay.local_addr(), name, signer),
+        }
+    }
+
+    /// The same user (the same identity key) as a client of `relay`.
+    pub fn at(&self, name: &'static str, relay: &RelayHandle) -> Self {
+        let identity = self.identity.clone();
         let signer = {
             let identity = identity.clone();
             Arc::new(move |m: &[u8]| identity.sign(m))

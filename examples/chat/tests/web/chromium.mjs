@@ -21,7 +21,8 @@ const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const BIN = process.env.PROTEUS_CHAT_BIN ?? path.join(process.env.CARGO_TARGET_DIR ?? path.join(REPO, 'target'), 'debug/proteus-chat');
 const WEB = path.join(REPO, 'examples/chat/web');
 const PKG = process.env.PROTEUS_WEB_PKG ?? path.join(REPO, 'ffi/web/pkg');
-const T = 20_000;
+/** How long a step may take: a bound against a hang, generous enough for a machine ten times slower than ours. */
+const T = 60_000;
 const QUEUED = 120; // sent while the page is closed: enough for the page's progress bar
 
 /** A running proteus-chat: its output lines, and a way to type. */
