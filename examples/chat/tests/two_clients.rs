@@ -15,16 +15,23 @@ use std::time::Duration;
 
 use common::Proc;
 
+/// How long one step may take (a line to arrive, a client to start): a bound against a hang,
+/// generous enough for a machine ten times slower than ours.
 const T: Duration = Duration::from_secs(60);
+/// How long a step that covers a backlog may take (1000 lines sent one commit and one request
+/// each, or a queue of 1100 decrypted): seconds here, over a minute on a busy machine whose disk
+/// is shared (each commit is synced); a bound against a hang, never a measure of speed.
+const BACKLOG_T: Duration = Duration::from_secs(600);
 
 fn numbered(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix} {i:04}")).collect()
 }
 
-/// The `/status` line: waits for it, so every line typed before it has been handled.
+/// The `/status` line: waits for it, so every line typed before it has been handled (which
+/// may be a backlog: [`BACKLOG_T`]).
 fn status(chat: &mut Proc) -> String {
     chat.type_line("/status");
-    chat.wait_for(|l| l.starts_with("* outbox:"), T)
+    chat.wait_for(|l| l.starts_with("* outbox:"), BACKLOG_T)
 }
 
 fn received_from(lines: &[String], sender: &str) -> Vec<String> {
@@ -72,7 +79,7 @@ fn messages_flow_both_ways_and_a_backlog_of_1000_arrives_exactly_once_in_order()
 
     // Bob comes back: the whole backlog, decrypted with the batch API, in order per sender.
     let mut bob = Proc::chat("bob", "alice", &addr, dir.path());
-    let summary = bob.wait_for(|l| l.contains("queued messages"), T);
+    let summary = bob.wait_for(|l| l.contains("queued messages"), BACKLOG_T);
     assert!(
         summary.starts_with("* 1100 queued messages from 2 senders decrypted in"),
         "{summary}"
