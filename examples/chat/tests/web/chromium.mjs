@@ -255,7 +255,8 @@ describe('the web client against a terminal client', () => {
     const started = Date.now();
     for (let i = 1; i <= QUEUED; i++) bob.type(`queued line ${i} of ${QUEUED}`);
     bob.type('/status');
-    await bob.waitFor('* outbox: 0 waiting', { timeout: 60_000 });
+    // 120 lines, each a synced commit and a request: a bound against a hang, not a measure of speed.
+    await bob.waitFor('* outbox: 0 waiting', { timeout: 600_000 });
     const queuing = Date.now() - started;
 
     // A fresh page: it remembers who it was (no ?me=), and gets the backlog.
