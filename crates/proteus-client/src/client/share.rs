@@ -210,6 +210,7 @@ mod tests {
     use std::time::Duration;
 
     use super::share;
+    use crate::client::asleep::when_asleep;
     use crate::client::pace::Helpers;
 
     /// Occupies the pool's only thread until the returned sender is dropped.
@@ -221,50 +222,23 @@ mod tests {
         release
     }
 
-    /// The calling thread's entry in /proc, where another thread can see whether it is asleep
-    /// (Linux and Android).
-    fn this_thread_stat() -> Option<std::path::PathBuf> {
-        if !cfg!(any(target_os = "linux", target_os = "android")) {
-            return None;
-        }
-        let task = std::fs::read_link("/proc/thread-self").ok()?;
-        Some(std::path::Path::new("/proc").join(task).join("stat"))
-    }
-
-    /// Whether the thread of `stat` is asleep (state S: blocked; a thread merely descheduled is
-    /// R).
-    fn asleep(stat: &std::path::Path) -> bool {
-        std::fs::read_to_string(stat).ok().is_some_and(|s| {
-            s.rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
-        })
-    }
-
-    /// A bound against a hang for the test below (it takes milliseconds).
-    const AT_MOST: Duration = Duration::from_secs(60);
-
     #[test]
     fn work_a_helper_never_starts_on_is_done_by_the_caller_and_rests_the_helpers() {
         let helpers = Helpers::with_threads(1);
         let release = occupy(&helpers);
         let done = AtomicUsize::new(0);
         let mut items: Vec<u32> = vec![0; 64];
-        let caller = this_thread_stat();
         let helped = std::thread::scope(|scope| {
-            let (done, caller) = (&done, caller.as_deref());
+            let done = &done;
             // The pool's thread is given back once the calling thread has done every item and
             // sleeps at the end of the work, waiting for the helper's job: after it judged the
             // helpers' turnout, so the helper starts after that however the threads are
             // scheduled (where /proc is missing: once every item is done, as close as it gets).
-            scope.spawn(move || {
-                let since = std::time::Instant::now();
-                while (done.load(Ordering::Acquire) < 64 || !caller.is_none_or(asleep))
-                    && since.elapsed() < AT_MOST
-                {
-                    std::thread::sleep(Duration::from_micros(100));
-                }
-                drop(release);
-            });
+            when_asleep(
+                scope,
+                || done.load(Ordering::Acquire) == 64,
+                || drop(release),
+            );
             share(Some(&helpers), &mut items, &|count| {
                 *count += 1;
                 // Long enough calling-thread work to tell a late helper (300 µs).

@@ -10,6 +10,7 @@ use proteus_core::plan::Opened;
 use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
 
 use super::decrypt_run_pipelined;
+use crate::client::asleep::when_asleep;
 use crate::client::pace::Helpers;
 
 /// Makes a helper stop after the first job of every part it opens, until the calling thread
@@ -163,15 +164,25 @@ fn a_helper_that_never_starts_neither_holds_up_the_run_nor_opens_anything() {
     let helpers = Helpers::with_threads(1);
     let (bob, session, queue) = backlog(600);
     let expected = one_by_one(&bob, &session, &queue);
-    // The pool's one thread is busy until the run has given its last result: the helper job
-    // can only start after that (the run then waits for it to leave, as it must).
+    // The pool's one thread is busy until the run has given its last result and the calling
+    // thread sleeps at its end, waiting for the helper job: the job starts only after the run
+    // judged the helpers' turnout, however the threads are scheduled (the run then waits for it
+    // to leave, as it must).
     let (release, busy) = mpsc::channel::<()>();
     helpers.pool().spawn(move || {
         let _ = busy.recv();
     });
-    let mut release = Some(release);
-    let (got, helped) = pipelined_until(&helpers, &bob, &session, &queue, usize::MAX, || {
-        release.take();
+    let last_given = AtomicBool::new(false);
+    let (got, helped) = std::thread::scope(|scope| {
+        let last_given = &last_given;
+        when_asleep(
+            scope,
+            || last_given.load(Ordering::Acquire),
+            || drop(release),
+        );
+        pipelined_until(&helpers, &bob, &session, &queue, usize::MAX, || {
+            last_given.store(true, Ordering::Release);
+        })
     });
     assert_eq!(got, expected);
     assert!(!helped);
