@@ -15,6 +15,8 @@ use crate::replay_guard::ReplayGuard;
 use crate::session_cache::{Sending, SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod asleep;
 mod batch;
 mod fanout;
 #[cfg(not(target_arch = "wasm32"))]

@@ -140,12 +140,20 @@ fn shared_store_child() {
         std::fs::write(dir.join(format!("error-{}", role.name())), &what).unwrap();
         panic!("{what}");
     };
-    let mut bob = Client::open_with(
-        dir.join("bob.db"),
-        OpenMode::Existing,
-        &SqliteOptions::default(),
-    )
-    .unwrap_or_else(|e| fail(format!("open failed: {e:?}")));
+    // Opening takes the store's write lock too: the other process may hold it (for a batch)
+    // longer than the busy timeout on a slow or busy machine. Try again then, as a batch and a
+    // reply do; the parent bounds the whole run.
+    let mut bob = loop {
+        match Client::open_with(
+            dir.join("bob.db"),
+            OpenMode::Existing,
+            &SqliteOptions::default(),
+        ) {
+            Ok(bob) => break bob,
+            Err(ClientError::Store(proteus_client::StoreError::Busy)) => {}
+            Err(e) => fail(format!("open failed: {e:?}")),
+        }
+    };
     bob.set_session_config(SessionConfig::default().with_max_counter_gap(COUNTER_GAP));
     let queue = read_queue(&dir.join(format!("queue-{}.txt", role.name())));
     let expected: HashMap<MessageId, &[u8]> = queue
@@ -195,9 +203,15 @@ fn shared_store_child() {
         }
         if role == Role::B {
             for (session, _, _) in items {
-                let reply = bob
-                    .encrypt(session, format!("re: message {done}").as_bytes())
-                    .unwrap_or_else(|e| fail(format!("encrypt failed: {e:?}")));
+                // The other process may hold the store longer than the busy timeout (on a slow
+                // or busy machine, one of its batches can): nothing was done then, try again.
+                let reply = loop {
+                    match bob.encrypt(session, format!("re: message {done}").as_bytes()) {
+                        Ok(reply) => break reply,
+                        Err(ClientError::Store(proteus_client::StoreError::Busy)) => {}
+                        Err(e) => fail(format!("encrypt failed: {e:?}")),
+                    }
+                };
                 append(
                     &mut outbox,
                     &format!("{session}\t{}\n", hex::encode(&reply)),

@@ -17,6 +17,12 @@ const text = (bytes) => new TextDecoder().decode(bytes);
 const hex = (bytes) => Buffer.from(bytes).toString('hex');
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
+/**
+ * How long a call may take before it counts as a deadlock: a bound against a hang (the calls
+ * here take milliseconds), generous enough for a machine ten times slower than ours.
+ */
+const DEADLOCK_MS = 60_000;
+
 /** `promise`, or a failure after `ms`: a deadlock fails the test instead of hanging it. */
 function within(ms, promise, what) {
   let timer;
@@ -226,7 +232,7 @@ describe('a batch commit that lost its compare-and-swap', () => {
     const delivered = new Map();
     await assert.rejects(
       within(
-        2000,
+        DEADLOCK_MS,
         tab1.decryptBatch(queue, async (r, done, total) => {
           delivered.set(r.messageId, text(r.plaintext));
           if (done === total) await tab2.generatePrekeys(1);

@@ -407,35 +407,64 @@ mod tests {
         assert!(helpers.on_time().is_none(), "still resting");
     }
 
+    /// A turnout whose times are the test's, not measured while it runs (a test thread
+    /// descheduled between two readings of the clock would change what it tells): the calling
+    /// thread worked `worked`, the last helper started `boarded_after` into the work, and the
+    /// calling thread then waited `waited` for the helpers.
+    fn turnout(worked: Duration, boarded_after: Option<Duration>, waited: Duration) -> Turnout {
+        Turnout {
+            boarded_after,
+            caller_worked: worked,
+            caller_done: Instant::now(),
+            waited,
+            stalled: false,
+            helper_items: 0,
+            beside: 0,
+        }
+    }
+
     #[test]
     fn the_turnout_tells_late_from_on_time_and_from_nothing_to_tell() {
-        let long_ago = Instant::now() - Duration::from_millis(5);
+        let ms = Duration::from_millis;
         let helpers = Helpers::with_threads(1);
-        helpers.came(Turnout::new(long_ago, None).waited_until_now());
+        helpers.came(turnout(ms(5), None, Duration::ZERO));
         assert_eq!(helpers.late_in_a_row(), 1, "not started after 5 ms of work");
-        helpers.came(Turnout::new(Instant::now(), None).waited_until_now());
+        helpers.came(turnout(Duration::from_micros(10), None, Duration::ZERO));
         assert_eq!(helpers.late_in_a_row(), 1, "short work tells nothing");
-        helpers.came(Turnout::new(long_ago, Some(Duration::from_millis(2))));
+        helpers.came(turnout(ms(5), Some(ms(2)), Duration::ZERO));
         assert_eq!(
             helpers.late_in_a_row(),
             1,
             "started late, in time to do a share"
         );
-        helpers.came(Turnout::new(long_ago, Some(Duration::from_millis(5))));
+        helpers.came(turnout(ms(5), Some(ms(5)), Duration::ZERO));
         assert_eq!(helpers.late_in_a_row(), 2, "started as the caller finished");
-        helpers.came(Turnout::new(long_ago, Some(Duration::ZERO)).stalled(true));
-        assert_eq!(helpers.late_in_a_row(), 3, "stopped mid-work");
-        helpers.came(Turnout::new(long_ago, Some(Duration::from_micros(50))).beside(40, 2));
+        helpers.came(turnout(ms(5), None, ms(1)));
+        assert_eq!(helpers.late_in_a_row(), 3, "the caller waited for them");
+        helpers.came(turnout(ms(5), Some(Duration::ZERO), Duration::ZERO).stalled(true));
+        assert_eq!(helpers.late_in_a_row(), 4, "stopped mid-work");
+        helpers.came(turnout(ms(5), Some(Duration::from_micros(50)), Duration::ZERO).beside(40, 2));
         assert_eq!(
             helpers.late_in_a_row(),
-            4,
+            5,
             "ran only while the caller was stopped"
         );
-        helpers.came(Turnout::new(long_ago, Some(Duration::from_micros(50))).beside(40, 30));
+        helpers
+            .came(turnout(ms(5), Some(Duration::from_micros(50)), Duration::ZERO).beside(40, 30));
         assert_eq!(
             helpers.late_in_a_row(),
             0,
             "started promptly, ran beside the caller"
         );
+    }
+
+    /// The clock-reading constructor: work started 5 ms ago, no helper started, is late
+    /// however long the test thread takes between its readings (they only add to both times).
+    #[test]
+    fn a_measured_turnout_of_long_work_no_helper_started_is_late() {
+        let helpers = Helpers::with_threads(1);
+        let five_ms_ago = Instant::now() - Duration::from_millis(5);
+        helpers.came(Turnout::new(five_ms_ago, None).waited_until_now());
+        assert_eq!(helpers.late_in_a_row(), 1);
     }
 }

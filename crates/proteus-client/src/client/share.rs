@@ -210,6 +210,7 @@ mod tests {
     use std::time::Duration;
 
     use super::share;
+    use crate::client::asleep::when_asleep;
     use crate::client::pace::Helpers;
 
     /// Occupies the pool's only thread until the returned sender is dropped.
@@ -224,16 +225,26 @@ mod tests {
     #[test]
     fn work_a_helper_never_starts_on_is_done_by_the_caller_and_rests_the_helpers() {
         let helpers = Helpers::with_threads(1);
-        let release = std::sync::Mutex::new(Some(occupy(&helpers)));
+        let release = occupy(&helpers);
         let done = AtomicUsize::new(0);
         let mut items: Vec<u32> = vec![0; 64];
-        let helped = share(Some(&helpers), &mut items, &|count| {
-            *count += 1;
-            // Long enough calling-thread work to tell a late helper (300 µs).
-            std::thread::sleep(Duration::from_micros(20));
-            if done.fetch_add(1, Ordering::Relaxed) + 1 == 64 {
-                release.lock().unwrap().take();
-            }
+        let helped = std::thread::scope(|scope| {
+            let done = &done;
+            // The pool's thread is given back once the calling thread has done every item and
+            // sleeps at the end of the work, waiting for the helper's job: after it judged the
+            // helpers' turnout, so the helper starts after that however the threads are
+            // scheduled (where /proc is missing: once every item is done, as close as it gets).
+            when_asleep(
+                scope,
+                || done.load(Ordering::Acquire) == 64,
+                || drop(release),
+            );
+            share(Some(&helpers), &mut items, &|count| {
+                *count += 1;
+                // Long enough calling-thread work to tell a late helper (300 µs).
+                std::thread::sleep(Duration::from_micros(20));
+                done.fetch_add(1, Ordering::Release);
+            })
         });
         assert_eq!(helped, 0);
         assert!(items.iter().all(|count| *count == 1));

@@ -10,8 +10,16 @@ import { launch } from '../support/chromium.mjs';
 import { serve } from '../support/serve.mjs';
 
 const BACKLOG = 20_000;
-/** The longest the page may go without a frame during the batch. */
+/**
+ * The longest the page may go without a frame during the batch: this, or a quarter of the
+ * batch's own time if that is longer. On the main thread the frames stop for the whole batch (a
+ * gap of about its whole time); in a worker they stop only when the machine does not run the
+ * page, which on a slow or busy machine can be this long but not a quarter of a batch that the
+ * same machine runs (gapLimit).
+ */
 const LONGEST_GAP_MS = 200;
+/** The gap limit of a batch that took `batchMs`: relative to the machine's own speed. */
+const gapLimit = (batchMs) => Math.max(LONGEST_GAP_MS, Math.round(batchMs / 4));
 const WHERE = process.env.PROTEUS_RAF_WHERE ?? 'worker';
 
 let server;
@@ -48,7 +56,8 @@ describe('Chromium: a client in a module Worker', () => {
     assert.equal(seen.results, BACKLOG);
     assert.equal(seen.good, BACKLOG, 'every plaintext reached the page\'s callback, in order');
     assert.equal(seen.committed, true, 'the batch was committed');
-    assert.ok(seen.longestGapMs < LONGEST_GAP_MS, `longest gap between frames ${seen.longestGapMs} ms (limit ${LONGEST_GAP_MS})`);
+    const limit = gapLimit(seen.ms);
+    assert.ok(seen.longestGapMs < limit, `longest gap between frames ${seen.longestGapMs} ms (limit ${limit} for a ${seen.ms} ms batch)`);
     assert.ok(seen.frames >= 3, `frames kept ticking during the batch: ${seen.frames}`);
     assert.ok(intermediate >= 1, `the progress bar moved during the batch: ${JSON.stringify(seen.progressSeen)}`);
     await p.close();

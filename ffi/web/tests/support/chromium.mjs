@@ -10,6 +10,12 @@ import { chromium } from 'playwright-core';
 
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
+/**
+ * How long a page action or wait may take unless a test says otherwise (playwright's default is
+ * 30 s): a bound against a hang, generous enough for a machine ten times slower than ours.
+ */
+export const DEFAULT_TIMEOUT_MS = 120_000;
+
 const ARGS = [
   '--no-sandbox',
   '--disable-gpu',
@@ -30,6 +36,7 @@ export async function launch(prefix = 'proteus-chromium-', { profile } = {}) {
   const own = profile === undefined;
   const dir = own ? await mkdtemp(path.join(tmpdir(), prefix)) : profile;
   const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: ARGS });
+  context.setDefaultTimeout(DEFAULT_TIMEOUT_MS);
   return {
     context,
     profile: dir,

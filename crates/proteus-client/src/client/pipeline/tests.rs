@@ -10,14 +10,17 @@ use proteus_core::plan::Opened;
 use proteus_core::{Envelope, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session};
 
 use super::decrypt_run_pipelined;
+use crate::client::asleep::when_asleep;
 use crate::client::pace::Helpers;
 
 /// Makes a helper stop after the first job of every part it opens, until the calling thread
 /// has taken the part over (a helper the system stopped mid-part).
 static STALL: AtomicBool = AtomicBool::new(false);
-/// Parts the helpers took, and jobs they opened.
-pub(super) static HELPER_PARTS: AtomicUsize = AtomicUsize::new(0);
-pub(super) static HELPER_OPENS: AtomicUsize = AtomicUsize::new(0);
+/// Parts the helpers opened a job of, and jobs they opened. A part a helper took but found
+/// needless before its first job (the calling thread took it over while the helper was not
+/// running yet) is not counted: how often that happens depends on the machine's scheduling.
+static HELPER_PARTS: AtomicUsize = AtomicUsize::new(0);
+static HELPER_OPENS: AtomicUsize = AtomicUsize::new(0);
 /// The tests below share these hooks: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -29,12 +32,25 @@ fn serial() -> MutexGuard<'static, ()> {
     guard
 }
 
-/// A helper with `opened` jobs of its part done stops (if asked) until `taken_over` says so;
-/// a bound keeps a broken take-over from hanging the tests (the counts then fail).
+/// A helper has opened `opened` jobs of its part, the last one just now.
+pub(super) fn helper_opened(opened: usize) {
+    if opened == 1 {
+        HELPER_PARTS.fetch_add(1, Ordering::Relaxed);
+    }
+    HELPER_OPENS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How long a stopped helper waits for the take-over at most: a bound that keeps a broken
+/// take-over from hanging the tests (the counts then fail), far longer than a whole run takes on
+/// a machine ten times slower than ours (the caller takes a part over when it reaches it).
+const STALL_AT_MOST: Duration = Duration::from_secs(120);
+
+/// A helper with `opened` jobs of its part done stops (if asked) until `taken_over` says so,
+/// for at most [`STALL_AT_MOST`].
 pub(super) fn stall_if_asked(opened: usize, taken_over: impl Fn() -> bool) {
     if opened == 1 && STALL.load(Ordering::Relaxed) {
         let since = Instant::now();
-        while !taken_over() && since.elapsed() < Duration::from_secs(10) {
+        while !taken_over() && since.elapsed() < STALL_AT_MOST {
             std::thread::sleep(Duration::from_micros(200));
         }
     }
@@ -134,8 +150,8 @@ fn parts_of_helpers_stopped_mid_part_are_decrypted_by_the_caller_and_dropped_by_
     STALL.store(false, Ordering::Relaxed);
     assert_eq!(got, expected);
 
-    // Each part a helper took: its first job opened, then the helper stopped until the
-    // caller took the part over, then it dropped the rest (no job opened twice over).
+    // Each part a helper opened a job of: its first job opened, then the helper stopped until
+    // the caller took the part over, then it dropped the rest (no job opened twice over).
     assert_eq!(
         HELPER_OPENS.load(Ordering::Relaxed),
         HELPER_PARTS.load(Ordering::Relaxed)
@@ -148,15 +164,25 @@ fn a_helper_that_never_starts_neither_holds_up_the_run_nor_opens_anything() {
     let helpers = Helpers::with_threads(1);
     let (bob, session, queue) = backlog(600);
     let expected = one_by_one(&bob, &session, &queue);
-    // The pool's one thread is busy until the run has given its last result: the helper job
-    // can only start after that (the run then waits for it to leave, as it must).
+    // The pool's one thread is busy until the run has given its last result and the calling
+    // thread sleeps at its end, waiting for the helper job: the job starts only after the run
+    // judged the helpers' turnout, however the threads are scheduled (the run then waits for it
+    // to leave, as it must).
     let (release, busy) = mpsc::channel::<()>();
     helpers.pool().spawn(move || {
         let _ = busy.recv();
     });
-    let mut release = Some(release);
-    let (got, helped) = pipelined_until(&helpers, &bob, &session, &queue, usize::MAX, || {
-        release.take();
+    let last_given = AtomicBool::new(false);
+    let (got, helped) = std::thread::scope(|scope| {
+        let last_given = &last_given;
+        when_asleep(
+            scope,
+            || last_given.load(Ordering::Acquire),
+            || drop(release),
+        );
+        pipelined_until(&helpers, &bob, &session, &queue, usize::MAX, || {
+            last_given.store(true, Ordering::Release);
+        })
     });
     assert_eq!(got, expected);
     assert!(!helped);
