@@ -28,8 +28,9 @@ apt_install() {
   [ ${#missing[@]} -gt 0 ] || return 0
   echo "installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Another apt (the machine's own updates, say) is waited for rather than failed on.
+  apt-get -o DPkg::Lock::Timeout=600 update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
 }
 
 # npm_ci DIR: `npm ci` in DIR when its node_modules is missing or older than its lockfile.
