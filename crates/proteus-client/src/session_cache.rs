@@ -294,8 +294,7 @@ impl SessionCache {
     }
 }
 
-/// Taking sessions out of the cache for a batch's worker threads and putting them back.
-#[cfg(not(target_arch = "wasm32"))]
+/// Taking sessions out of the cache for a batch's runs and a fan-out, and putting them back.
 impl SessionCache {
     /// Removes the session from the cache, loading it first if it is stored. `None` if there is
     /// none. Put it back with [`put`](Self::put) once done; a session never put back is loaded
@@ -318,9 +317,8 @@ impl SessionCache {
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl CachedSession {
-    /// A session not stored yet (created by a batch's worker thread, already configured).
+    /// A session not stored yet (created by a batch's run, already configured).
     pub(crate) fn new_unstored(session: Session) -> Self {
         Self {
             session,
