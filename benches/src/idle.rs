@@ -9,34 +9,42 @@ use proteus_client::{Client, QueuedMessage};
 
 use crate::BoxError;
 
-/// CPU time of the two idle seconds.
+/// CPU time of the two idle seconds: of the whole process (the measuring thread included:
+/// its reads of `/proc` and its wake-up), and of every thread but the measuring one (the
+/// batch pool's).
 pub struct Idle {
     /// The threads of the process during the measurement.
     pub threads: usize,
-    /// CPU time across a second before the first batch.
-    pub before: Duration,
-    /// CPU time across a second after a 1000-message batch.
-    pub after: Duration,
+    /// CPU time across a second before the first batch: the process, the other threads.
+    pub before: (Duration, Duration),
+    /// CPU time across a second after a 1000-message batch: the process, the other threads.
+    pub after: (Duration, Duration),
 }
 
-/// The CPU time of every live thread of this process so far.
-fn process_cpu() -> Result<(Duration, usize), BoxError> {
-    let mut total = 0u64;
-    let mut threads = 0;
+/// The CPU time of every live thread of this process so far, of the threads other than the
+/// main one, and how many threads there are.
+fn process_cpu() -> Result<(u64, u64, usize), BoxError> {
+    let main = std::process::id().to_string();
+    let (mut total, mut others, mut threads) = (0u64, 0u64, 0);
     for task in std::fs::read_dir("/proc/self/task")? {
-        let stat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+        let task = task?;
+        let stat = std::fs::read_to_string(task.path().join("schedstat"))?;
         let ns: u64 = stat.split_whitespace().next().unwrap_or("0").parse()?;
         total += ns;
+        if task.file_name().to_str() != Some(main.as_str()) {
+            others += ns;
+        }
         threads += 1;
     }
-    Ok((Duration::from_nanos(total), threads))
+    Ok((total, others, threads))
 }
 
-fn idle_second() -> Result<(Duration, usize), BoxError> {
-    let (start, _) = process_cpu()?;
+fn idle_second() -> Result<((Duration, Duration), usize), BoxError> {
+    let (total, others, _) = process_cpu()?;
     std::thread::sleep(Duration::from_secs(1));
-    let (end, threads) = process_cpu()?;
-    Ok((end.saturating_sub(start), threads))
+    let (total_end, others_end, threads) = process_cpu()?;
+    let ns = |a: u64, b: u64| Duration::from_nanos(b.saturating_sub(a));
+    Ok(((ns(total, total_end), ns(others, others_end)), threads))
 }
 
 /// Measures a client with a pool of `threads` (1: inline).

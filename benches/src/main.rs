@@ -403,12 +403,17 @@ fn forged(runs: Option<usize>) -> Result<(), BoxError> {
 /// The process's CPU time across an idle second before and after a batch.
 fn idle(threads: usize) -> Result<(), BoxError> {
     let idle = proteus_bench::idle::measure(threads)?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "batch threads {threads} ({} threads in the process): CPU time across 1 s idle before \
-         any batch {:.3} ms, after a 1000-message batch {:.3} ms",
+        "batch threads {threads} ({} threads in the process), CPU time across 1 s idle \
+         (load average {}): before any batch {:.3} ms (threads other than the measuring one: \
+         {:.3} ms), after a 1000-message batch {:.3} ms ({:.3} ms)",
         idle.threads,
-        idle.before.as_secs_f64() * 1000.0,
-        idle.after.as_secs_f64() * 1000.0
+        proteus_bench::threads_ab::load_average(),
+        ms(idle.before.0),
+        ms(idle.before.1),
+        ms(idle.after.0),
+        ms(idle.after.1)
     );
     Ok(())
 }
