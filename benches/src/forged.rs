@@ -37,7 +37,7 @@ fn setup(answered: bool) -> Result<(Client, Vec<u8>), BoxError> {
     if answered {
         alice.decrypt("bob", &bob.encrypt("alice", b"hi")?)?;
     }
-    let never = vec![(&"bob"[..], &b"never delivered"[..]); 10_000];
+    let never = vec![("bob", &b"never delivered"[..]); 10_000];
     for _ in 0..MAX_FAST_FORWARD / 10_000 {
         alice.encrypt_batch(&never)?;
     }

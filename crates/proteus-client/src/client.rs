@@ -147,10 +147,18 @@ impl Client {
 
     /// Gives this client a pool of its own with `threads` threads (started now, asleep between
     /// batches), or none for 1: [`set_executor`](Self::set_executor) with
-    /// [`Executor::with_threads`]. If the system gives no threads, batches run inline.
-    #[cfg(feature = "rayon")]
+    /// `Executor::with_threads`. If the system gives no threads, or the crate is built without
+    /// its `rayon` feature (WebAssembly), batches run inline.
     pub fn set_batch_threads(&mut self, threads: usize) {
-        self.executor = Executor::with_threads(threads).unwrap_or_default();
+        #[cfg(feature = "rayon")]
+        {
+            self.executor = Executor::with_threads(threads).unwrap_or_default();
+        }
+        #[cfg(not(feature = "rayon"))]
+        {
+            let _ = threads;
+            self.executor = Executor::Inline;
+        }
     }
 
     /// What a batch borrows from the client (`batch/`): never the client itself.

@@ -2,8 +2,12 @@
 //! CipherMessage or a PreKeyMessage, through `decrypt` or through `decrypt_batch`. Counted in
 //! chain steps (`proteus_core::chain_steps`, this thread's; the batches run inline), not timed.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use std::ops::ControlFlow;
 

@@ -155,7 +155,8 @@ where
                 lent.identities.keep(checked);
             }
             if let Some(cached) = run.cached {
-                lent.sessions.put(run.session_id, cached);
+                let key = run.key.unwrap_or_else(|| run.session_id.to_owned());
+                lent.sessions.put(key, cached);
             }
         }
     }

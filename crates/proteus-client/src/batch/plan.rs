@@ -75,8 +75,9 @@ pub(crate) type RunOutcome = (Result<Vec<u8>, ClientError>, Option<PublicKey>);
 /// thread (`batch/run.rs` decrypts one).
 pub(crate) struct SessionRun<'w, 'q> {
     pub(crate) session_id: &'q str,
-    /// The session, taken out of the cache; `None` while it does not exist.
+    /// The session, taken out of the cache with its key; `None` while it does not exist.
     pub(crate) cached: Option<CachedSession>,
+    pub(crate) key: Option<String>,
     pub(crate) config: SessionConfig,
     pub(crate) envelopes: Vec<&'w Envelope<'q>>,
     /// The prekeys its PreKeyMessages name, as the store holds them at the window's start.
@@ -154,7 +155,10 @@ fn run_for<'w, 'q>(
 ) -> Option<SessionRun<'w, 'q>> {
     let storage = lent.storage;
     let identity = lent.identity.public_key();
-    let cached = lent.sessions.take(storage, identity, session_id).ok()?;
+    let (key, cached) = match lent.sessions.take(storage, identity, session_id).ok()? {
+        Some((key, cached)) => (Some(key), Some(cached)),
+        None => (None, None),
+    };
     let mut prekeys = BTreeMap::new();
     let mut replayed = Vec::new();
     let snapshot = members.iter().try_for_each(|(_, envelope)| {
@@ -177,14 +181,15 @@ fn run_for<'w, 'q>(
         Ok::<_, ClientError>(())
     });
     if snapshot.is_err() {
-        if let Some(cached) = cached {
-            lent.sessions.put(session_id, cached);
+        if let (Some(key), Some(cached)) = (key, cached) {
+            lent.sessions.put(key, cached);
         }
         return None;
     }
     Some(SessionRun {
         session_id,
         cached,
+        key,
         config: lent.sessions.config(),
         envelopes: members.iter().map(|(_, e)| *e).collect(),
         prekeys,

@@ -14,6 +14,8 @@ type Encrypted = Result<Vec<u8>, ClientError>;
 /// One distinct session of a fan-out: where it is listed, and its results.
 struct Recipient<'s> {
     session_id: &'s str,
+    /// The cache's key, kept to put the session back.
+    key: String,
     cached: CachedSession,
     /// The positions in `session_ids` that name it, ascending.
     at: Vec<usize>,
@@ -62,10 +64,11 @@ impl Client {
                     .ok_or_else(|| ClientError::SessionNotFound(session_id.to_owned()))
             });
             match taken {
-                Ok(cached) => {
+                Ok((key, cached)) => {
                     index.insert(session_id, recipients.len());
                     recipients.push(Recipient {
                         session_id,
+                        key,
                         cached,
                         at: vec![i],
                         results: Vec::new(),
@@ -95,7 +98,7 @@ impl Client {
                     *slot = Some(result);
                 }
             }
-            self.sessions.put(r.session_id, r.cached);
+            self.sessions.put(r.key, r.cached);
         }
         advanced.sort_unstable_by_key(|(i, _)| *i);
         self.commit_sessions(advanced.iter().map(|(_, id)| *id), &SortedSet::new())?;
