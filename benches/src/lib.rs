@@ -20,6 +20,8 @@ pub mod chat;
 pub mod core_queue;
 pub mod fanout;
 pub mod fast_forward;
+pub mod forged;
+pub mod idle;
 pub mod memory;
 pub mod peers;
 pub mod run;

@@ -38,6 +38,8 @@ const USAGE: &str = "\
 usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --scale [--json] [--runs N]
        proteus-bench --fast-forward [--runs N]
+       proteus-bench --forged [--runs N]
+       proteus-bench --idle [--threads N]
        proteus-bench --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
        proteus-bench --threads-ab [--threads N] [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 
@@ -52,12 +54,17 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
                  of 1000), each count in a fresh child process: time and peak memory
   --fast-forward one message at the largest counter gap (MAX_FAST_FORWARD), forged and
                  genuine, on a fresh copy of the session each run (default 15 runs)
+  --forged       a forged message at the largest gap through the client: a CipherMessage and
+                 a PreKeyMessage, each through decrypt and decrypt_batch (default 15 runs)
+  --idle         the process's CPU time across one idle second before any batch and after a
+                 1000-message batch, with --threads N batch threads (default 2)
   --peers        ours (memory store, or the one --store names) and vodozemac (Olm) on the
                  same scenarios, runs alternating (--runs: pairs); JSON: one line per
                  implementation and scenario, then one line of ratios (vodozemac / ours)
-  --threads N    our clients' batch threads (Client::set_batch_threads; default: the
-                 client's, the processor's parallelism up to 4); applies to every mode
-  --threads-ab   batch threads 1 against N (--threads, or the default), runs alternating,
+  --threads N    our clients' batch threads: one rayon pool of N shared by every client
+                 (Client::set_executor; default: the client's, inline); applies to every mode
+  --threads-ab   batch threads 1 against N (--threads, or the processor's parallelism up to
+                 4), runs alternating,
                  with the load average; default scenarios 1x1000est, 50x20, conv10,
                  fanout4000 and stores memory, sqlite-batch";
 
@@ -75,6 +82,8 @@ struct Options {
     stores: Vec<StoreKind>,
     scale: bool,
     fast_forward: bool,
+    forged: bool,
+    idle: bool,
     peers: bool,
     threads: Option<usize>,
     threads_ab: bool,
@@ -100,6 +109,8 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         stores: Vec::new(),
         scale: false,
         fast_forward: false,
+        forged: false,
+        idle: false,
         peers: false,
         threads: None,
         threads_ab: false,
@@ -111,6 +122,8 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
             "--json" => options.json = true,
             "--scale" => options.scale = true,
             "--fast-forward" => options.fast_forward = true,
+            "--forged" => options.forged = true,
+            "--idle" => options.idle = true,
             "--peers" => options.peers = true,
             "--threads-ab" => options.threads_ab = true,
             "--threads" => {
@@ -196,12 +209,14 @@ fn main() -> Result<(), BoxError> {
             &options.stores,
             options
                 .threads
-                .unwrap_or_else(proteus_client::Client::default_batch_threads),
+                .unwrap_or_else(proteus_bench::threads_ab::default_threads),
             options.runs,
             options.json,
         )?,
         Mode::Bench(options) if options.scale => scale(&options)?,
         Mode::Bench(options) if options.fast_forward => fast_forward(options.runs)?,
+        Mode::Bench(options) if options.forged => forged(options.runs)?,
+        Mode::Bench(options) if options.idle => idle(options.threads.unwrap_or(2))?,
         Mode::Bench(options) if options.peers => peers(&options)?,
         Mode::Bench(options) => scenarios(&options)?,
     }
@@ -367,6 +382,40 @@ fn peers(options: &Options) -> Result<(), BoxError> {
         _ => return Err("--peers takes at most one --store".into()),
     };
     proteus_bench::peers::run(&options.scenarios, store, options.runs, options.json)
+}
+
+/// A forged message at the largest gap through the client, on each path: the median of each.
+fn forged(runs: Option<usize>) -> Result<(), BoxError> {
+    let paths = proteus_bench::forged::measure(runs.unwrap_or(MAX_RUNS))?;
+    println!(
+        "a forged message at a gap of {} (MAX_FAST_FORWARD), client in memory, median of {} runs \
+         (load average {}):",
+        proteus_core::limits::MAX_FAST_FORWARD,
+        paths.first().map_or(0, |p| p.times.len()),
+        proteus_bench::threads_ab::load_average()
+    );
+    for path in paths {
+        println!("  {:<32} {:.1} ms", path.name, median_ms(path.times));
+    }
+    Ok(())
+}
+
+/// The process's CPU time across an idle second before and after a batch.
+fn idle(threads: usize) -> Result<(), BoxError> {
+    let idle = proteus_bench::idle::measure(threads)?;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "batch threads {threads} ({} threads in the process), CPU time across 1 s idle \
+         (load average {}): before any batch {:.3} ms (threads other than the measuring one: \
+         {:.3} ms), after a 1000-message batch {:.3} ms ({:.3} ms)",
+        idle.threads,
+        proteus_bench::threads_ab::load_average(),
+        ms(idle.before.0),
+        ms(idle.before.1),
+        ms(idle.after.0),
+        ms(idle.after.1)
+    );
+    Ok(())
 }
 
 /// The worst case of a fast-forward: the median of each case.

@@ -207,7 +207,9 @@ impl ClientSource {
     pub fn fresh(&self, store: StoreKind) -> Result<FreshClient, BoxError> {
         let mut fresh = self.fresh_default(store)?;
         if let Some(threads) = crate::threads_ab::threads() {
-            fresh.client.set_batch_threads(threads);
+            fresh
+                .client
+                .set_executor(crate::threads_ab::executor(threads));
         }
         Ok(fresh)
     }

@@ -37,6 +37,27 @@ pub fn set_threads(threads: Option<usize>) {
     THREADS.store(threads.unwrap_or(0), Ordering::Relaxed);
 }
 
+/// The executor of `threads` threads: one pool per count for the whole process, shared by every
+/// client the bench opens, as an application would share its pool.
+pub fn executor(threads: usize) -> proteus_client::Executor {
+    static POOLS: std::sync::Mutex<Vec<(usize, proteus_client::Executor)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut pools = POOLS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, executor)) = pools.iter().find(|(n, _)| *n == threads) {
+        return executor.clone();
+    }
+    let executor = proteus_client::Executor::with_threads(threads).unwrap_or_default();
+    pools.push((threads, executor.clone()));
+    executor
+}
+
+/// The bench's default thread count for `--threads-ab`: the processor's parallelism, at most 4.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
 /// The batch threads set with [`set_threads`], if any.
 pub fn threads() -> Option<usize> {
     match THREADS.load(Ordering::Relaxed) {

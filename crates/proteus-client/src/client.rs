@@ -1,41 +1,23 @@
 //! The client: one identity, its prekeys and its sessions, kept in a store.
 
 use proteus_core::{
-    DecryptError, Envelope, IdentityKey, IdentityKeyPair, Message, OsRng, PreKey, PreKeyBundle,
-    PreKeyId, Session,
+    Envelope, IdentityKey, IdentityKeyPair, OsRng, PreKey, PreKeyBundle, PreKeyId, Session,
 };
 use zeroize::Zeroizing;
 
+use crate::batch::{Executor, Lent, decrypt_one};
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::SortedSet;
 use crate::error::{ClientError, StoreError};
-use crate::prekeys::{PendingPreKeys, allocate_ids, load_prekey};
+use crate::prekeys::{allocate_ids, load_prekey};
 use crate::records::{META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix};
 use crate::replay_guard::ReplayGuard;
 use crate::session_cache::{Sending, SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
-#[cfg(all(test, not(target_arch = "wasm32")))]
-mod asleep;
-mod batch;
 mod fanout;
-#[cfg(not(target_arch = "wasm32"))]
-mod fanout_parallel;
 mod import_export;
 mod operation;
-#[cfg(not(target_arch = "wasm32"))]
-mod pace;
-#[cfg(not(target_arch = "wasm32"))]
-mod parallel;
-#[cfg(not(target_arch = "wasm32"))]
-mod pipeline;
-#[cfg(not(target_arch = "wasm32"))]
-mod placement;
-mod runs;
-#[cfg(not(target_arch = "wasm32"))]
-mod share;
-#[cfg(not(target_arch = "wasm32"))]
-mod task;
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
@@ -54,11 +36,8 @@ pub struct Client {
     identities: CheckedIdentities,
     /// Whether an operation of the commit protocol is open (see `operation.rs`).
     in_operation: bool,
-    /// The threads of a batch and their pool (see [`Client::set_batch_threads`]).
-    #[cfg(not(target_arch = "wasm32"))]
-    batch_pool: parallel::BatchPool,
-    #[cfg(target_arch = "wasm32")]
-    batch_threads: usize,
+    /// Where a batch's independent work runs (see [`Executor`]).
+    executor: Executor,
 }
 
 impl Client {
@@ -116,10 +95,7 @@ impl Client {
             replay_guard: ReplayGuard::default(),
             identities: CheckedIdentities::default(),
             in_operation: false,
-            #[cfg(not(target_arch = "wasm32"))]
-            batch_pool: parallel::BatchPool::new(Self::default_batch_threads()),
-            #[cfg(target_arch = "wasm32")]
-            batch_threads: 1,
+            executor: Executor::Inline,
         })
     }
 
@@ -151,54 +127,51 @@ impl Client {
         self.sessions.set_config(config);
     }
 
-    /// How many threads a batch ([`decrypt_batch`](Self::decrypt_batch),
-    /// [`encrypt_for`](Self::encrypt_for)) uses.
+    /// Where a batch ([`decrypt_batch`](Self::decrypt_batch),
+    /// [`encrypt_for`](Self::encrypt_for)) runs its independent work.
+    pub fn executor(&self) -> &Executor {
+        &self.executor
+    }
+
+    /// Sets where a batch runs its independent work: [`Executor::Inline`] (the default: the
+    /// client starts no thread) or a rayon pool of the application's. Results, their order,
+    /// the delivery and the commit are the same either way.
+    pub fn set_executor(&mut self, executor: Executor) {
+        self.executor = executor;
+    }
+
+    /// How many threads a batch uses: 1 inline, else the pool's.
     pub fn batch_threads(&self) -> usize {
-        #[cfg(not(target_arch = "wasm32"))]
-        return self.batch_pool.threads();
-        #[cfg(target_arch = "wasm32")]
-        self.batch_threads
+        self.executor.threads()
     }
 
-    /// Sets how many threads a batch uses (at least 1; default
-    /// [`default_batch_threads`](Self::default_batch_threads)). With more than one, the
-    /// independent work of a batch (different sessions; the message keys, MAC check and
-    /// ChaCha20 of messages whose chain has been stepped; the recipients of a fan-out) is
-    /// shared between the calling thread, which works too, and `threads - 1` helper threads
-    /// (a pool started by the first batch that needs it, shared by the process's clients with
-    /// the same count, idle between batches). A batch never waits for a helper to start: one
-    /// that gets no CPU in time leaves its share to the calling thread. A batch with nothing
-    /// to share (a few messages from one sender) runs on the calling thread alone. The
-    /// results, their order, the delivery during the batch and the single commit are exactly
-    /// those of one thread. 1 runs everything on the calling thread. WebAssembly has no
-    /// threads: there the number is kept and has no effect.
+    /// Gives this client a pool of its own with `threads` threads (started now, asleep between
+    /// batches), or none for 1: [`set_executor`](Self::set_executor) with
+    /// `Executor::with_threads`. If the system gives no threads, or the crate is built without
+    /// its `rayon` feature (WebAssembly), batches run inline.
     pub fn set_batch_threads(&mut self, threads: usize) {
-        #[cfg(not(target_arch = "wasm32"))]
+        #[cfg(feature = "rayon")]
         {
-            self.batch_pool = parallel::BatchPool::new(threads);
+            self.executor = Executor::with_threads(threads).unwrap_or_default();
         }
-        #[cfg(target_arch = "wasm32")]
+        #[cfg(not(feature = "rayon"))]
         {
-            self.batch_threads = threads.max(1);
+            let _ = threads;
+            self.executor = Executor::Inline;
         }
     }
 
-    /// The default thread count of a batch: the processor's available parallelism, at most
-    /// [`MAX_DEFAULT_BATCH_THREADS`](Self::MAX_DEFAULT_BATCH_THREADS) (4, a phone's big
-    /// cores; 1 if it cannot be read, and 1 in WebAssembly). On a 2-core machine two threads
-    /// decrypt one chain of 1000 messages about 1.15 times as fast as one, 50 new sessions
-    /// 1.75 times, a fan-out to 4000 sessions 1.15 times; a conversation's turns are
-    /// unchanged (README, Measurements; `proteus-bench --threads-ab`).
-    pub fn default_batch_threads() -> usize {
-        #[cfg(target_arch = "wasm32")]
-        return 1;
-        #[cfg(not(target_arch = "wasm32"))]
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get().min(Self::MAX_DEFAULT_BATCH_THREADS))
+    /// What a batch borrows from the client (`batch/`): never the client itself.
+    pub(crate) fn lend(&mut self) -> Lent<'_> {
+        Lent {
+            storage: &*self.storage,
+            identity: &self.identity,
+            sessions: &mut self.sessions,
+            replay_guard: &mut self.replay_guard,
+            identities: &mut self.identities,
+            executor: &self.executor,
+        }
     }
-
-    /// The most threads a batch uses by default, however many the processor has.
-    pub const MAX_DEFAULT_BATCH_THREADS: usize = 4;
 
     // --- prekeys --------------------------------------------------------------------------
 
@@ -421,53 +394,12 @@ impl Client {
         envelope: &Envelope,
         removed: &mut SortedSet<PreKeyId>,
     ) -> Result<Vec<u8>, ClientError> {
-        let storage = &*self.storage;
-        let identity = &self.identity;
-        let mut prekeys = PendingPreKeys { storage, removed };
-        let identities = &mut self.identities;
-        let result = match self
-            .sessions
-            .get_or_load(storage, identity.public_key(), session_id)?
-        {
-            Some(session) => {
-                session.decrypt_with_cache(&mut OsRng, identity, &mut prekeys, identities, envelope)
-            }
-            None => {
-                let Message::PreKey(pkm) = envelope.message() else {
-                    return Err(ClientError::SessionNotFound(session_id.to_owned()));
-                };
-                // A handshake on the last-resort prekey whose session was deleted: a replay.
-                let last_resort = pkm.prekey_id.is_last_resort();
-                let inbound = Session::init_from_message_with_cache(
-                    &mut OsRng,
-                    identity,
-                    &mut prekeys,
-                    identities,
-                    envelope,
-                );
-                match inbound {
-                    Ok(_)
-                        if last_resort && self.replay_guard.contains(storage, &pkm.base_key)? =>
-                    {
-                        Err(DecryptError::DuplicateMessage)
-                    }
-                    Ok(inbound) => {
-                        if last_resort {
-                            self.replay_guard.record(&pkm.base_key);
-                        }
-                        self.sessions.insert_new(session_id, inbound.session);
-                        Ok(inbound.plaintext)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-        };
-        result.map_err(decrypt_error)
+        decrypt_one(&mut self.lend(), session_id, envelope, removed)
     }
 
     /// Commits the cached state of `session_ids` and the removal of used prekeys, atomically.
     /// If the commit fails those sessions are forgotten, so memory matches the store again.
-    fn commit_sessions<'s>(
+    pub(crate) fn commit_sessions<'s>(
         &mut self,
         session_ids: impl IntoIterator<Item = &'s str> + Clone,
         removed: &SortedSet<PreKeyId>,
@@ -503,7 +435,9 @@ impl Client {
         }
     }
 
-    fn forget(&mut self, session_ids: &[&str]) {
+    /// Forgets what the cache holds of `session_ids` and the replay guard's unsaved records:
+    /// after a failed batch, memory matches the store again.
+    pub(crate) fn forget(&mut self, session_ids: &[&str]) {
         self.replay_guard.rolled_back();
         for id in session_ids {
             self.sessions.evict(id);
@@ -516,16 +450,5 @@ impl std::fmt::Debug for Client {
         f.debug_struct("Client")
             .field("identity", self.identity.public_key())
             .finish_non_exhaustive()
-    }
-}
-
-/// A decryption error as the client reports it: a prekey store's failure is the store's error.
-fn decrypt_error(e: DecryptError) -> ClientError {
-    match e {
-        DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
-            Ok(store) => ClientError::Store(*store),
-            Err(other) => ClientError::Store(StoreError::Backend(other.to_string())),
-        },
-        other => ClientError::Decrypt(other),
     }
 }

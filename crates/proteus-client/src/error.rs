@@ -153,6 +153,9 @@ pub enum ClientError {
         /// How many are free.
         free: usize,
     },
+    /// A bug in this library: an internal invariant did not hold. Nothing was changed; retrying
+    /// will not help. Please report it.
+    Internal(String),
 }
 
 impl ClientError {
@@ -172,6 +175,7 @@ impl ClientError {
             // The engine's condition and number (Wire's 101); 109 is retired.
             Self::PreKeyNotFound(_) => ErrorCode::PreKeyNotFound,
             Self::PreKeyIdsExhausted { .. } => ErrorCode::PreKeyIdsExhausted,
+            Self::Internal(_) => ErrorCode::Internal,
         }
     }
 }
@@ -215,6 +219,7 @@ impl fmt::Display for ClientError {
                     Text(" one-time prekey ids are free"),
                 ],
             ),
+            Self::Internal(why) => write_parts(f, &[Text("internal error: "), Text(why)]),
         }
     }
 }

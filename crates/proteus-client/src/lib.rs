@@ -84,6 +84,17 @@
 //!
 //! So no message is ever lost, and deduplication by message id makes delivery exactly-once.
 //!
+//! # Threads are yours
+//!
+//! A client starts no thread. A batch ([`Client::decrypt_batch`], [`Client::encrypt_for`])
+//! runs on the calling thread unless you hand the client a rayon pool
+//! ([`Client::set_executor`] with [`Executor::Rayon`], which may be the pool the rest of your
+//! app uses) or ask it to build one ([`Client::set_batch_threads`]); then the batch's
+//! independent work (different sessions, the opening of one sender's messages, the
+//! recipients of a fan-out) runs on that pool, with the same results, delivery order and
+//! single commit. The library has no timing heuristics and touches no thread's affinity;
+//! an idle client uses no CPU.
+//!
 //! ```
 //! use std::collections::HashSet;
 //! use std::ops::ControlFlow;
@@ -130,7 +141,7 @@ mod session_cache;
 mod storage;
 
 pub use batch::{
-    BatchError, Chunking, Decrypted, MessageId, Progress, QueuedMessage, claimed_sender,
+    BatchError, Chunking, Decrypted, Executor, MessageId, Progress, QueuedMessage, claimed_sender,
 };
 pub use client::Client;
 pub use error::{ClientError, StoreError};

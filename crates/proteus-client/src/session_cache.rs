@@ -294,33 +294,32 @@ impl SessionCache {
     }
 }
 
-/// Taking sessions out of the cache for a batch's worker threads and putting them back.
-#[cfg(not(target_arch = "wasm32"))]
+/// Taking sessions out of the cache for a batch's runs and a fan-out, and putting them back.
 impl SessionCache {
-    /// Removes the session from the cache, loading it first if it is stored. `None` if there is
-    /// none. Put it back with [`put`](Self::put) once done; a session never put back is loaded
-    /// again from storage when next used.
+    /// Removes the session from the cache, loading it first if it is stored, with its key (so
+    /// that putting it back allocates nothing). `None` if there is none. Put it back with
+    /// [`put`](Self::put) once done; a session never put back is loaded again from storage when
+    /// next used.
     pub(crate) fn take(
         &mut self,
         storage: &dyn Storage,
         identity: &IdentityKey,
         session_id: &str,
-    ) -> Result<Option<CachedSession>, ClientError> {
+    ) -> Result<Option<(String, CachedSession)>, ClientError> {
         if self.load(storage, identity, session_id)?.is_none() {
             return Ok(None);
         }
-        Ok(self.sessions.remove(session_id))
+        Ok(self.sessions.remove_entry(session_id))
     }
 
-    /// Puts a session taken out with [`take`](Self::take) back.
-    pub(crate) fn put(&mut self, session_id: &str, cached: CachedSession) {
-        self.sessions.insert(session_id.to_owned(), cached);
+    /// Puts a session taken out with [`take`](Self::take) (or made apart) back.
+    pub(crate) fn put(&mut self, key: String, cached: CachedSession) {
+        self.sessions.insert(key, cached);
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
 impl CachedSession {
-    /// A session not stored yet (created by a batch's worker thread, already configured).
+    /// A session not stored yet (created by a batch's run, already configured).
     pub(crate) fn new_unstored(session: Session) -> Self {
         Self {
             session,

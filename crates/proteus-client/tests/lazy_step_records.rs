@@ -20,8 +20,6 @@ fn replies_survive_reopening(threads: usize) {
     let bob_storage = TestStorage::new();
     let mut bob = bob_storage.client();
     bob.set_batch_threads(threads);
-    // The parallel path even when the helpers come late (a busy machine).
-    Client::set_batch_pace(false);
     let mut alice = Client::in_memory().unwrap();
     let mut carol = Client::in_memory().unwrap();
     // Bob's sessions come from PreKeyMessages: each holds a pending sending step.
@@ -32,8 +30,6 @@ fn replies_survive_reopening(threads: usize) {
 
     let mut bob = bob_storage.client();
     bob.set_batch_threads(threads);
-    // The parallel path even when the helpers come late (a busy machine).
-    Client::set_batch_pace(false);
     let second = bob.encrypt_for(&["alice", "carol"], b"second").unwrap();
     for (peer, i) in [(&mut alice, 0), (&mut carol, 1)] {
         let first = first[i].as_ref().unwrap();

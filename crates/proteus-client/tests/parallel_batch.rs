@@ -1,9 +1,9 @@
-//! Batches on a thread pool give exactly what one thread gives: on random queues (interleaved
-//! senders, new sessions, two senders on one prekey, last-resort handshakes, ratchet steps,
-//! reordering, duplicates, garbled envelopes, invalid ids, gaps past the staged-key limit) the
-//! results (ids, outcomes, plaintexts, senders), the chunks they are handed over in, and the
-//! stored state are those of `batch_threads = 1`; a failing store or an abort mid-batch commits
-//! nothing.
+//! Batches on a rayon pool (`Executor::Rayon`) give exactly what the inline executor gives: on
+//! random queues (interleaved senders, new sessions, two senders on one prekey, last-resort
+//! handshakes, ratchet steps, reordering, duplicates, garbled envelopes, invalid ids, gaps past
+//! the staged-key limit) the results (ids, outcomes, plaintexts, senders), the chunks they are
+//! handed over in, and the stored state are those of `batch_threads = 1` (inline); a failing
+//! store or an abort mid-batch commits nothing.
 
 #![allow(
     clippy::unwrap_used,
@@ -202,8 +202,6 @@ fn run(f: &Fixture, threads: usize, chunk: usize) -> Run {
     let storage = TestStorage::from_dump(&f.dump);
     let mut client = storage.client();
     client.set_batch_threads(threads);
-    // The parallel path even when the helpers come late (a busy machine).
-    Client::set_batch_pace(false);
     let mut chunks = Vec::new();
     let results = client
         .decrypt_batch_chunked(&queue(&f.queue), Chunking::every(chunk), |c, p| {
@@ -288,7 +286,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(8))]
 
     /// Long runs of one or two senders: segments of hundreds of planned opens, which are
-    /// shared out between the calling thread and the helpers.
+    /// shared out on the pool.
     #[test]
     fn long_runs_change_nothing_but_time(
         senders in prop::collection::vec((start(), prop::collection::vec(step(), 150..500)), 1..3),
@@ -328,8 +326,6 @@ fn a_failing_store_mid_batch_commits_nothing() {
         let storage = TestStorage::from_dump(&f.dump);
         let mut bob = storage.client();
         bob.set_batch_threads(threads);
-        // The parallel path even when the helpers come late (a busy machine).
-        Client::set_batch_pace(false);
         // Reads fail from the first hand-over on: the batch stops when it needs one.
         let handle = storage.clone();
         let mut handed = 0;
@@ -367,8 +363,6 @@ fn an_abort_mid_batch_commits_nothing() {
     let storage = TestStorage::from_dump(&f.dump);
     let mut bob = storage.client();
     bob.set_batch_threads(3);
-    // The parallel path even when the helpers come late (a busy machine).
-    Client::set_batch_pace(false);
     let mut handed = 0;
     let result = bob.decrypt_batch(&queue(&f.queue), |_, p| {
         handed = p.done;
@@ -388,8 +382,8 @@ fn an_abort_mid_batch_commits_nothing() {
     );
 }
 
-/// A backlog from one sender is one pipelined run whose results are handed over while it
-/// runs: stopping there commits nothing, and the messages decrypt again afterwards. For a new
+/// A backlog from one sender is one run whose results are handed over after it: stopping
+/// there commits nothing, and the messages decrypt again afterwards. For a new
 /// sender (its session made in the run) and an established one (a ratchet step first).
 #[test]
 fn an_abort_mid_backlog_from_one_sender_commits_nothing() {
@@ -399,8 +393,6 @@ fn an_abort_mid_backlog_from_one_sender_commits_nothing() {
             let storage = TestStorage::from_dump(&f.dump);
             let mut bob = storage.client();
             bob.set_batch_threads(threads);
-            // The parallel path even when the helpers come late (a busy machine).
-            Client::set_batch_pace(false);
             let mut handed = 0;
             let result = bob.decrypt_batch(&queue(&f.queue), |d, p| {
                 assert!(d.outcome.is_ok(), "message {}", p.done);

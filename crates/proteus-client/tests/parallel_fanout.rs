@@ -34,8 +34,6 @@ fn fan_out(dump: &Dump, threads: usize, ids: &[&str]) -> (Outcome, Dump) {
     let storage = TestStorage::from_dump(dump);
     let mut sender = storage.client();
     sender.set_batch_threads(threads);
-    // The parallel path even when the helpers come late (a busy machine).
-    Client::set_batch_pace(false);
     let results = sender.encrypt_for(ids, b"to everyone").unwrap();
     let results = results
         .into_iter()
@@ -96,8 +94,6 @@ fn a_failed_commit_of_a_parallel_fan_out_stores_nothing() {
     let storage = TestStorage::from_dump(&dump);
     let mut sender = storage.client();
     sender.set_batch_threads(3);
-    // The parallel path even when the helpers come late (a busy machine).
-    Client::set_batch_pace(false);
     storage.set_fail_commits(true);
     assert!(matches!(
         sender.encrypt_for(&ids, b"to everyone"),

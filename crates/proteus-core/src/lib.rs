@@ -123,8 +123,13 @@ pub mod plan {
     /// The four-lane opener on whatever lanes the build has (`test-support` only).
     #[cfg(feature = "test-support")]
     pub use crate::session::open_jobs_in_lanes;
-    pub use crate::session::{OpenJob, Opened, PlanAhead, open_jobs};
+    pub use crate::session::{OpenJob, Opened, open_jobs};
 }
+
+/// How many chain steps this thread has computed (`test-support` only): what a forged message
+/// costs, counted instead of timed.
+#[cfg(feature = "test-support")]
+pub use session::chain_steps;
 
 /// Storing a session's staged message keys as records of their own, so that a store writes
 /// only the keys that came or went instead of the whole session: [`Session::staged_keys`],

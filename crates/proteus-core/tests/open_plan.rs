@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use proptest::prelude::*;
-use proteus_core::plan::{OpenJob, Opened, PlanAhead, open_jobs, open_jobs_in_lanes};
+use proteus_core::plan::{OpenJob, Opened, open_jobs, open_jobs_in_lanes};
 use proteus_core::{Envelope, IdentityKeyPair, Message, PreKey, PreKeyBundle, PreKeyId, Session};
 
 /// SplitMix64: both sides of a comparison draw the same keys in a ratchet step.
@@ -223,37 +223,6 @@ proptest! {
             out
         });
         prop_assert_eq!(&reversed, &expected);
-        // Jobs that did not open go the ordinary way: the same results and session again.
-        let failed = planned(&f, |jobs| {
-            jobs.iter().map(|_| Err(proteus_core::DecryptError::DuplicateMessage)).collect()
-        });
-        prop_assert_eq!(&failed, &expected);
-    }
-
-    /// A plan made in parts (`plan_more`) is the plan made in one piece: the same messages
-    /// get jobs, with the same indices, opening to the same results.
-    #[test]
-    fn a_plan_in_parts_is_the_plan_in_one_piece(
-        seed in any::<u64>(),
-        steps in prop::collection::vec(step(), 1..60),
-        mutations in prop::collection::vec(mutation(), 0..12),
-        part in 1usize..20,
-    ) {
-        let f = conversation(seed, &steps, &mutations);
-        let s = Session::from_bytes(f.bob.public_key(), &f.session).unwrap();
-        let run: Vec<&Envelope<'_>> = f.queue.iter().collect();
-        let whole = s.plan_opens(&run);
-        let mut ahead = PlanAhead::default();
-        let parts: Vec<OpenJob<'_>> = run
-            .chunks(part)
-            .flat_map(|chunk| s.plan_more(&mut ahead, chunk))
-            .collect();
-        let indices = |jobs: &[OpenJob<'_>]| jobs.iter().map(OpenJob::index).collect::<Vec<_>>();
-        prop_assert_eq!(indices(&parts), indices(&whole));
-        let opened = |jobs: &[OpenJob<'_>]| -> Vec<Result<Vec<u8>, String>> {
-            open_jobs(jobs).into_iter().map(|r| r.map_err(|e| format!("{e:?}"))).collect()
-        };
-        prop_assert_eq!(opened(&parts), opened(&whole));
     }
 }
 

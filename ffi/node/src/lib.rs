@@ -33,7 +33,7 @@ use proteus_core::{PreKeyBundle, PreKeyId};
 
 use crate::batch::RawBatchChunk;
 use crate::error::{client_error, internal};
-use crate::task::{Call, Shared, on_blocking_pool, run, wake_batch_helpers};
+use crate::task::{Call, Shared, on_blocking_pool, run};
 
 /// `result` with its error as JS sees it.
 fn js<T>(result: Result<T, ClientError>) -> napi::Result<T> {
@@ -89,7 +89,8 @@ pub async fn in_memory(batch_threads: Option<u32>) -> napi::Result<RawClient> {
 
 /// Opens the SQLite store at `path`, sealed with `store_key` (32 bytes) if given; creates it
 /// with a new identity if there is none and `create` is true (else StoreNotFound, 504).
-/// `batch_threads` (checked 1 to 256 by the JS layer) sets the client's batch threads.
+/// `batch_threads` (checked 1 to 256 by the JS layer) sets the client's batch threads
+/// (default: the processor's parallelism, at most 4).
 #[napi]
 pub async fn open_store(
     path: String,
@@ -311,7 +312,6 @@ impl RawClient {
     ) -> napi::Result<AsyncTask<Call<()>>> {
         let feed = feed::feed(&feed)?;
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
-        wake_batch_helpers(&self.shared);
         Ok(run(&self.shared, move |c| {
             feed::decrypt_fed(c, &packed, &feed)
         }))
@@ -319,8 +319,6 @@ impl RawClient {
 
     /// As [`decrypt_batch`](Self::decrypt_batch), handing the results to `sink` in chunks
     /// before the commit, and resolving to nothing; see [`batch`].
-    /// The batch helpers are woken from the JS thread first, as for
-    /// [`decrypt_batch`](Self::decrypt_batch).
     #[napi(
         ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>",
         ts_return_type = "Promise<void>"
@@ -336,7 +334,6 @@ impl RawClient {
     ) -> napi::Result<PromiseRaw<'env, ()>> {
         let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
         let shared = self.shared.clone();
-        wake_batch_helpers(&shared);
         env.spawn_future(async move {
             on_blocking_pool(&shared, move |c| batch::decrypt_to(c, &packed, &sink)).await
         })

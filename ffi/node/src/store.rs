@@ -36,12 +36,20 @@ pub(crate) fn open(
     }
 }
 
-/// Sets the client's batch threads when the caller gave a number (the JS layer checked it).
+/// Gives the client a pool of `threads` batch threads (the JS layer checked the number), by
+/// default the processor's parallelism up to [`DEFAULT_MAX_THREADS`]. The pool's threads sleep
+/// between batches; 1 runs every batch on the calling thread.
 pub(crate) fn set_batch_threads(client: &mut Client, threads: Option<u32>) {
-    if let Some(threads) = threads.and_then(|n| usize::try_from(n).ok()) {
-        client.set_batch_threads(threads);
-    }
+    let threads = threads
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(DEFAULT_MAX_THREADS))
+        });
+    client.set_batch_threads(threads);
 }
+
+/// The most batch threads a client gets by default: a desktop's batch gains little beyond.
+const DEFAULT_MAX_THREADS: usize = 4;
 
 async fn blocking<F>(f: F) -> napi::Result<()>
 where

@@ -83,15 +83,3 @@ where
         .await
         .map_err(|e| internal(&e.to_string()))?
 }
-
-/// Wakes the client's batch helper threads from the JS thread, as a batch is handed to a pool
-/// thread (`Client::wake_batch_helpers`: woken by the batch's own thread, a helper tends to
-/// wait milliseconds on that thread's CPU). Skipped if the client is busy with an earlier call
-/// (the JS thread never waits for the lock).
-pub(crate) fn wake_batch_helpers(shared: &Shared) {
-    if let Ok(mut guard) = shared.try_lock()
-        && let Some(client) = guard.as_mut()
-    {
-        client.wake_batch_helpers();
-    }
-}

@@ -77,14 +77,21 @@ fn millis(what: &str, ms: i64) -> Result<Duration, ProteusError> {
     }
 }
 
-/// The batch threads of `ClientOptions`: `1..=256`, or the client's default.
-fn batch_threads(value: Option<i32>) -> Result<Option<usize>, ProteusError> {
+/// The batch threads of `ClientOptions`: `1..=256`, or by default the processor's parallelism
+/// up to [`DEFAULT_MAX_THREADS`]. A client gets a pool of that many (asleep between batches);
+/// 1 runs a batch on the call's own worker thread.
+fn batch_threads(value: Option<i32>) -> Result<usize, ProteusError> {
     match value {
-        None => Ok(None),
+        None => Ok(
+            std::thread::available_parallelism().map_or(1, |n| n.get().min(DEFAULT_MAX_THREADS))
+        ),
         Some(0) => Err(ProteusError::out_of_range("batchThreads", 0)),
-        Some(n) => count("batchThreads", n, 256).map(Some),
+        Some(n) => count("batchThreads", n, 256),
     }
 }
+
+/// The most batch threads a client gets by default: a phone's big cores.
+const DEFAULT_MAX_THREADS: usize = 4;
 
 /// A count or a size from an `Int`: `0..=max`.
 pub(crate) fn count(what: &str, value: i32, max: usize) -> Result<usize, ProteusError> {
@@ -188,9 +195,7 @@ impl Client {
                 Some(key) => proteus_client::Client::open_sealed(path, mode, &sqlite, &key)?,
                 None => proteus_client::Client::open_with(path, mode, &sqlite)?,
             };
-            if let Some(threads) = threads {
-                client.set_batch_threads(threads);
-            }
+            client.set_batch_threads(threads);
             Ok(client)
         })
         .await?;
@@ -204,9 +209,7 @@ impl Client {
         let threads = batch_threads(options.batch_threads)?;
         let client = worker::spawn(move |_| {
             let mut client = proteus_client::Client::in_memory()?;
-            if let Some(threads) = threads {
-                client.set_batch_threads(threads);
-            }
+            client.set_batch_threads(threads);
             Ok(client)
         })
         .await?;

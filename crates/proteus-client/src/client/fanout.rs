@@ -1,9 +1,26 @@
 //! Fan-out: one plaintext encrypted for many sessions (every device in a conversation), with
-//! one commit for all of them.
+//! one commit for all of them. The sessions are taken out of the cache, encrypted for on the
+//! client's executor (each session's envelopes in list order), and put back.
 
 use super::Client;
-use crate::collections::SortedSet;
+use crate::collections::{HashMap, SortedSet};
 use crate::error::ClientError;
+use crate::records::check_session_id;
+use crate::session_cache::CachedSession;
+
+/// A recipient's result, as `encrypt_for` returns it.
+type Encrypted = Result<Vec<u8>, ClientError>;
+
+/// One distinct session of a fan-out: where it is listed, and its results.
+struct Recipient<'s> {
+    session_id: &'s str,
+    /// The cache's key, kept to put the session back.
+    key: String,
+    cached: CachedSession,
+    /// The positions in `session_ids` that name it, ascending.
+    at: Vec<usize>,
+    results: Vec<Encrypted>,
+}
 
 impl Client {
     /// Encrypts `plaintext` once for each session in `session_ids` (the devices of a
@@ -14,7 +31,8 @@ impl Client {
     /// not exist, an invalid id or a damaged record is an `Err` in its place, and the others are
     /// still encrypted. The call fails as a whole only if the commit fails; then nothing is
     /// stored and no envelope is returned. An id listed twice gets two envelopes. Time is linear
-    /// in the number of recipients.
+    /// in the number of recipients; they are shared out on the client's
+    /// [`Executor`](crate::Executor).
     pub fn encrypt_for(
         &mut self,
         session_ids: &[&str],
@@ -23,30 +41,71 @@ impl Client {
         self.operation(|this| this.encrypt_for_op(session_ids, plaintext))
     }
 
-    fn encrypt_for_op(
+    fn encrypt_for_op<'s>(
         &mut self,
-        session_ids: &[&str],
+        session_ids: &[&'s str],
         plaintext: &[u8],
-    ) -> Result<Vec<Result<Vec<u8>, ClientError>>, ClientError> {
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some((results, advanced)) = self.encrypt_for_parallel(session_ids, plaintext) {
-            self.commit_sessions(advanced.iter().copied(), &SortedSet::new())?;
-            return Ok(results);
-        }
-        let mut results = Vec::with_capacity(session_ids.len());
-        let mut seen = crate::collections::set_with_capacity(session_ids.len());
-        let mut advanced = Vec::with_capacity(session_ids.len());
-        for &session_id in session_ids {
-            let result = self
-                .session(session_id)
-                .and_then(|s| s.encrypt(plaintext).map_err(ClientError::from))
-                .map(|envelope| envelope.to_bytes());
-            if result.is_ok() && seen.insert(session_id) {
-                advanced.push(session_id);
+    ) -> Result<Vec<Encrypted>, ClientError> {
+        // Sessions are read here, in order; one that is missing, invalid or unreadable is a
+        // result at once (each time it is listed).
+        let mut results: Vec<Option<Encrypted>> = Vec::with_capacity(session_ids.len());
+        let mut recipients: Vec<Recipient<'s>> = Vec::new();
+        let mut index: HashMap<&str, usize> = HashMap::default();
+        for (i, &session_id) in session_ids.iter().enumerate() {
+            if let Some(r) = index.get(session_id).and_then(|&r| recipients.get_mut(r)) {
+                r.at.push(i);
+                results.push(None);
+                continue;
             }
-            results.push(result);
+            let taken = check_session_id(session_id).and_then(|()| {
+                let identity = self.identity.public_key();
+                self.sessions
+                    .take(&*self.storage, identity, session_id)?
+                    .ok_or_else(|| ClientError::SessionNotFound(session_id.to_owned()))
+            });
+            match taken {
+                Ok((key, cached)) => {
+                    index.insert(session_id, recipients.len());
+                    recipients.push(Recipient {
+                        session_id,
+                        key,
+                        cached,
+                        at: vec![i],
+                        results: Vec::new(),
+                    });
+                    results.push(None);
+                }
+                Err(e) => results.push(Some(Err(e))),
+            }
         }
-        self.commit_sessions(advanced.iter().copied(), &SortedSet::new())?;
-        Ok(results)
+        self.executor.for_each(&mut recipients, |r| {
+            r.results = (r.at.iter())
+                .map(|_| {
+                    let envelope = r.cached.sending().encrypt(plaintext)?;
+                    Ok(envelope.to_bytes())
+                })
+                .collect();
+        });
+        // The sessions to commit, in the order of their first envelope.
+        let mut advanced: Vec<(usize, &'s str)> = Vec::with_capacity(recipients.len());
+        for r in recipients {
+            let first_ok = r.at.iter().zip(&r.results).find(|(_, e)| e.is_ok());
+            if let Some((&i, _)) = first_ok {
+                advanced.push((i, r.session_id));
+            }
+            for (i, result) in r.at.into_iter().zip(r.results) {
+                if let Some(slot) = results.get_mut(i) {
+                    *slot = Some(result);
+                }
+            }
+            self.sessions.put(r.key, r.cached);
+        }
+        advanced.sort_unstable_by_key(|(i, _)| *i);
+        self.commit_sessions(advanced.iter().map(|(_, id)| *id), &SortedSet::new())?;
+        let missing = || ClientError::Internal("a fan-out gave no result for a recipient".into());
+        Ok(results
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(missing())))
+            .collect())
     }
 }

@@ -15,7 +15,7 @@ impl Client {
     /// Runs `op` as one operation: under the store's exclusion, after dropping every cache if
     /// the store is stale; `op` commits (which ends the operation) or the operation ends here
     /// without writing. A call made inside `op` runs in the operation already open.
-    pub(super) fn operation<T>(
+    pub(crate) fn operation<T>(
         &mut self,
         op: impl FnOnce(&mut Self) -> Result<T, ClientError>,
     ) -> Result<T, ClientError> {

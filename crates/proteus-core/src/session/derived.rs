@@ -25,6 +25,25 @@ pub(crate) struct ChainKey {
     pub(crate) idx: u32,
 }
 
+#[cfg(feature = "test-support")]
+thread_local! {
+    static CHAIN_STEPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread has stepped a chain key (`test-support` only): what a forged
+/// counter costs, counted rather than timed.
+#[cfg(feature = "test-support")]
+pub fn chain_steps() -> u64 {
+    CHAIN_STEPS.with(std::cell::Cell::get)
+}
+
+/// Counts one chain step for [`chain_steps`]; nothing without `test-support`.
+#[inline(always)]
+fn count_step() {
+    #[cfg(feature = "test-support")]
+    CHAIN_STEPS.with(|steps| steps.set(steps.get() + 1));
+}
+
 impl ChainKey {
     pub(crate) fn new(key: Secret32, idx: u32) -> Self {
         Self { key, idx }
@@ -36,6 +55,7 @@ impl ChainKey {
 
     /// `CK_{i+1} = HMAC(CK_i, "1")`; `None` once the 32-bit index is used up.
     pub(crate) fn next(&self) -> Option<Self> {
+        count_step();
         Some(Self {
             key: hmac(&self.key, b"1"),
             idx: self.idx.checked_add(1)?,
@@ -49,6 +69,7 @@ impl ChainKey {
 
     /// This index's message keys and the next chain key, sharing one HMAC key schedule.
     pub(crate) fn step(&self) -> Option<(MessageKeys, ChainKey)> {
+        count_step();
         let idx = self.idx.checked_add(1)?;
         let keyed = KeyedMac::new(&self.key);
         // Both HMACs of the chain key before the message keys: they are independent, and
@@ -63,6 +84,7 @@ impl ChainKey {
     /// [`MessageKeys::from_keyed`]) and the next chain key: [`step`](Self::step) split in two,
     /// so the message keys can be derived elsewhere.
     pub(crate) fn keyed_step(&self) -> Option<(KeySchedule, ChainKey)> {
+        count_step();
         let idx = self.idx.checked_add(1)?;
         let keyed = KeySchedule::new(&self.key);
         let next = Self {

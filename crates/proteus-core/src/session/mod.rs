@@ -12,8 +12,10 @@ mod staged;
 mod state;
 
 #[cfg(feature = "test-support")]
+pub use derived::chain_steps;
+#[cfg(feature = "test-support")]
 pub use plan::open_jobs_in_lanes;
-pub use plan::{OpenJob, Opened, PlanAhead, open_jobs};
+pub use plan::{OpenJob, Opened, open_jobs};
 pub use send_record::SendChainRecord;
 pub use staged::{StagedKey, StagedKeyId};
 
@@ -32,7 +34,7 @@ use crate::limits::{
     MAX_CONFIGURABLE_COUNTER_GAP, MAX_COUNTER_GAP, MAX_PLAINTEXT_LEN, MAX_SESSION_BASE_KEYS,
     MAX_SESSION_STATES,
 };
-use crate::message::{Envelope, Message, SessionTag};
+use crate::message::{CipherMessage, Envelope, Message, SessionTag};
 use crate::prekey_store::PreKeyStore;
 use crate::secret_vec::SecretVec;
 
@@ -285,6 +287,12 @@ impl Session {
                 if pkm.identity_key != self.remote_identity {
                     return Err(DecryptError::RemoteIdentityChanged);
                 }
+                // A state that holds the message's chain has the last word: a new state made
+                // from the prekey would step the same chain to the same counter again (a forged
+                // counter would cost two fast-forwards), and would find its tag taken.
+                if self.holds_chain(&pkm.message) {
+                    return self.decrypt_with_existing_state(rng, envelope);
+                }
                 match self.decrypt_with_existing_state(rng, envelope) {
                     Err(DecryptError::InvalidSignature(_) | DecryptError::UnknownSessionTag) => {
                         self.decrypt_with_new_state(rng, identity, prekeys, identities, envelope)
@@ -293,6 +301,18 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// Whether a state with the message's session tag has a receive chain for its ratchet key.
+    fn holds_chain(&self, msg: &CipherMessage) -> bool {
+        self.states
+            .iter()
+            .find(|e| e.tag == msg.session_tag)
+            .is_some_and(|e| {
+                e.state
+                    .recv_chains()
+                    .any(|c| c.ratchet_key == msg.ratchet_key)
+            })
     }
 
     fn decrypt_with_existing_state<R: CryptoRng + ?Sized>(

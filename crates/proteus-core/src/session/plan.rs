@@ -135,14 +135,6 @@ const AFTER_DIVERGENCE: usize = 8;
 /// round of jobs, and every round costs the caller a hand-over to its threads.
 const MAX_SEGMENT: usize = 512;
 
-/// A plan continued over several calls of [`Session::plan_more`]: the chains as the messages
-/// planned so far leave them, and the position of the next message in the run.
-#[derive(Default)]
-pub struct PlanAhead {
-    chains: Vec<Speculative>,
-    next_index: usize,
-}
-
 impl Session {
     /// Plans the opening of `envelopes` (a run of messages to this session, in queue order),
     /// assuming each message before decrypts, without changing the session. Messages that
@@ -151,25 +143,11 @@ impl Session {
     /// [`decrypt_with_cache`](Self::decrypt_with_cache). Jobs come in the order of their
     /// messages.
     pub fn plan_opens<'e>(&self, envelopes: &[&'e Envelope<'e>]) -> Vec<OpenJob<'e>> {
-        self.plan_more(&mut PlanAhead::default(), envelopes)
-    }
-
-    /// [`plan_opens`](Self::plan_opens) of the next part of a run: planned as if it followed
-    /// the parts `ahead` has planned (with this session unchanged since), so that the jobs of
-    /// the first parts can be opened while the next are planned. Job indices count from the
-    /// start of the run.
-    pub fn plan_more<'e>(
-        &self,
-        ahead: &mut PlanAhead,
-        envelopes: &[&'e Envelope<'e>],
-    ) -> Vec<OpenJob<'e>> {
-        let start = ahead.next_index;
-        ahead.next_index += envelopes.len();
-        let chains = &mut ahead.chains;
+        let mut chains = Vec::new();
         envelopes
             .iter()
             .enumerate()
-            .filter_map(|(i, envelope)| self.plan_one(start + i, envelope, chains))
+            .filter_map(|(i, envelope)| self.plan_one(i, envelope, &mut chains))
             .collect()
     }
 
@@ -279,7 +257,24 @@ impl Session {
         job: OpenJob<'_>,
         opened: Opened,
     ) -> Option<Vec<u8>> {
-        let plaintext = opened.ok()?;
+        match self.settle(identity, job, opened) {
+            Some(Ok(plaintext)) => Some(plaintext),
+            _ => None,
+        }
+    }
+
+    /// The message's outcome from its opened job, if the session is exactly as the job's plan
+    /// assumed: its plaintext (the session then changed as [`decrypt`](Self::decrypt) would
+    /// have changed it), or why it did not open, which is what decrypting it would say: the same
+    /// keys, the same MAC check, and nothing changed. `None` if the session is not as the plan
+    /// assumed (nothing changed either). So a forged message costs one step of its chain, the
+    /// plan's, never a second one.
+    fn settle(
+        &mut self,
+        identity: &IdentityKeyPair,
+        job: OpenJob<'_>,
+        opened: Opened,
+    ) -> Option<Opened> {
         let envelope = job.envelope;
         if identity.public_key() != &self.local_identity {
             return None;
@@ -300,7 +295,11 @@ impl Session {
         let update = match (job.premise, &job.keys) {
             (Premise::Staged, JobKeys::Staged(keys)) => {
                 let pos = chain.staged.iter().position(|mk| mk.same_as(keys))?;
-                ChainUpdate::UseStaged(pos)
+                let plaintext = match opened {
+                    Ok(plaintext) => plaintext,
+                    Err(e) => return Some(Err(e)),
+                };
+                (ChainUpdate::UseStaged(pos), plaintext)
             }
             (
                 Premise::Advance {
@@ -315,22 +314,28 @@ impl Session {
                 if planned != max_staged || !chain.chain_key.same_as(&from) {
                     return None;
                 }
+                let plaintext = match opened {
+                    Ok(plaintext) => plaintext,
+                    Err(e) => return Some(Err(e)),
+                };
                 let mut keys = SecretVec::with_capacity(skipped.len());
                 for ck in &skipped {
                     keys.push(ck.message_keys());
                 }
-                ChainUpdate::Advance {
+                let update = ChainUpdate::Advance {
                     chain_key: next,
                     skipped: keys,
                     unstaged_below,
-                }
+                };
+                (update, plaintext)
             }
             _ => return None,
         };
+        let (update, plaintext) = update;
         chain.apply(update, max_staged as usize);
         self.pending_prekey = None;
         self.session_tag = msg.session_tag;
-        Some(plaintext)
+        Some(Ok(plaintext))
     }
 
     /// Decrypts a run of messages to this session, in order, with the same results and the same
@@ -372,8 +377,11 @@ impl Session {
             for (i, envelope) in run.iter().enumerate() {
                 let job = planned.next_if(|(job, _)| job.index == i);
                 let (result, changed_unplanned) = match job {
-                    Some((job, opened)) => match self.apply_opened(identity, job, opened) {
-                        Some(plaintext) => (Ok(plaintext), false),
+                    Some((job, opened)) => match self.settle(identity, job, opened) {
+                        Some(Ok(plaintext)) => (Ok(plaintext), false),
+                        // Rejected as planned: nothing changed, but the plan assumed it would
+                        // decrypt, so the rest of it is void.
+                        Some(Err(e)) => (Err(e), true),
                         // Not what the plan assumed: the rest of its plan is void.
                         None => (
                             self.decrypt_with_cache(rng, identity, prekeys, identities, envelope),

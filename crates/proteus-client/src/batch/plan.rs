@@ -1,0 +1,281 @@
+//! Which messages of a window may be decrypted apart from the others.
+//!
+//! A window's messages are grouped by session into [`SessionRun`]s. A run owns its session
+//! (taken out of the cache) and a snapshot of what it shares with the other runs, read from the
+//! store before any run starts: the one-time prekeys its PreKeyMessages name, and whether the
+//! replay guard holds their last-resort handshakes. Two sessions whose messages name one
+//! one-time prekey, or one last-resort handshake, could each see the other's use of it: they are
+//! no runs, and their messages go the ordinary way, in queue order, at hand-over (as do
+//! undecodable messages, invalid session ids, and a run whose snapshot the store fails to give,
+//! so that the failure is met in queue order).
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+
+use proteus_core::{
+    CheckedIdentity, DecodeError, Envelope, IdentityCache, IdentityKey, Message, PreKey, PreKeyId,
+    PreKeyStore, PublicKey,
+};
+
+use super::types::MessageId;
+use super::{Lent, QueuedMessage};
+use crate::checked_identities::CheckedIdentities;
+use crate::collections::{HashMap, SortedSet};
+use crate::error::ClientError;
+use crate::prekeys::load_prekey;
+use crate::records::check_session_id;
+use crate::session_cache::{CachedSession, SessionConfig};
+
+/// Messages taken at a time: results are handed over at the end of each window, so a progress
+/// display moves during a batch, and a window is enough work to share out.
+const WINDOW: usize = 256;
+/// The longest window of one session's run (a backlog from one sender), taken whole: one run
+/// plans its chain once instead of once per window.
+const MAX_RUN_WINDOW: usize = 4096;
+
+/// A window's envelopes, decoded, with their ids, in queue order.
+pub(crate) type Decoded<'q> = Vec<(MessageId, Result<Envelope<'q>, DecodeError>)>;
+
+/// The length of the next window of `rest`: a run of one session longer than [`WINDOW`] whole
+/// (up to [`MAX_RUN_WINDOW`]), else [`WINDOW`] messages.
+pub(crate) fn window_len(rest: &[QueuedMessage<'_>]) -> usize {
+    let Some(first) = rest.first() else {
+        return 0;
+    };
+    let run = rest
+        .iter()
+        .take(MAX_RUN_WINDOW)
+        .take_while(|m| m.session_id == first.session_id)
+        .count();
+    if run > WINDOW {
+        run
+    } else {
+        WINDOW.min(rest.len())
+    }
+}
+
+/// Where a message of a window gets its outcome.
+pub(crate) enum Slot {
+    /// The ordinary way, at hand-over, in queue order.
+    Ordinary,
+    /// The next outcome of this run (a run's outcomes are in the order of its messages).
+    Run(usize),
+}
+
+/// A window planned: its runs, and where each message's outcome comes from.
+pub(crate) struct Plan<'w, 'q> {
+    pub(crate) runs: Vec<SessionRun<'w, 'q>>,
+    pub(crate) slots: Vec<Slot>,
+}
+
+/// A decrypted message's outcome, and the last-resort handshake it used (for the replay guard).
+pub(crate) type RunOutcome = (Result<Vec<u8>, ClientError>, Option<PublicKey>);
+
+/// One session's messages of a window. Runs are independent of each other: each may run on any
+/// thread (`batch/run.rs` decrypts one).
+pub(crate) struct SessionRun<'w, 'q> {
+    pub(crate) session_id: &'q str,
+    /// The session, taken out of the cache with its key; `None` while it does not exist.
+    pub(crate) cached: Option<CachedSession>,
+    pub(crate) key: Option<String>,
+    pub(crate) config: SessionConfig,
+    pub(crate) envelopes: Vec<&'w Envelope<'q>>,
+    /// The prekeys its PreKeyMessages name, as the store holds them at the window's start.
+    pub(crate) prekeys: BTreeMap<PreKeyId, Option<PreKey>>,
+    /// Last-resort base keys the replay guard holds (for a session that does not exist).
+    pub(crate) replayed: Vec<PublicKey>,
+    /// What the run used up and checked, merged into the batch once its outcomes are handed over.
+    pub(crate) removed: SortedSet<PreKeyId>,
+    pub(crate) kept: Vec<CheckedIdentity>,
+    /// One per envelope, in order, once the run has been decrypted.
+    pub(crate) outcomes: Vec<RunOutcome>,
+}
+
+/// Groups a window's messages into runs, taking their sessions out of the cache and reading
+/// what they share from the store.
+pub(crate) fn plan_window<'w, 'q>(
+    lent: &mut Lent<'_>,
+    window: &[QueuedMessage<'q>],
+    decoded: &'w Decoded<'q>,
+    removed: &SortedSet<PreKeyId>,
+) -> Plan<'w, 'q> {
+    let mut groups: Vec<(&'q str, Vec<(usize, &'w Envelope<'q>)>)> = Vec::new();
+    let mut group_of: HashMap<&'q str, usize> = HashMap::default();
+    // A backlog comes in runs of one session: the previous message's group is tried first,
+    // without checking and hashing the id again.
+    let mut last: Option<(&'q str, usize)> = None;
+    for (k, (queued, (_, envelope))) in window.iter().zip(decoded).enumerate() {
+        let Ok(envelope) = envelope else {
+            continue;
+        };
+        let g = match last {
+            Some((id, g)) if id == queued.session_id => g,
+            _ => {
+                if check_session_id(queued.session_id).is_err() {
+                    continue;
+                }
+                let g = *group_of.entry(queued.session_id).or_insert_with(|| {
+                    groups.push((queued.session_id, Vec::new()));
+                    groups.len() - 1
+                });
+                last = Some((queued.session_id, g));
+                g
+            }
+        };
+        if let Some((_, members)) = groups.get_mut(g) {
+            members.push((k, envelope));
+        }
+    }
+    let shared = shared_handshakes(&groups);
+    let mut slots: Vec<Slot> = window.iter().map(|_| Slot::Ordinary).collect();
+    let mut runs = Vec::with_capacity(groups.len());
+    for (g, (session_id, members)) in groups.into_iter().enumerate() {
+        if shared.contains(&g) {
+            continue;
+        }
+        let Some(run) = run_for(lent, session_id, &members, removed) else {
+            continue;
+        };
+        for (k, _) in &members {
+            if let Some(slot) = slots.get_mut(*k) {
+                *slot = Slot::Run(runs.len());
+            }
+        }
+        runs.push(run);
+    }
+    Plan { runs, slots }
+}
+
+/// The run of one session, or `None` if the store fails to give what it needs.
+fn run_for<'w, 'q>(
+    lent: &mut Lent<'_>,
+    session_id: &'q str,
+    members: &[(usize, &'w Envelope<'q>)],
+    removed: &SortedSet<PreKeyId>,
+) -> Option<SessionRun<'w, 'q>> {
+    let storage = lent.storage;
+    let identity = lent.identity.public_key();
+    let (key, cached) = match lent.sessions.take(storage, identity, session_id).ok()? {
+        Some((key, cached)) => (Some(key), Some(cached)),
+        None => (None, None),
+    };
+    let mut prekeys = BTreeMap::new();
+    let mut replayed = Vec::new();
+    let snapshot = members.iter().try_for_each(|(_, envelope)| {
+        let Message::PreKey(pkm) = envelope.message() else {
+            return Ok(());
+        };
+        let id = pkm.prekey_id;
+        if let Entry::Vacant(slot) = prekeys.entry(id) {
+            slot.insert(match removed.contains(&id) {
+                true => None,
+                false => load_prekey(storage, id)?,
+            });
+        }
+        if cached.is_none()
+            && id.is_last_resort()
+            && lent.replay_guard.contains(storage, &pkm.base_key)?
+        {
+            replayed.push(pkm.base_key);
+        }
+        Ok::<_, ClientError>(())
+    });
+    if snapshot.is_err() {
+        if let (Some(key), Some(cached)) = (key, cached) {
+            lent.sessions.put(key, cached);
+        }
+        return None;
+    }
+    Some(SessionRun {
+        session_id,
+        cached,
+        key,
+        config: lent.sessions.config(),
+        envelopes: members.iter().map(|(_, e)| *e).collect(),
+        prekeys,
+        replayed,
+        removed: SortedSet::new(),
+        kept: Vec::new(),
+        outcomes: Vec::new(),
+    })
+}
+
+/// The groups that share a one-time prekey or a last-resort handshake with another group of
+/// the window: one's use of it changes what the other sees, so they run in queue order.
+fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet<usize> {
+    #[derive(PartialEq, Eq, Hash)]
+    enum Claim {
+        PreKey(u16),
+        LastResort([u8; 32]),
+    }
+    let mut claimed: HashMap<Claim, usize> = HashMap::default();
+    let mut shared = BTreeSet::new();
+    for (g, (_, members)) in groups.iter().enumerate() {
+        for (_, envelope) in members {
+            let Message::PreKey(pkm) = envelope.message() else {
+                continue;
+            };
+            let claim = if pkm.prekey_id.is_last_resort() {
+                Claim::LastResort(*pkm.base_key.as_bytes())
+            } else {
+                Claim::PreKey(pkm.prekey_id.value())
+            };
+            let first = *claimed.entry(claim).or_insert(g);
+            if first != g {
+                shared.insert(first);
+                shared.insert(g);
+            }
+        }
+    }
+    shared
+}
+
+/// The prekeys as a run sees them: its snapshot, less those it used up.
+pub(crate) struct RunPreKeys<'r> {
+    pub(crate) snapshot: &'r BTreeMap<PreKeyId, Option<PreKey>>,
+    pub(crate) removed: &'r mut SortedSet<PreKeyId>,
+}
+
+/// A prekey the run's snapshot does not have. Every prekey a PreKeyMessage of the run names is
+/// read into it, so this is a bug in the plan, never a store's failure: it surfaces as
+/// [`ClientError::Internal`].
+#[derive(Debug, thiserror::Error)]
+#[error("prekey {0} is not in the batch run's snapshot")]
+pub(crate) struct NotInSnapshot(u16);
+
+impl PreKeyStore for RunPreKeys<'_> {
+    type Error = NotInSnapshot;
+
+    fn prekey(&mut self, id: PreKeyId) -> Result<Option<PreKey>, NotInSnapshot> {
+        if self.removed.contains(&id) {
+            return Ok(None);
+        }
+        self.snapshot
+            .get(&id)
+            .cloned()
+            .ok_or(NotInSnapshot(id.value()))
+    }
+
+    fn remove(&mut self, id: PreKeyId) -> Result<(), NotInSnapshot> {
+        self.removed.insert(id);
+        Ok(())
+    }
+}
+
+/// The client's checked identities as a run sees them; what it checks is kept after the window.
+pub(crate) struct RunIdentities<'r> {
+    pub(crate) shared: &'r CheckedIdentities,
+    pub(crate) kept: &'r mut Vec<CheckedIdentity>,
+}
+
+impl IdentityCache for RunIdentities<'_> {
+    fn get(&self, key: &IdentityKey) -> Option<&CheckedIdentity> {
+        self.shared
+            .get(key)
+            .or_else(|| self.kept.iter().find(|c| c.key() == key))
+    }
+
+    fn keep(&mut self, checked: CheckedIdentity) {
+        self.kept.push(checked);
+    }
+}
