@@ -674,6 +674,10 @@ impl<S: Storage> SealedStorage<S> {
                 if is_own_meta(table, &stored) {
                     continue;
                 }
+                // A record of format 3 in a store without a manifest: the manifest was deleted.
+                if sealed.first() == Some(&SEALED_V3) {
+                    return Err(tampered(Some(Table::Meta), Tamper::Missing));
+                }
                 let (key, value) = self
                     .keys
                     .open_legacy(table, &stored, &sealed)
