@@ -211,4 +211,8 @@ impl<S: Storage> Storage for RollbackGuard<S> {
         self.in_operation = false;
         self.inner.end()
     }
+
+    fn erase_deleted(&mut self) -> Result<bool, StoreError> {
+        self.inner.erase_deleted()
+    }
 }

@@ -1107,6 +1107,10 @@ impl<S: Storage> Storage for SealedStorage<S> {
         self.in_operation = false;
         self.inner.end()
     }
+
+    fn erase_deleted(&mut self) -> Result<bool, StoreError> {
+        self.inner.erase_deleted()
+    }
 }
 
 #[cfg(test)]
