@@ -62,7 +62,11 @@ fn sealed_store_costs() {
     let mut per_batch = Vec::new();
     for _ in 0..BATCHES {
         let envelopes: Vec<Vec<u8>> = (0..BATCH)
-            .map(|_| alice.encrypt("bob", b"a chat message of ordinary length").unwrap())
+            .map(|_| {
+                alice
+                    .encrypt("bob", b"a chat message of ordinary length")
+                    .unwrap()
+            })
             .collect();
         let queue: Vec<QueuedMessage<'_>> = envelopes
             .iter()
