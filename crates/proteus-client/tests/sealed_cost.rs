@@ -13,7 +13,9 @@
 use std::ops::ControlFlow;
 use std::time::Instant;
 
-use proteus_client::{Client, OpenMode, QueuedMessage, SqliteOptions, StoreKey};
+use proteus_client::{
+    Client, MemoryStorage, OpenMode, QueuedMessage, SealedStorage, SqliteOptions, StoreKey,
+};
 
 /// Sessions in the store besides the one measured (the store's size).
 const SESSIONS: usize = 200;
@@ -26,14 +28,8 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-#[test]
-#[ignore = "a timing harness, run by hand"]
-fn sealed_store_costs() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bob.db");
-    let key = StoreKey::new([7; 32]);
-    let options = SqliteOptions::default();
-    let mut bob = Client::open_sealed(&path, OpenMode::New, &options, &key).unwrap();
+/// Bob with `SESSIONS` other sessions and one with Alice, on `bob`'s storage.
+fn populate(bob: &mut Client) -> Client {
     let mut alice = Client::in_memory().unwrap();
     let bundles = bob.generate_prekeys(SESSIONS + 1).unwrap();
     let mut others = Client::in_memory().unwrap();
@@ -46,8 +42,11 @@ fn sealed_store_costs() {
     alice.create_session("bob", &bundles[0].to_bytes()).unwrap();
     let hello = alice.encrypt("bob", b"hello").unwrap();
     bob.decrypt("alice", &hello).unwrap();
+    alice
+}
 
-    // Per commit: an encryption commits its send chain record.
+/// Medians: µs per encryption (one commit each), ms per batch of `BATCH` (one commit).
+fn measure(bob: &mut Client, alice: &mut Client) -> (f64, f64) {
     let mut per_commit = Vec::new();
     for _ in 0..5 {
         let start = Instant::now();
@@ -57,8 +56,6 @@ fn sealed_store_costs() {
         }
         per_commit.push(start.elapsed().as_secs_f64() * 1e6 / (ENCRYPTS / 5) as f64);
     }
-
-    // Per batch: BATCH messages, one commit.
     let mut per_batch = Vec::new();
     for _ in 0..BATCHES {
         let envelopes: Vec<Vec<u8>> = (0..BATCH)
@@ -82,8 +79,27 @@ fn sealed_store_costs() {
         per_batch.push(start.elapsed().as_secs_f64() * 1e3);
         assert!(results.iter().all(|r| r.outcome.is_ok()));
     }
+    (median(per_commit), median(per_batch))
+}
+
+#[test]
+#[ignore = "a timing harness, run by hand"]
+fn sealed_store_costs() {
+    let key = StoreKey::new([7; 32]);
+    // In memory: the CPU cost of sealing alone.
+    let storage = SealedStorage::open(MemoryStorage::new(), &key).unwrap();
+    let mut bob = Client::with_storage(Box::new(storage)).unwrap();
+    let mut alice = populate(&mut bob);
+    let (mem_commit, mem_batch) = measure(&mut bob, &mut alice);
     drop(bob);
 
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bob.db");
+    let options = SqliteOptions::default();
+    let mut bob = Client::open_sealed(&path, OpenMode::New, &options, &key).unwrap();
+    let mut alice = populate(&mut bob);
+    let (commit, batch) = measure(&mut bob, &mut alice);
+    drop(bob);
     // Per open: the store with SESSIONS + 1 sessions.
     let mut per_open = Vec::new();
     for _ in 0..10 {
@@ -93,9 +109,8 @@ fn sealed_store_costs() {
         drop(bob);
     }
     println!(
-        "SEALED-COST per-commit-us {:.1} per-batch{BATCH}-ms {:.2} per-open{}-ms {:.2}",
-        median(per_commit),
-        median(per_batch),
+        "SEALED-COST memory: per-commit-us {mem_commit:.1} per-batch{BATCH}-ms {mem_batch:.3} | \
+         sqlite: per-commit-us {commit:.1} per-batch{BATCH}-ms {batch:.2} per-open{}-ms {:.2}",
         SESSIONS + 1,
         median(per_open)
     );
