@@ -117,3 +117,39 @@ fn decode(bytes: &[u8]) -> Result<Vec<[u8; 32]>, ClientError> {
         .filter_map(|c| <[u8; 32]>::try_from(c).ok())
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use proteus_core::PublicKey;
+
+    use super::{MAX_LAST_RESORT_BASE_KEYS, ReplayGuard};
+    use crate::storage::{MemoryStorage, Storage};
+
+    fn key(i: usize) -> PublicKey {
+        let mut bytes = [0; 32];
+        bytes[..8].copy_from_slice(&(i as u64).to_be_bytes());
+        PublicKey::from_bytes(bytes)
+    }
+
+    /// Issue 31 (Low): the guard kept the last 4096 base keys; more recorded since flushed the
+    /// oldest, and a replay of its handshake was accepted. None is forgotten now, one commit at
+    /// a time and across a reload.
+    #[test]
+    fn no_base_key_is_forgotten() -> Result<(), crate::ClientError> {
+        let mut storage = MemoryStorage::new();
+        let mut guard = ReplayGuard::default();
+        for i in 0..=MAX_LAST_RESORT_BASE_KEYS {
+            guard.record(&key(i));
+            let mut writes = Vec::new();
+            guard.writes(&storage, &mut writes)?;
+            storage.commit(&writes)?;
+            guard.committed();
+        }
+        assert!(guard.contains(&storage, &key(0))?);
+        let mut reloaded = ReplayGuard::default();
+        assert!(reloaded.contains(&storage, &key(0))?);
+        assert!(reloaded.contains(&storage, &key(MAX_LAST_RESORT_BASE_KEYS))?);
+        assert!(!reloaded.contains(&storage, &key(MAX_LAST_RESORT_BASE_KEYS + 1))?);
+        Ok(())
+    }
+}

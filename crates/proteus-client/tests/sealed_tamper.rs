@@ -25,6 +25,11 @@ use proteus_client::{
 use rusqlite::{Connection, params};
 
 const TAMPERED: u16 = 514;
+
+/// An operation of a probe.
+type Step = Box<dyn Fn(&mut Client) -> Result<(), ClientError>>;
+/// A table's rows: (key, value).
+type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 const ROLLED_BACK: u16 = 511;
 
 fn key() -> StoreKey {
@@ -201,7 +206,7 @@ fn probe(path: &Path, skipped: &[Vec<u8>]) -> Outcome {
         return o;
     }
     envelopes += 1;
-    let steps: Vec<Box<dyn Fn(&mut Client) -> Result<(), ClientError>>> = vec![
+    let steps: Vec<Step> = vec![
         Box::new(|b| b.session_ids().map(drop)),
         Box::new(|b| b.prekeys_remaining().map(drop)),
         Box::new(|b| b.last_resort_bundle().map(drop)),
@@ -285,7 +290,7 @@ fn an_older_row_of_each_table_put_back_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bob.db");
     let (mut alice, skipped) = bob_store(&path);
-    let old: Vec<(&str, Vec<(Vec<u8>, Vec<u8>)>)> = ["meta", "prekeys", "sessions", "staged_keys"]
+    let old: Vec<(&str, Rows)> = ["meta", "prekeys", "sessions", "staged_keys"]
         .into_iter()
         .map(|t| (t, rows(&path, t)))
         .collect();
