@@ -151,6 +151,10 @@ describe('a sealed store is bound', () => {
     const bob = await open(indexedDB, 'bob');
     await alice.decrypt('bob', await bob.encrypt('alice', 'later'));
     await bob.decrypt('alice', skipped[0]);
+    // Carol's session from prekey 1 consumes it.
+    const carol = await Client.inMemory();
+    await carol.createSession('bob', (await bob.prekeyBundle(1)).bundle);
+    await bob.decrypt('carol', await carol.encrypt('bob', 'hi'));
     await bob.generatePrekeys(1);
     await bob.close();
     const now = await dump(indexedDB, 'bob');
