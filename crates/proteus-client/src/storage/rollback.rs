@@ -186,8 +186,9 @@ impl<S: Storage> Storage for RollbackGuard<S> {
         let count = stored_count(&self.inner).and_then(|stored| match stored {
             // Another handle committed: continue from its count.
             Some(count) if count >= self.count => Ok(count),
-            // A store without a count was made without a guard: only while none was kept.
-            None if self.count == 0 => Ok(0),
+            // No count: a new store (it continues from the application's count), or one made
+            // without a guard (only while none was kept).
+            None if self.count == 0 || is_empty(&self.inner)? => Ok(self.count),
             stored => Err(StoreError::RolledBack {
                 store: stored.unwrap_or(0),
                 expected: self.count,
