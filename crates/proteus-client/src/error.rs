@@ -12,6 +12,7 @@ use proteus_core::text::Part::{Number, Signed, Text};
 use proteus_core::text::write_parts;
 use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCreationError};
 
+#[cfg(not(target_arch = "wasm32"))]
 use crate::storage::Table;
 
 /// The storage failed. Nothing was changed.
@@ -51,7 +52,9 @@ pub enum StoreError {
     /// A sealed store holds a record it did not commit, or lacks one it did: a record was
     /// deleted, put back from an older copy, moved to another key or table, or copied from
     /// another store (see [`SealedStorage`](crate::SealedStorage)). Nothing read from it was
-    /// used; the store is left as it is.
+    /// used; the store is left as it is. Not in wasm builds: the web package seals in JS and
+    /// refuses a tampered store there, with the same code (the .wasm has a size budget).
+    #[cfg(not(target_arch = "wasm32"))]
     Tampered {
         /// The table of the record at fault, when one record is.
         table: Option<Table>,
@@ -140,6 +143,7 @@ impl fmt::Display for StoreError {
                     Text("); it is refused so that no message key is used twice"),
                 ],
             ),
+            #[cfg(not(target_arch = "wasm32"))]
             Self::Tampered { table, fault } => write_parts(
                 f,
                 &[
@@ -169,6 +173,7 @@ impl StoreError {
             Self::NotSealed => ErrorCode::StoreNotSealed,
             Self::KeyRequired => ErrorCode::StoreKeyRequired,
             Self::RolledBack { .. } => ErrorCode::StoreRolledBack,
+            #[cfg(not(target_arch = "wasm32"))]
             Self::Tampered { .. } => ErrorCode::StoreTampered,
         }
     }
