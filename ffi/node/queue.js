@@ -1,7 +1,7 @@
 // A decryptBatch queue packed for the addon (src/batch.rs): distinct session ids, an id index per
 // message, the envelopes back to back in one buffer and their lengths, walked and checked by the
-// web package's walkBatch (wasm/args.js), as its own batches are. The envelopes go into a buffer kept between batches:
-// the addon reads them where they lie, and a fresh buffer of a batch's size costs a page fault
+// web package's walkBatch (wasm/args.js), as its own batches are. The envelopes go into a buffer kept between batches
+// (the addon copies them when it is called, so nothing here is needed for its soundness): a fresh buffer of a batch's size costs a page fault
 // per 4 KiB on first touch (63 for 1000 chat messages, about a fifth of what the addon adds to
 // the Rust time on a busy machine). A batch takes the buffer and gives it back when it settled;
 // a batch that finds it taken (another client's, in parallel) packs into a buffer of its own.

@@ -313,6 +313,20 @@ impl Client {
         Ok(())
     }
 
+    /// Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
+    /// session states) is gone from the disk now, and says whether it is. Each commit already
+    /// tries this; if another connection held an older snapshot then (a backup agent, the
+    /// other process, a long read), the SQLite store keeps trying after later calls, and this
+    /// call forces it, waiting up to the busy timeout for the readers. Call it before the app
+    /// is suspended. `Ok(false)`: a reader still holds an older snapshot; call it again later.
+    /// Stores that keep nothing deleted (memory) answer `Ok(true)`.
+    pub fn erase_deleted(&mut self) -> Result<bool, ClientError> {
+        if self.in_operation {
+            return Err(StoreError::Backend("erase_deleted inside an operation".into()).into());
+        }
+        Ok(self.storage.erase_deleted()?)
+    }
+
     /// The session, to encrypt with or read (see [`Sending`]).
     fn session(&mut self, session_id: &str) -> Result<Sending<'_>, ClientError> {
         check_session_id(session_id)?;

@@ -12,6 +12,9 @@ use proteus_core::text::Part::{Number, Signed, Text};
 use proteus_core::text::write_parts;
 use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCreationError};
 
+#[cfg(not(target_arch = "wasm32"))]
+use crate::storage::Table;
+
 /// The storage failed. Nothing was changed.
 #[derive(Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -46,8 +49,51 @@ pub enum StoreError {
         /// The counter the application kept outside the store.
         expected: u64,
     },
+    /// A sealed store holds a record it did not commit, or lacks one it did: a record was
+    /// deleted, put back from an older copy, moved to another key or table, or copied from
+    /// another store (see [`SealedStorage`](crate::SealedStorage)). Nothing read from it was
+    /// used; the store is left as it is. Not in wasm builds: the web package seals in JS and
+    /// refuses a tampered store there, with the same code (the .wasm has a size budget).
+    #[cfg(not(target_arch = "wasm32"))]
+    Tampered {
+        /// The table of the record at fault, when one record is.
+        table: Option<Table>,
+        /// What is wrong.
+        fault: Tamper,
+    },
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
     Backend(String),
+}
+
+/// What is wrong with a tampered sealed store ([`StoreError::Tampered`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Tamper {
+    /// A record the store committed is missing (deleted).
+    Missing,
+    /// A record is not the version the store last committed under its key: an older version
+    /// put back, a record moved from another key or table, one from another store, or damage.
+    NotCommitted,
+    /// A record is there that the store never committed (or deleted).
+    Unexpected,
+    /// The store's set of records does not match its sealed manifest, or the manifest itself is
+    /// missing or from another store.
+    Manifest,
+}
+
+impl Tamper {
+    /// What it means, in words.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            Self::Missing => "a record the store committed is missing",
+            Self::NotCommitted => {
+                "a record is not the version the store last committed (older, moved, from \
+                 another store, or damaged)"
+            }
+            Self::Unexpected => "a record is there that the store never committed",
+            Self::Manifest => "the records do not match the store's sealed manifest",
+        }
+    }
 }
 
 /// `kind (code): message`. Written out rather than derived: the derived form escapes its strings,
@@ -97,6 +143,17 @@ impl fmt::Display for StoreError {
                     Text("); it is refused so that no message key is used twice"),
                 ],
             ),
+            #[cfg(not(target_arch = "wasm32"))]
+            Self::Tampered { table, fault } => write_parts(
+                f,
+                &[
+                    Text("the sealed store was tampered with ("),
+                    Text(table.map_or("store", Table::name)),
+                    Text("): "),
+                    Text(fault.describe()),
+                    Text("; it is refused so that no message key is used twice"),
+                ],
+            ),
             Self::Backend(why) => write_parts(f, &[Text("storage failure: "), Text(why)]),
         }
     }
@@ -116,6 +173,8 @@ impl StoreError {
             Self::NotSealed => ErrorCode::StoreNotSealed,
             Self::KeyRequired => ErrorCode::StoreKeyRequired,
             Self::RolledBack { .. } => ErrorCode::StoreRolledBack,
+            #[cfg(not(target_arch = "wasm32"))]
+            Self::Tampered { .. } => ErrorCode::StoreTampered,
         }
     }
 }

@@ -144,14 +144,14 @@ pub use batch::{
     BatchError, Chunking, Decrypted, Executor, MessageId, Progress, QueuedMessage, claimed_sender,
 };
 pub use client::Client;
-pub use error::{ClientError, StoreError};
+pub use error::{ClientError, StoreError, Tamper};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
 pub use session_cache::SessionConfig;
 pub use storage::journal::{Commit, MAX_COMMIT_ATTEMPTS, decode_writes, encode_writes};
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
-pub use storage::sealed::{SEAL_OVERHEAD, SealedStorage, StoreKey};
+pub use storage::sealed::{MAX_UNLOCKED_READ_ATTEMPTS, SEAL_OVERHEAD, SealedStorage, StoreKey};
 #[cfg(feature = "sqlite")]
 pub use storage::sqlite::{
     DEFAULT_BUSY_TIMEOUT, OpenMode, SCHEMA_VERSION, SqliteOptions, SqliteStorage,

@@ -9,7 +9,8 @@
 //! | meta        | `next_prekey_id`                             | u16, big-endian           |
 //! | meta        | `sealed_check` (encrypted stores only)       | a constant, sealed        |
 //! | meta        | `commit_counter` (with a rollback guard)     | u64, big-endian           |
-//! | meta        | `sealed_ids_hashed` (encrypted stores only)  | empty, sealed             |
+//! | meta        | `sealed_ids_hashed` (sealed formats 1–2)     | empty, sealed             |
+//! | meta        | `sealed_manifest` (sealed format 3)          | store id, commit, digest  |
 //! | prekeys     | prekey id, u16 big-endian                    | PreKey                    |
 //! | sessions    | session id (UTF-8)                           | Session, no staged keys   |
 //! | staged_keys | u16 BE length ‖ session id ‖ StagedKeyId     | MessageKeys               |
@@ -40,6 +41,11 @@ pub(crate) const META_SEAL_CHECK: &[u8] = b"sealed_check";
 /// sealed store (feature `sealed`) reads or writes it.
 #[cfg(feature = "sealed")]
 pub(crate) const META_SEALED_IDS_HASHED: &[u8] = b"sealed_ids_hashed";
+/// The sealed manifest of an encrypted store (sealed record format 3): the store's id, its
+/// commit and a keyed digest of every live record with the commit that wrote it. Only the
+/// sealed store (feature `sealed`) reads or writes it.
+#[cfg(feature = "sealed")]
+pub(crate) const META_SEALED_MANIFEST: &[u8] = b"sealed_manifest";
 /// How many commits a store opened with a [`RollbackGuard`](crate::RollbackGuard) has made.
 pub(crate) const META_COMMIT_COUNTER: &[u8] = b"commit_counter";
 

@@ -72,6 +72,10 @@ impl<S: Storage> Storage for Recording<S> {
     fn end(&mut self) -> Result<(), StoreError> {
         self.inner.end()
     }
+
+    fn erase_deleted(&mut self) -> Result<bool, StoreError> {
+        self.inner.erase_deleted()
+    }
 }
 
 /// The secrets in a Proteus CBOR record: every 32-byte byte string (chain, root and message
@@ -426,4 +430,83 @@ fn no_plaintext_of_an_old_store_remains_after_seal_store() {
         &snapshot(&path, "sealed"),
         "old store after seal_store",
     );
+}
+
+/// Issue 31, Medium 1: a reader (a backup agent, the other process) holds a snapshot from
+/// before the commit that consumes a one-time prekey, so that commit's checkpoint cannot
+/// complete and the prekey's secret stays on disk. Once the reader lets go, the next call of
+/// the client, a read-only one too, completes the checkpoint; `erase_deleted` forces it,
+/// reporting `false` while the reader holds on and `true` once it has let go.
+#[test]
+fn deleted_secrets_are_gone_once_a_reader_of_an_older_snapshot_lets_go() {
+    for forced in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bob.db");
+        let options = SqliteOptions {
+            busy_timeout: std::time::Duration::from_millis(200),
+        };
+        let (recording, log) =
+            Recording::new(SqliteStorage::open(&path, OpenMode::New, &options).unwrap());
+        let mut bob = Client::with_storage(Box::new(recording)).unwrap();
+        let mut alice = Client::in_memory().unwrap();
+        let bundle = common::bundle_of(&mut bob);
+        alice.create_session("bob", &bundle).unwrap();
+        let hello = alice.encrypt("bob", b"hello").unwrap();
+
+        // The reader's snapshot: before the prekey is consumed.
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        reader.execute_batch("BEGIN").unwrap();
+        let prekeys: i64 = reader
+            .query_row("SELECT count(*) FROM prekeys", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(prekeys, 2);
+        assert_eq!(bob.decrypt("alice", &hello).unwrap(), b"hello");
+
+        let live_now = {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            let mut out = Vec::new();
+            for table in Table::ALL {
+                let mut stmt = conn
+                    .prepare(&format!("SELECT value FROM {}", table.name()))
+                    .unwrap();
+                out.extend(
+                    stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))
+                        .unwrap()
+                        .map(Result::unwrap),
+                );
+            }
+            out
+        };
+        let deleted = deleted_secrets(&log, &live_now);
+        assert_meaningful(&deleted, &[Table::PreKeys], 1);
+        // The exception: while the reader holds its snapshot, the secret is on disk.
+        let held = snapshot(&path, "reader holds");
+        assert!(
+            deleted
+                .iter()
+                .any(|(_, s)| held.iter().any(|(_, b)| contains(b, s))),
+            "the reader did not hold up the checkpoint: the test proves nothing"
+        );
+        if forced {
+            assert!(
+                !bob.erase_deleted().unwrap(),
+                "reported done under a reader"
+            );
+        }
+
+        reader.execute_batch("COMMIT").unwrap();
+        drop(reader);
+        if forced {
+            assert!(bob.erase_deleted().unwrap());
+        } else {
+            // Any later call: this one reads only.
+            assert!(bob.has_session("alice").unwrap());
+        }
+        assert_gone(
+            &deleted,
+            &snapshot(&path, "reader gone"),
+            &format!("after the reader let go (forced: {forced})"),
+        );
+        drop(bob);
+    }
 }

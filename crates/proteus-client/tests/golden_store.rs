@@ -159,6 +159,23 @@ fn generate_golden_sealed_store_v1() {
     std::fs::copy(&path, out).unwrap();
 }
 
+/// The v1 store sealed in record format 2 (session ids keyed-hashed, no commit binding), as
+/// `seal_store` wrote it before sealed stores bound every record to the commit that wrote it.
+#[cfg(feature = "sealed")]
+#[test]
+#[ignore = "writes tests/golden/store-v1-sealed-v2.sqlite; run once to create it"]
+fn generate_golden_sealed_store_v2() {
+    let out = golden_dir().join("store-v1-sealed-v2.sqlite");
+    if out.exists() && std::env::var("PROTEUS_WRITE_GOLDEN").as_deref() != Ok("1") {
+        println!("the sealed golden file exists; set PROTEUS_WRITE_GOLDEN=1 to overwrite it");
+        return;
+    }
+    let (_dir, path) = golden_copy();
+    proteus_client::seal_store(&path, &StoreKey::new(GOLDEN_STORE_KEY)).unwrap();
+    assert!(!wal_of(&path).exists());
+    std::fs::copy(&path, out).unwrap();
+}
+
 fn load_doc() -> Value {
     let text = std::fs::read_to_string(golden_dir().join("store-v1-queue.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -224,6 +241,44 @@ fn the_sealed_golden_v1_store_opens_and_decrypts_its_queue() {
     for id in ["alice", "carol", "dave"] {
         assert!(!contains(&bytes, id.as_bytes()), "{id} is in the clear");
     }
+}
+
+/// The v1 store sealed in record format 2 (session ids hashed, records not yet bound to a
+/// commit) opens with the current code, which brings it to format 3 in one commit, and
+/// decrypts its queue; opened again, it is bound (a record deleted since is refused).
+#[cfg(feature = "sealed")]
+#[test]
+fn the_sealed_golden_v2_store_opens_and_decrypts_its_queue() {
+    let golden = golden_dir().join("store-v1-sealed-v2.sqlite");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.sqlite");
+    std::fs::copy(&golden, &path).unwrap();
+    let key = StoreKey::new(GOLDEN_STORE_KEY);
+    check_golden(&path, "store-v1-sealed-v2.sqlite", |p| {
+        Client::open_sealed(p, OpenMode::Existing, &SqliteOptions::default(), &key).unwrap()
+    });
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let versions: Vec<u8> = conn
+        .prepare("SELECT value FROM sessions")
+        .unwrap()
+        .query_map([], |r| r.get::<_, Vec<u8>>(0))
+        .unwrap()
+        .map(|v| v.unwrap()[0])
+        .collect();
+    assert!(
+        !versions.is_empty() && versions.iter().all(|v| *v == 3),
+        "{versions:?}"
+    );
+    let deleted = conn
+        .execute(
+            "DELETE FROM prekeys WHERE key = (SELECT min(key) FROM prekeys)",
+            [],
+        )
+        .unwrap();
+    assert_eq!(deleted, 1);
+    drop(conn);
+    let reopened = Client::open_sealed(&path, OpenMode::Existing, &SqliteOptions::default(), &key);
+    assert_eq!(reopened.err().map(|e| e.code()), Some(514));
 }
 
 #[cfg(feature = "sealed")]

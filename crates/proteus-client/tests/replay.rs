@@ -77,3 +77,38 @@ fn a_replay_after_delete_session_does_not_recreate_it() {
     assert_ne!(again, first);
     talk(&mut alice, &mut bob, 1);
 }
+
+/// Issue 31 (Low): the guard kept the last 4096 base keys, so 4096 fresh handshakes on the
+/// last-resort prekey (a relay may claim any sender, so any session id) flushed a deleted
+/// session's base key and its first message was accepted again. None is forgotten now.
+#[test]
+#[cfg_attr(
+    debug_assertions,
+    ignore = "4097 handshakes: minutes in a debug build; run with --release (replay_guard's unit test covers it)"
+)]
+fn fresh_handshakes_do_not_flush_a_deleted_sessions_base_key() {
+    let storage = TestStorage::new();
+    let mut bob = storage.client();
+    let mut alice = Client::in_memory().unwrap();
+    let first = handshake(&mut alice, &mut bob);
+    bob.delete_session("alice").unwrap();
+    assert_eq!(code_of(&bob.decrypt("alice", &first)), 209);
+    // The flood: one more fresh last-resort handshake than the old guard kept, each under a
+    // session id of its own.
+    let bundle = bob.last_resort_bundle().unwrap().to_bytes();
+    let mut mallory = Client::in_memory().unwrap();
+    for i in 0..=proteus_client::MAX_LAST_RESORT_BASE_KEYS {
+        let id = format!("m{i}");
+        mallory.create_session(&id, &bundle).unwrap();
+        let hello = mallory.encrypt(&id, b"flood").unwrap();
+        bob.decrypt(&id, &hello).unwrap();
+        bob.delete_session(&id).unwrap();
+        mallory.delete_session(&id).unwrap();
+    }
+    assert_eq!(code_of(&bob.decrypt("alice", &first)), 209);
+    assert!(!bob.has_session("alice").unwrap());
+    // After a restart too.
+    drop(bob);
+    let mut bob = storage.client();
+    assert_eq!(code_of(&bob.decrypt("alice", &first)), 209);
+}

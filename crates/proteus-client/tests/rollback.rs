@@ -202,3 +202,39 @@ fn a_sealed_store_is_guarded_too() {
     restore(&path, &copy);
     rolled_back(open(&keychain));
 }
+
+/// Issue 31: the guard was checked only at open; a store replaced under a running client (an
+/// older copy written over it through SQLite, by a sync tool, say) was used. Now every
+/// operation reads the count: the next call is refused, and no envelope leaves.
+#[test]
+fn a_store_replaced_under_a_running_client_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bob.db");
+    let keychain = Keychain::default();
+    let mut bob = guarded(&path, &keychain).unwrap();
+    let mut alice = Client::in_memory().unwrap();
+    connect(&mut alice, "alice", &mut bob, "bob");
+    drop(bob);
+    let older = dir.path().join("older.db");
+    std::fs::write(&older, backup(&path)).unwrap();
+    let mut bob = guarded(&path, &keychain).unwrap();
+    bob.encrypt("alice", b"one").unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS old", [older.to_str().unwrap()])
+        .unwrap();
+    let mut sql = String::from("BEGIN IMMEDIATE;");
+    for t in ["meta", "prekeys", "sessions", "staged_keys"] {
+        sql.push_str(&format!(
+            "DELETE FROM main.{t}; INSERT INTO main.{t} SELECT * FROM old.{t};"
+        ));
+    }
+    sql.push_str("COMMIT;");
+    conn.execute_batch(&sql).unwrap();
+    drop(conn);
+    match bob.encrypt("alice", b"two") {
+        Err(ClientError::Store(StoreError::RolledBack { store, expected })) => {
+            assert!(store < expected, "{store} < {expected}");
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}

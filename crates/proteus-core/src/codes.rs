@@ -226,6 +226,9 @@ registry! {
     /// This runtime has no durable store for the web package: `Client.open` needs IndexedDB,
     /// which Node.js lacks (there the durable store is the Node package's native addon).
     StoreUnavailable = 513, "StoreUnavailable", Web;
+    /// A record of a sealed store is missing, older than the store last committed, moved, or
+    /// from another store: the store was tampered with and is refused.
+    StoreTampered = 514, "StoreTampered", Client;
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     Internal = 599, "Internal", Bindings;
 }

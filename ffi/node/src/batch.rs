@@ -86,9 +86,10 @@ impl RawBatchChunk {
 pub(crate) struct Packed {
     pub(crate) session_ids: Vec<String>,
     pub(crate) index: Vec<u32>,
-    /// The JS buffer itself, held (not copied) while the work runs on another thread: the JS
-    /// layer (`queue.js`) lends it to this call and does not touch it until the call settled.
-    pub(crate) envelopes: Buffer,
+    /// A copy of the JS buffer, made on the JS thread when the call is made: the work runs on
+    /// another thread, and reading JS memory there would be sound only while the JS layer
+    /// left the buffer alone until the call settled (a convention, not a guarantee).
+    pub(crate) envelopes: Vec<u8>,
     pub(crate) lengths: Vec<u32>,
 }
 
@@ -97,13 +98,13 @@ impl Packed {
     pub(crate) fn new(
         session_ids: Vec<String>,
         index: &[u32],
-        envelopes: Buffer,
+        envelopes: &[u8],
         lengths: &[u32],
     ) -> Self {
         Self {
             session_ids,
             index: index.to_vec(),
-            envelopes,
+            envelopes: envelopes.to_vec(),
             lengths: lengths.to_vec(),
         }
     }
@@ -158,7 +159,6 @@ pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> n
 
 #[cfg(test)]
 mod tests {
-    use napi::bindgen_prelude::Buffer;
     use proteus_client::{Client, ClientError, Decrypted, MessageId};
     use proteus_core::{DecryptError, IdentityKey};
     use proteus_js_results::PackedResults;
@@ -169,7 +169,7 @@ mod tests {
         Packed {
             session_ids: vec!["a".into(), "b".into()],
             index,
-            envelopes: Buffer::from(vec![1, 2, 3, 4, 5]),
+            envelopes: vec![1, 2, 3, 4, 5],
             lengths,
         }
     }

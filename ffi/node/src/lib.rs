@@ -14,6 +14,7 @@ mod fanout;
 #[cfg(feature = "fault-injection")]
 mod faults;
 mod feed;
+mod secret;
 mod store;
 mod task;
 
@@ -311,7 +312,7 @@ impl RawClient {
         feed: Function<'_, RawBatchChunk, ()>,
     ) -> napi::Result<AsyncTask<Call<()>>> {
         let feed = feed::feed(&feed)?;
-        let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
+        let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
         Ok(run(&self.shared, move |c| {
             feed::decrypt_fed(c, &packed, &feed)
         }))
@@ -332,7 +333,7 @@ impl RawClient {
         lengths: Uint32Array,
         sink: batch::Sink,
     ) -> napi::Result<PromiseRaw<'env, ()>> {
-        let packed = batch::Packed::new(session_ids, &index, envelopes, &lengths);
+        let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
         let shared = self.shared.clone();
         env.spawn_future(async move {
             on_blocking_pool(&shared, move |c| batch::decrypt_to(c, &packed, &sink)).await
@@ -364,17 +365,21 @@ impl RawClient {
         })
     }
 
-    /// The identity key pair as Wire's Proteus serialises it (holds the secret key).
-    #[napi]
-    pub fn export_identity(&self) -> AsyncTask<Call<Uint8Array>> {
-        run(&self.shared, |c| Ok(bytes(c.export_identity().to_vec())))
+    /// The identity key pair as Wire's Proteus serialises it (holds the secret key: see
+    /// [`secret::SecretBytes`]).
+    #[napi(ts_return_type = "Promise<Uint8Array>")]
+    pub fn export_identity(&self) -> AsyncTask<Call<secret::SecretBytes>> {
+        run(&self.shared, |c| {
+            Ok(secret::SecretBytes::new(c.export_identity()))
+        })
     }
 
-    /// A session as Wire's Proteus serialises it (holds secret keys).
-    #[napi]
-    pub fn export_session(&self, session_id: String) -> AsyncTask<Call<Uint8Array>> {
+    /// A session as Wire's Proteus serialises it (holds secret keys: see
+    /// [`secret::SecretBytes`]).
+    #[napi(ts_return_type = "Promise<Uint8Array>")]
+    pub fn export_session(&self, session_id: String) -> AsyncTask<Call<secret::SecretBytes>> {
         run(&self.shared, move |c| {
-            Ok(bytes(js(c.export_session(&session_id))?.to_vec()))
+            Ok(secret::SecretBytes::new(js(c.export_session(&session_id))?))
         })
     }
 

@@ -106,6 +106,8 @@ pub enum ErrorKind {
     StoreConflict,
     /// This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon).
     StoreUnavailable,
+    /// A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused.
+    StoreTampered,
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     Internal,
 }
@@ -165,6 +167,7 @@ impl ErrorKind {
             ErrorCode::StoreRolledBack => Self::StoreRolledBack,
             ErrorCode::StoreConflict => Self::StoreConflict,
             ErrorCode::StoreUnavailable => Self::StoreUnavailable,
+            ErrorCode::StoreTampered => Self::StoreTampered,
             ErrorCode::Internal => Self::Internal,
             // A code newer than this file: the registry test regenerates it.
             _ => Self::Internal,
@@ -222,6 +225,7 @@ impl ErrorKind {
             Self::StoreRolledBack => "StoreRolledBack",
             Self::StoreConflict => "StoreConflict",
             Self::StoreUnavailable => "StoreUnavailable",
+            Self::StoreTampered => "StoreTampered",
             Self::Internal => "Internal",
         }
     }

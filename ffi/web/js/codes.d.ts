@@ -103,6 +103,8 @@ export const STORE_ROLLED_BACK: 511;
 export const STORE_CONFLICT: 512;
 /** This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon). (StoreUnavailable, System) */
 export const STORE_UNAVAILABLE: 513;
+/** A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused. (StoreTampered, System) */
+export const STORE_TAMPERED: 514;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL: 599;
 
@@ -159,6 +161,7 @@ export type ErrorCode =
   | 511
   | 512
   | 513
+  | 514
   | 599;
 
 /** The families of codes: the hundreds digit (1xx Engine … 5xx System). */
@@ -231,6 +234,7 @@ export type SystemErrorKind =
   | 'StoreRolledBack'
   | 'StoreConflict'
   | 'StoreUnavailable'
+  | 'StoreTampered'
   | 'Internal';
 
 /** Every kind name an error can have. */

@@ -105,6 +105,8 @@ export const STORE_ROLLED_BACK = 511;
 export const STORE_CONFLICT = 512;
 /** This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon). (StoreUnavailable, System) */
 export const STORE_UNAVAILABLE = 513;
+/** A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused. (StoreTampered, System) */
+export const STORE_TAMPERED = 514;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL = 599;
 
@@ -161,6 +163,7 @@ export const ERROR_KINDS = Object.freeze({
   511: 'StoreRolledBack',
   512: 'StoreConflict',
   513: 'StoreUnavailable',
+  514: 'StoreTampered',
   599: 'Internal',
 });
 
@@ -217,6 +220,7 @@ export const ERROR_FAMILIES = Object.freeze({
   511: 'System',
   512: 'System',
   513: 'System',
+  514: 'System',
   599: 'System',
 });
 

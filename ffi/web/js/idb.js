@@ -2,10 +2,22 @@
 // (load, version, persist as a compare-and-swap on the commit counter, lock, close), and the
 // conversions of a whole store from plain to sealed and from one key to another.
 
-import { STORE_CORRUPT } from './codes.js';
+import { STORE_CORRUPT, STORE_ROLLED_BACK } from './codes.js';
 import { failure } from './errors.js';
 import { DELETE, PUT, packRecords, unpackWrites } from './records.js';
-import { admit, damaged, equalBytes, sealChanged } from './sealing.js';
+import {
+  LEGACY_FORMAT,
+  STORE_ID,
+  admit,
+  commitOf,
+  damaged,
+  equalBytes,
+  formatOf,
+  sameBytes,
+  sealChanged,
+  tampered,
+  xorInto,
+} from './sealing.js';
 import { CommitConflict, StaleRun, StoreMissing } from './stores.js';
 
 const DB_VERSION = 1;
@@ -14,6 +26,8 @@ const SYNC = 'sync';
 const COMMITS = 'commits';
 /** In `sync`, a sealed store's check value (sealing.js); absent in a plain store. */
 const SEAL = 'seal';
+/** In `sync`, a sealed store's manifest (sealing.js): store id, commit, digest of the records. */
+const MANIFEST = 'manifest';
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -52,6 +66,13 @@ export class IdbStore {
   #sealer;
   /** The check value this store was opened with (undefined: plain). */
   #check;
+  /**
+   * A sealed store's manifest as last loaded or committed: `{storeId, commit, digest, entries}`,
+   * `entries` the commit of every record by table and stored key.
+   */
+  #bound;
+  /** The highest commit a manifest of this store had while it was open: it never goes back. */
+  #highest = 0;
 
   constructor(db, name, tables, locks, sealer, check) {
     this.#db = db;
@@ -79,7 +100,17 @@ export class IdbStore {
       await admit(check, sealer, commits > 0);
       // Let another tab upgrade or delete the database rather than block it.
       db.onversionchange = () => db.close();
-      return new IdbStore(db, name, tables, locks, sealer, check);
+      const store = new IdbStore(db, name, tables, locks, sealer, check);
+      if (sealer !== undefined && (await readManifest(db)) === undefined) {
+        // Sealed in format 1 (records not bound to a commit), or new: re-sealed in format 2
+        // with a manifest, in one transaction (under the lock, unless another tab did it first).
+        await store.lock(async () => {
+          if ((await readManifest(db)) === undefined) await store.#reseal(sealer, true);
+        });
+        ({ check } = await readSync(db));
+        store.#check = check;
+      }
+      return store;
     } catch (e) {
       db.close();
       throw e;
@@ -107,28 +138,49 @@ export class IdbStore {
       }
       await admit(check, from, true);
       const store = new IdbStore(db, name, tables, locks, from, check);
-      await store.lock(() => store.#reseal(to));
+      await store.lock(async () => store.#reseal(to, (await readManifest(db)) === undefined));
     } finally {
       db.close();
     }
   }
 
-  async #reseal(to) {
-    const { commits, records } = await this.#read();
+  /**
+   * Re-seals every record with `to` (format 2, a new store id, at the next commit), with a new
+   * check value and manifest, in one transaction. `legacy`: the store is plain or sealed in
+   * format 1 (no manifest yet).
+   */
+  async #reseal(to, legacy = false) {
+    const { commits, records } = await this.#read(legacy);
+    const storeId = globalThis.crypto.getRandomValues(new Uint8Array(STORE_ID));
+    const next = commits + 1;
     const resealed = await Promise.all(
-      records.map(async (r) => ({ table: r.table, ...(await to.seal(this.#tables[r.table], r.key, r.value)) })),
+      records.map(async (r) => {
+        const name = this.#tables[r.table];
+        const sealed = await to.sealBound(name, r.key, r.value, storeId, next);
+        return { table: r.table, ...sealed, element: await to.element(name, sealed.stored, next) };
+      }),
     );
+    const digest = new Uint8Array(32);
+    for (const r of resealed) xorInto(digest, r.element);
+    const manifest = await to.sealManifest({ storeId, commit: next, count: resealed.length, digest });
     const check = await to.check();
     await this.#transaction(commits, (tx) => {
       for (const table of this.#tables) tx.objectStore(table).clear();
       for (const r of resealed) tx.objectStore(this.#tables[r.table]).put(r.value, r.stored);
       tx.objectStore(SYNC).put(check, SEAL);
-      tx.objectStore(SYNC).put(commits + 1, COMMITS);
+      tx.objectStore(SYNC).put(manifest, MANIFEST);
+      tx.objectStore(SYNC).put(next, COMMITS);
     });
   }
 
-  /** Every record, opened: `{commits, records: [{table, key, value}]}`. */
-  async #read() {
+  /**
+   * Every record, opened: `{commits, records: [{table, key, value}]}`. A sealed store's records
+   * are checked against its manifest (sealing.js): a record missing, older than the store
+   * committed, moved or from another store is refused with StoreTampered (514), a manifest that
+   * went back while this store was open with StoreRolledBack (511). `legacy`: a store without
+   * a manifest (plain, or sealed in format 1) is read as it is, to be re-sealed.
+   */
+  async #read(legacy = false) {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readonly');
     const finished = done(tx);
     const reads = this.#tables.map((table) => {
@@ -136,9 +188,9 @@ export class IdbStore {
       return Promise.all([request(store.getAllKeys()), request(store.getAll())]);
     });
     const sync = tx.objectStore(SYNC);
-    const state = Promise.all([request(sync.get(COMMITS)), request(sync.get(SEAL))]);
+    const state = Promise.all([request(sync.get(COMMITS)), request(sync.get(SEAL)), request(sync.get(MANIFEST))]);
     const tables = await Promise.all(reads);
-    const [commits, check] = await state;
+    const [commits, check, manifest] = await state;
     await finished;
     if (!equalBytes(bytesOf(check), this.#check)) throw sealChanged(check !== undefined, this.#sealer);
     const stored = [];
@@ -147,14 +199,58 @@ export class IdbStore {
     });
     const sealer = this.#sealer;
     if (sealer === undefined) return { commits: commits ?? 0, records: stored };
+    if (manifest !== undefined) return { commits: commits ?? 0, records: await this.#bind(stored, bytesOf(manifest), commits ?? 0) };
+    if (!legacy) throw tampered('its manifest is missing');
+    // Every store that committed holds an identity: none at all is a store emptied.
+    if (stored.length === 0 && (commits ?? 0) > 0) throw tampered('its records are missing');
     const records = await Promise.all(
       stored.map(async ({ table, key, value }) => {
+        if (formatOf(value) !== LEGACY_FORMAT) throw tampered('its manifest is missing');
         const opened = await sealer.open(this.#tables[table], key, value);
         if (opened === undefined) throw damaged(this.#tables[table]);
         return { table, ...opened };
       }),
     );
     return { commits: commits ?? 0, records };
+  }
+
+  /** `stored` (a sealed store's records at commit `commits`) checked against `manifest`, opened. */
+  async #bind(stored, manifest, commits) {
+    const sealer = this.#sealer;
+    const m = await sealer.openManifest(manifest);
+    if (m === undefined) throw tampered('its manifest does not open');
+    if (this.#bound !== undefined && !sameBytes(m.storeId, this.#bound.storeId)) {
+      throw tampered('its manifest is from another store');
+    }
+    if (m.commit !== commits) throw tampered('its commit counter is not the one its manifest sealed');
+    if (m.commit < this.#highest) {
+      throw failure(
+        STORE_ROLLED_BACK,
+        `the store was replaced by an older copy while open (commit ${m.commit}, this client saw ${this.#highest}); it is refused so that no message key is used twice`,
+      );
+    }
+    const digest = new Uint8Array(32);
+    const entries = new Map();
+    const records = await Promise.all(
+      stored.map(async ({ table, key, value }) => {
+        const name = this.#tables[table];
+        const commit = commitOf(value);
+        if (commit === undefined || commit > m.commit) throw tampered(`a record of ${name} was never committed as it is`);
+        xorInto(digest, await sealer.element(name, key, commit));
+        entries.set(entryKey(table, key), commit);
+        const opened = await sealer.openBound(name, key, value, m.storeId, commit);
+        if (opened === undefined) {
+          throw tampered(`a record of ${name} is not the version the store committed (older, moved, from another store, or damaged)`);
+        }
+        return { table, ...opened };
+      }),
+    );
+    if (entries.size !== m.count || !sameBytes(digest, m.digest)) {
+      throw tampered('its records do not match its manifest (a record was deleted, added or put back)');
+    }
+    this.#bound = { storeId: m.storeId, commit: m.commit, digest, entries };
+    this.#highest = m.commit;
+    return records;
   }
 
   async load() {
@@ -174,8 +270,66 @@ export class IdbStore {
    * be lost in a crash (a decrypt-only commit, see `update`).
    */
   async persist(writes, expected, next, durability = 'strict') {
-    const entries = await this.#prepare(writes);
+    if (this.#sealer !== undefined) return this.#persistSealed(writes, expected, next, durability);
+    const entries = plainEntries(writes);
     await this.#transaction(expected, (tx) => this.#write(tx, entries, next), durability);
+  }
+
+  /**
+   * `persist` for a sealed store: every record sealed at commit `next`, and the manifest's
+   * digest moved by the records written and deleted (nothing else is read or hashed).
+   */
+  async #persistSealed(writes, expected, next, durability) {
+    const sealer = this.#sealer;
+    const bound = this.#bound;
+    // The manifest known here is not the store's at `expected`: reload first.
+    if (bound === undefined || bound.commit !== expected) throw new CommitConflict(expected, bound?.commit ?? -1);
+    const list = [...unpackWrites(writes)];
+    const entries = await Promise.all(
+      list.map(async (w) => {
+        const table = this.#tables[w.table];
+        if (w.op === DELETE) return { table: w.table, op: DELETE, key: await sealer.storedKey(table, w.key) };
+        const { stored, value } = await sealer.sealBound(table, w.key, w.value, bound.storeId, next);
+        return { table: w.table, op: PUT, key: stored, value };
+      }),
+    );
+    // Which elements leave the digest and which enter it, in the writes' order.
+    const overlay = new Map();
+    const toggles = [];
+    let count = bound.entries.size;
+    for (const e of entries) {
+      const k = entryKey(e.table, e.key);
+      const old = overlay.has(k) ? overlay.get(k) : bound.entries.get(k);
+      if (old !== undefined) {
+        toggles.push([e.table, e.key, old]);
+        count -= 1;
+      }
+      if (e.op === PUT) {
+        toggles.push([e.table, e.key, next]);
+        count += 1;
+      }
+      overlay.set(k, e.op === PUT ? next : undefined);
+    }
+    const digest = bound.digest.slice();
+    for (const element of await Promise.all(toggles.map(([t, k, c]) => sealer.element(this.#tables[t], k, c)))) {
+      xorInto(digest, element);
+    }
+    const manifest = await sealer.sealManifest({ storeId: bound.storeId, commit: next, count, digest });
+    await this.#transaction(
+      expected,
+      (tx) => {
+        this.#write(tx, entries, next);
+        tx.objectStore(SYNC).put(manifest, MANIFEST);
+      },
+      durability,
+    );
+    for (const [k, c] of overlay) {
+      if (c === undefined) bound.entries.delete(k);
+      else bound.entries.set(k, c);
+    }
+    bound.digest = digest;
+    bound.commit = next;
+    this.#highest = next;
   }
 
   /** Whether `update` can run a whole call in one transaction (a sealed store seals asynchronously). */
@@ -257,20 +411,6 @@ export class IdbStore {
       else store.put(w.value, w.key);
     }
     tx.objectStore(SYNC).put(next, COMMITS);
-  }
-
-  /** The writes as they are stored: values copied out of the buffer (or sealed), keys hashed if sealed. */
-  async #prepare(writes) {
-    const sealer = this.#sealer;
-    if (sealer === undefined) return plainEntries(writes);
-    return Promise.all(
-      [...unpackWrites(writes)].map(async (w) => {
-        const table = this.#tables[w.table];
-        if (w.op === DELETE) return { ...w, key: await sealer.storedKey(table, w.key) };
-        const { stored, value } = await sealer.seal(table, w.key, w.value);
-        return { table: w.table, op: PUT, key: stored, value };
-      }),
-    );
   }
 
   /**
@@ -363,6 +503,19 @@ async function openDatabase(name, tables, indexedDB, create) {
     throw new Error(`IndexedDB database ${databaseName(name)} lacks ${lacking.join(', ')}`);
   }
   return db;
+}
+
+/** A record's place in a manifest's entries: its table and stored key. */
+function entryKey(table, stored) {
+  let hex = '';
+  for (const b of stored) hex += b.toString(16).padStart(2, '0');
+  return `${table}:${hex}`;
+}
+
+/** The store's manifest (undefined: plain, or sealed in format 1). */
+async function readManifest(db) {
+  const tx = db.transaction(SYNC, 'readonly');
+  return bytesOf(await request(tx.objectStore(SYNC).get(MANIFEST)));
 }
 
 /** The store's check value (undefined: plain) and commit counter. */

@@ -1,28 +1,46 @@
 // Encryption at rest for IndexedDB stores: every record sealed with WebCrypto AES-GCM under a key
-// the application gives (the .wasm carries no cipher for it).
+// the application gives (the .wasm carries no cipher for it), and bound to the store and to the
+// commit that wrote it, as natively (proteus-client's storage/sealed.rs, "sealed means bound").
 //
 // The store key is 32 bytes or a WebCrypto HKDF key (which may be non-extractable); HKDF-SHA256
-// derives from it an AES-256-GCM key for the records and an HMAC-SHA256 key for session ids.
-// A sealed value is
-//     version (1) ‖ nonce (12) ‖ AES-GCM(u16 BE key length ‖ key ‖ value) ‖ tag (16)
-// with `version ‖ table name ‖ 0 ‖ stored key` as associated data, so a record moved to another
-// table or key fails to open. The record's key travels inside: in the sessions and staged-keys
-// tables the session id in the stored key is replaced by its HMAC, so the contact list is not in
-// the clear either (as natively: proteus-client's storage/sealed.rs). Nonces are random: a store
-// seals far fewer than 2^32 records with one key. A check value sealed with the key, kept beside
-// the commit counter, marks a sealed store and tells a wrong key (508) from damage.
+// derives from it an AES-256-GCM key for the records, an HMAC-SHA256 key for session ids and one
+// for the manifest's digest. A sealed value (format 2) is
+//     2 ‖ commit (8, BE) ‖ nonce (12) ‖ AES-GCM(u16 BE key length ‖ key ‖ value) ‖ tag (16)
+// with `2 ‖ store id (16) ‖ commit (8) ‖ table name ‖ 0 ‖ stored key` as associated data, so a
+// record moved to another table or key, copied from another store or put back from an older
+// commit fails to open as the one the store last committed. The record's key travels inside: in
+// the sessions and staged-keys tables the session id in the stored key is replaced by its HMAC,
+// so the contact list is not in the clear either. The store's manifest (beside the commit
+// counter) seals the store id, the commit and a digest of the live set: the XOR of
+// HMAC(table ‖ 0 ‖ u32 BE stored key length ‖ stored key ‖ commit) over every record, so a
+// record deleted or put back changes it. Loading a store reads every record and checks the
+// digest: a missing, older, moved or foreign record is refused (StoreTampered, 514), never
+// treated as absent. Format 1 (no commit, no store id) is still read, and a store in it is
+// re-sealed in format 2 in one transaction when first opened. Nonces are random: a store seals
+// far fewer than 2^32 records with one key. A check value sealed with the key, kept beside the
+// commit counter, marks a sealed store and tells a wrong key (508) from damage.
 
-import { STORE_CORRUPT, STORE_KEY_REQUIRED, STORE_NOT_SEALED, WRONG_STORE_KEY } from './codes.js';
+import { STORE_CORRUPT, STORE_KEY_REQUIRED, STORE_NOT_SEALED, STORE_TAMPERED, WRONG_STORE_KEY } from './codes.js';
 import { failure } from './errors.js';
 
-/** Format 1 of a sealed record. A later format gets another number; this one stays readable. */
+/** Format 1 of a sealed record (not bound to a commit): still read, never written. */
 const SEALED_V1 = 1;
+/** Format 2: bound to the store and the commit that wrote it. */
+const SEALED_V2 = 2;
 const NONCE = 12;
 const TAG = 16;
+/** Bytes of a commit number in a record's header and associated data. */
+const COMMIT = 8;
+/** Bytes of a store id (random, drawn when a store is sealed). */
+export const STORE_ID = 16;
+/** Bytes of the manifest's digest (one HMAC-SHA256). */
+const DIGEST = 32;
 const encoder = new TextEncoder();
 // Part of the stored format: never change these.
 const RECORDS_INFO = encoder.encode('proteus-web sealed records v1');
 const IDS_INFO = encoder.encode('proteus-web sealed session ids v1');
+const DIGEST_INFO = encoder.encode('proteus-web sealed manifest digest v1');
+const MANIFEST_AAD = encoder.encode('manifest');
 const CHECK_VALUE = encoder.encode('proteus-web sealed v1');
 const CHECK_TABLE = 'check';
 
@@ -91,23 +109,107 @@ const hkdf = (info) => ({ name: 'HKDF', hash: 'SHA-256', salt: new Uint8Array(32
 export class Sealer {
   #aead;
   #ids;
+  #digest;
   /** Session id (hex) -> its HMAC: ids are hashed once per store opened. */
   #hashes = new Map();
 
-  constructor(aead, ids) {
+  constructor(aead, ids, digest) {
     this.#aead = aead;
     this.#ids = ids;
+    this.#digest = digest;
   }
 
   /** The sealer of `storeKey` (see the module's comment); a TypeError for anything else. */
   static async of(storeKey) {
     const base = await baseKey(storeKey);
     const s = subtle();
-    const [aead, ids] = await Promise.all([
+    const hmac = { name: 'HMAC', hash: 'SHA-256', length: 256 };
+    const [aead, ids, digest] = await Promise.all([
       s.deriveKey(hkdf(RECORDS_INFO), base, { name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']),
-      s.deriveKey(hkdf(IDS_INFO), base, { name: 'HMAC', hash: 'SHA-256', length: 256 }, false, ['sign']),
+      s.deriveKey(hkdf(IDS_INFO), base, hmac, false, ['sign']),
+      s.deriveKey(hkdf(DIGEST_INFO), base, hmac, false, ['sign']),
     ]);
-    return new Sealer(aead, ids);
+    return new Sealer(aead, ids, digest);
+  }
+
+  /** The digest element of a live record (see the module's comment). */
+  async element(table, stored, commit) {
+    const name = encoder.encode(table);
+    const data = new Uint8Array(name.length + 1 + 4 + stored.length + COMMIT);
+    const view = new DataView(data.buffer);
+    data.set(name, 0);
+    view.setUint32(name.length + 1, stored.length);
+    data.set(stored, name.length + 5);
+    view.setBigUint64(name.length + 5 + stored.length, BigInt(commit));
+    return new Uint8Array(await subtle().sign('HMAC', this.#digest, data));
+  }
+
+  /** `{stored, value}`: `(key, value)` sealed in format 2, written by `commit` of store `storeId`. */
+  async sealBound(table, key, value, storeId, commit) {
+    if (key.length > 0xffff) throw new RangeError('a record key is too long to seal');
+    const stored = await this.storedKey(table, key);
+    const body = concat(Uint8Array.of(key.length >> 8, key.length & 0xff), key, value);
+    const nonce = globalThis.crypto.getRandomValues(new Uint8Array(NONCE));
+    const sealed = await subtle().encrypt(
+      { name: 'AES-GCM', iv: nonce, additionalData: boundAad(table, stored, storeId, commit) },
+      this.#aead,
+      body,
+    );
+    return { stored, value: concat(Uint8Array.of(SEALED_V2), commitBytes(commit), nonce, new Uint8Array(sealed)) };
+  }
+
+  /** `{key, value}` of a format 2 record written by `commit` of store `storeId`; undefined if it does not open so. */
+  async openBound(table, stored, sealed, storeId, commit) {
+    if (commitOf(sealed) !== commit || sealed.length < 1 + COMMIT + NONCE + TAG) return undefined;
+    let body;
+    try {
+      body = new Uint8Array(
+        await subtle().decrypt(
+          { name: 'AES-GCM', iv: sealed.subarray(1 + COMMIT, 1 + COMMIT + NONCE), additionalData: boundAad(table, stored, storeId, commit) },
+          this.#aead,
+          sealed.subarray(1 + COMMIT + NONCE),
+        ),
+      );
+    } catch {
+      return undefined;
+    }
+    if (body.length < 2) return undefined;
+    const length = (body[0] << 8) | body[1];
+    if (body.length < 2 + length) return undefined;
+    return { key: body.slice(2, 2 + length), value: body.subarray(2 + length) };
+  }
+
+  /** The sealed manifest `{storeId, commit, count, digest}`. */
+  async sealManifest({ storeId, commit, count, digest }) {
+    const body = concat(storeId, commitBytes(commit), commitBytes(count), digest);
+    const nonce = globalThis.crypto.getRandomValues(new Uint8Array(NONCE));
+    const sealed = await subtle().encrypt({ name: 'AES-GCM', iv: nonce, additionalData: concat(Uint8Array.of(SEALED_V2), MANIFEST_AAD) }, this.#aead, body);
+    return concat(Uint8Array.of(SEALED_V2), nonce, new Uint8Array(sealed));
+  }
+
+  /** A manifest opened: `{storeId, commit, count, digest}`, or undefined. */
+  async openManifest(sealed) {
+    if (sealed === undefined || sealed.length < 1 + NONCE + TAG || sealed[0] !== SEALED_V2) return undefined;
+    let body;
+    try {
+      body = new Uint8Array(
+        await subtle().decrypt(
+          { name: 'AES-GCM', iv: sealed.subarray(1, 1 + NONCE), additionalData: concat(Uint8Array.of(SEALED_V2), MANIFEST_AAD) },
+          this.#aead,
+          sealed.subarray(1 + NONCE),
+        ),
+      );
+    } catch {
+      return undefined;
+    }
+    if (body.length !== STORE_ID + 2 * COMMIT + DIGEST) return undefined;
+    const view = new DataView(body.buffer, body.byteOffset, body.byteLength);
+    return {
+      storeId: body.slice(0, STORE_ID),
+      commit: Number(view.getBigUint64(STORE_ID)),
+      count: Number(view.getBigUint64(STORE_ID + COMMIT)),
+      digest: body.slice(STORE_ID + 2 * COMMIT),
+    };
   }
 
   async #idHash(id) {
@@ -179,6 +281,44 @@ export class Sealer {
 
 function aad(table, stored) {
   return concat(Uint8Array.of(SEALED_V1), encoder.encode(table), Uint8Array.of(0), stored);
+}
+
+function commitBytes(commit) {
+  const out = new Uint8Array(COMMIT);
+  new DataView(out.buffer).setBigUint64(0, BigInt(commit));
+  return out;
+}
+
+function boundAad(table, stored, storeId, commit) {
+  return concat(Uint8Array.of(SEALED_V2), storeId, commitBytes(commit), encoder.encode(table), Uint8Array.of(0), stored);
+}
+
+/** The commit a format 2 value says wrote it (authenticated when it is opened), or undefined. */
+export function commitOf(sealed) {
+  if (sealed.length < 1 + COMMIT || sealed[0] !== SEALED_V2) return undefined;
+  return Number(new DataView(sealed.buffer, sealed.byteOffset + 1, COMMIT).getBigUint64(0));
+}
+
+/** The format of a sealed value (its first byte). */
+export const formatOf = (sealed) => sealed[0];
+export const LEGACY_FORMAT = SEALED_V1;
+
+/** XORs `b` into `a` (both 32 bytes). */
+export function xorInto(a, b) {
+  for (let i = 0; i < a.length; i++) a[i] ^= b[i];
+}
+
+/** Whether two byte arrays are equal, in time that does not depend on where they differ. */
+export function sameBytes(a, b) {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}
+
+/** StoreTampered (514): a record missing, older, moved or from another store. */
+export function tampered(what) {
+  return failure(STORE_TAMPERED, `the sealed store was tampered with: ${what}; it is refused so that no message key is used twice`);
 }
 
 /**

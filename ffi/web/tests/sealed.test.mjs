@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IDBFactory } from 'fake-indexeddb';
-import { Client, ProteusError, STORE_CORRUPT, STORE_KEY_REQUIRED, STORE_NOT_FOUND, STORE_NOT_SEALED, WRONG_STORE_KEY, init } from '../pkg/index.js';
+import { Client, ProteusError, STORE_CORRUPT, STORE_KEY_REQUIRED, STORE_NOT_FOUND, STORE_NOT_SEALED, STORE_TAMPERED, WRONG_STORE_KEY, init } from '../pkg/index.js';
 
 await init();
 
@@ -93,7 +93,7 @@ describe('a sealed store', () => {
     assert.equal(leaks(stored, secret), false, 'the identity secret is not stored in the clear');
     assert.equal(stored.indexOf(Buffer.from('bob:laptop')), -1, 'the session id is not stored in the clear');
     for (const r of records.filter((r) => r.table !== 'sync')) {
-      assert.equal(r.value[0], 1, `${r.table}: a sealed record starts with its format version`);
+      assert.equal(r.value[0], 2, `${r.table}: a sealed record starts with its format version`);
     }
 
     const again = await Client.open('sealed', { indexedDB, locks: noLocks, storeKey: key(7) });
@@ -150,7 +150,8 @@ describe('a sealed store', () => {
     await assert.rejects(Client.open('hkdf', { indexedDB, locks: noLocks, storeKey: 'secret' }), TypeError);
   });
 
-  test('a damaged record: StoreCorrupt (503), nothing changes', async () => {
+  // Damage cannot be told from a record put back or moved: StoreTampered (tests/bound.test.mjs).
+  test('a damaged record: StoreTampered (514), nothing changes', async () => {
     const indexedDB = new IDBFactory();
     await populated(indexedDB, 'damaged', { storeKey: key(3) });
     const db = await new Promise((resolve) => (indexedDB.open('proteus:damaged').onsuccess = (e) => resolve(e.target.result)));
@@ -164,7 +165,7 @@ describe('a sealed store', () => {
     await new Promise((resolve) => (tx.oncomplete = resolve));
     db.close();
     const before = await raw(indexedDB, 'damaged');
-    await rejectsWith(Client.open('damaged', { indexedDB, locks: noLocks, storeKey: key(3) }), STORE_CORRUPT);
+    await rejectsWith(Client.open('damaged', { indexedDB, locks: noLocks, storeKey: key(3) }), STORE_TAMPERED);
     assert.deepEqual(await raw(indexedDB, 'damaged'), before);
   });
 });

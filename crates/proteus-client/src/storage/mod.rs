@@ -144,4 +144,13 @@ pub trait Storage: Send {
     fn end(&mut self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// Makes sure that what commits deleted or replaced is gone from the disk, now: `Ok(true)`
+    /// once it is, `Ok(false)` if it cannot be yet (SQLite: another connection still reads an
+    /// older snapshot after waiting the busy timeout; the store retries after later
+    /// operations). Call it only while no operation is open. The default suits stores that
+    /// keep nothing deleted (memory).
+    fn erase_deleted(&mut self) -> Result<bool, StoreError> {
+        Ok(true)
+    }
 }

@@ -180,23 +180,40 @@ impl<S: Storage> Storage for RollbackGuard<S> {
 
     fn begin(&mut self) -> Result<Freshness, StoreError> {
         let freshness = self.inner.begin()?;
-        self.in_operation = true;
-        if freshness == Freshness::Stale {
+        // Every operation reads the store's count, not only when the backend reports another
+        // handle's commit: a store replaced under a running client (a file copied over it) is
+        // refused as soon as it is used, not only at the next open.
+        let count = stored_count(&self.inner).and_then(|stored| match stored {
             // Another handle committed: continue from its count.
-            match stored_count(&self.inner) {
-                Ok(count) => self.count = count.unwrap_or(self.count).max(self.count),
-                Err(e) => {
-                    self.in_operation = false;
-                    let _ = self.inner.end();
-                    return Err(e);
-                }
+            Some(count) if count >= self.count => Ok(count),
+            // No count: a new store (it continues from the application's count), or one made
+            // without a guard (only while none was kept).
+            None if self.count == 0 || is_empty(&self.inner)? => Ok(self.count),
+            stored => Err(StoreError::RolledBack {
+                store: stored.unwrap_or(0),
+                expected: self.count,
+            }),
+        });
+        match count {
+            Ok(count) => {
+                self.count = count;
+                self.in_operation = true;
+                Ok(freshness)
+            }
+            Err(e) => {
+                self.in_operation = false;
+                let _ = self.inner.end();
+                Err(e)
             }
         }
-        Ok(freshness)
     }
 
     fn end(&mut self) -> Result<(), StoreError> {
         self.in_operation = false;
         self.inner.end()
+    }
+
+    fn erase_deleted(&mut self) -> Result<bool, StoreError> {
+        self.inner.erase_deleted()
     }
 }

@@ -94,8 +94,13 @@ impl Default for SqliteOptions {
 /// What a commit deletes or replaces is gone from disk when it returns: `secure_delete` zeroes
 /// it in the database pages, and a `TRUNCATE` checkpoint after every commit moves the pages
 /// into the main file and empties the WAL, which would otherwise keep the old page images. The
-/// checkpoint does not wait: if another connection is reading or writing at that moment it is
-/// skipped, and the next commit's checkpoint (or the last connection's close) empties the WAL.
+/// checkpoint does not wait: if another connection is reading at that moment (a backup agent,
+/// the other process, a read holding an older snapshot) it cannot complete, and the old page
+/// images stay in the main file or the WAL. Then it is owed: it is tried again after every
+/// later operation of this handle, read-only ones too, until it completes (and when the handle
+/// is dropped). [`erase_deleted`](Storage::erase_deleted) (`Client::erase_deleted`) forces it,
+/// waiting up to the busy timeout for readers, and says whether it completed: call it before
+/// the app is suspended.
 ///
 /// [`decrypt_batch`]: crate::Client::decrypt_batch
 #[derive(Debug)]
@@ -107,6 +112,9 @@ pub struct SqliteStorage {
     seen_version: i64,
     /// Whether an operation (a write transaction) is open.
     in_operation: bool,
+    /// A checkpoint did not complete (another connection was reading): page images of what
+    /// commits deleted may still be on disk, and the checkpoint is tried again.
+    checkpoint_owed: bool,
 }
 
 fn backend(e: rusqlite::Error) -> StoreError {
@@ -149,6 +157,7 @@ impl SqliteStorage {
             busy_timeout: options.busy_timeout,
             seen_version: 0,
             in_operation: false,
+            checkpoint_owed: false,
         };
         storage.prepare(!exists)?;
         storage.seen_version = storage.data_version()?;
@@ -243,17 +252,18 @@ impl SqliteStorage {
         let mut wal = self.path.as_os_str().to_owned();
         wal.push("-wal");
         if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
-            let _ = self.checkpoint();
+            self.checkpoint_owed = self.checkpoint(Duration::ZERO).is_err();
         }
         Ok(())
     }
 
     /// Copies the WAL into the main file and truncates it to zero bytes, so that the page
-    /// images of deleted records it held are gone. Does not wait for other connections: if one
-    /// is reading or writing, the checkpoint is incomplete and [`StoreError::Busy`] is returned.
-    fn checkpoint(&self) -> Result<(), StoreError> {
-        // A TRUNCATE checkpoint waits (busy handler) for other connections: never here.
-        self.conn.busy_timeout(Duration::ZERO).map_err(backend)?;
+    /// images of deleted records it held are gone. Waits up to `wait` for other connections
+    /// (a TRUNCATE checkpoint waits, through the busy handler, for readers of older
+    /// snapshots): if one is still reading or writing then, the checkpoint is incomplete and
+    /// [`StoreError::Busy`] is returned.
+    fn checkpoint(&self, wait: Duration) -> Result<(), StoreError> {
+        self.conn.busy_timeout(wait).map_err(backend)?;
         let busy = self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
@@ -302,6 +312,13 @@ impl SqliteStorage {
         self.run("ROLLBACK")
     }
 
+    /// Tries the checkpoint again, without waiting, if one is owed (see [`SqliteStorage`]).
+    fn retry_checkpoint(&mut self) {
+        if self.checkpoint_owed && !self.in_operation {
+            self.checkpoint_owed = self.checkpoint(Duration::ZERO).is_err();
+        }
+    }
+
     /// Applies `writes` inside the open transaction. A run of writes of one kind to one table
     /// (a fan-out's thousands of puts) uses one statement.
     fn apply(&self, writes: &[Write]) -> Result<(), StoreError> {
@@ -339,7 +356,7 @@ impl SqliteStorage {
     #[cfg(feature = "sealed")]
     pub(crate) fn compact(&mut self) -> Result<(), StoreError> {
         self.conn.execute_batch("VACUUM").map_err(backend)?;
-        self.checkpoint()
+        self.checkpoint(Duration::ZERO)
     }
 
     /// The file.
@@ -446,7 +463,7 @@ impl Storage for SqliteStorage {
         //    share a store): a returned commit, visible to others, could be lost in a power cut;
         // 3. the checkpoint's own WAL sync before it copies frames: redundant after 2, but SQLite
         //    derives it from the same setting and has no switch for it.
-        let _ = self.checkpoint();
+        self.checkpoint_owed = self.checkpoint(Duration::ZERO).is_err();
         Ok(())
     }
 
@@ -469,7 +486,34 @@ impl Storage for SqliteStorage {
     }
 
     fn end(&mut self) -> Result<(), StoreError> {
-        self.rollback()
+        let ended = self.rollback();
+        // A read-only operation too: a reader that held up the last commit's checkpoint may
+        // be gone now.
+        self.retry_checkpoint();
+        ended
+    }
+
+    fn erase_deleted(&mut self) -> Result<bool, StoreError> {
+        if self.in_operation {
+            return Err(StoreError::Backend(
+                "erase_deleted inside an operation".into(),
+            ));
+        }
+        let done = match self.checkpoint(self.busy_timeout) {
+            Ok(()) => true,
+            Err(StoreError::Busy) => false,
+            Err(e) => return Err(e),
+        };
+        self.checkpoint_owed = !done;
+        Ok(done)
+    }
+}
+
+impl Drop for SqliteStorage {
+    fn drop(&mut self) {
+        // The last connection's close checkpoints anyway; another one's does not.
+        let _ = self.rollback();
+        self.retry_checkpoint();
     }
 }
 

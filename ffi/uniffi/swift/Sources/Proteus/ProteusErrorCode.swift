@@ -107,6 +107,8 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     case storeConflict = 512
     /// This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon).
     case storeUnavailable = 513
+    /// A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused.
+    case storeTampered = 514
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     case `internal` = 599
 
@@ -164,6 +166,7 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
         case .storeRolledBack: return "StoreRolledBack"
         case .storeConflict: return "StoreConflict"
         case .storeUnavailable: return "StoreUnavailable"
+        case .storeTampered: return "StoreTampered"
         case .internal: return "Internal"
         }
     }

@@ -110,6 +110,8 @@ enum class ProteusErrorCode(val code: Int, val kind: String, val family: String,
     STORE_CONFLICT(512, "StoreConflict", "System", false),
     /** This runtime has no durable store for the web package: `Client.open` needs IndexedDB, which Node.js lacks (there the durable store is the Node package's native addon). */
     STORE_UNAVAILABLE(513, "StoreUnavailable", "System", false),
+    /** A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused. */
+    STORE_TAMPERED(514, "StoreTampered", "System", false),
     /** A bug: a panic or trap inside the library. Close the client and open the store again. */
     INTERNAL(599, "Internal", "System", false),
     ;
