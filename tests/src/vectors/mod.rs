@@ -84,7 +84,7 @@ pub fn replay_file(path: &Path, mode: Mode) -> Res<String> {
             .map_err(|e| format!("event {seq}: {e}"))?;
     }
     Ok(format!(
-        "{} events, {} decrypted, {} rejected as expected, {} envelopes and {} snapshots matched{}",
+        "{} events, {} decrypted, {} rejected as expected, {} envelopes and {} snapshots matched{}{}",
         events.len(),
         replay.decrypted,
         replay.rejected,
@@ -93,6 +93,13 @@ pub fn replay_file(path: &Path, mode: Mode) -> Res<String> {
         match replay.fast_forwarded {
             0 => String::new(),
             n => format!(", {n} expected divergences (gap > 1000 accepted here)"),
+        },
+        match replay.not_retried {
+            0 => String::new(),
+            n => format!(
+                ", {n} expected divergences (a bad MAC on the state holding its chain is not \
+                 retried as a new state: InvalidSignature here, 101 there)"
+            ),
         }
     ))
 }

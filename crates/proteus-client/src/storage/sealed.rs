@@ -539,7 +539,7 @@ fn is_own_meta(table: Table, key: &[u8]) -> bool {
 }
 
 /// A [`Storage`] whose records are sealed with a [`StoreKey`] and bound to the store and the
-/// commit that wrote them (see the [module docs](self)).
+/// commit that wrote them (see the module docs of `storage::sealed`).
 ///
 /// Session ids (the contact list) are not stored in the clear: in the sessions and staged-keys
 /// tables the session id in a key is replaced by its HMAC-SHA256 under a key derived from the
