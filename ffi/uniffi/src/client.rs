@@ -337,15 +337,6 @@ impl Client {
             .await
     }
 
-    /// Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
-    /// session states) is gone from the disk, waiting up to the busy timeout for other readers
-    /// of the store (the other process, a backup): `true` once it is, `false` if a reader
-    /// still holds an older snapshot (the store keeps retrying after later calls; call this
-    /// again later). Call it before the app is suspended.
-    pub async fn erase_deleted(&self) -> Result<bool, ProteusError> {
-        self.run(|c| c.erase_deleted()).await
-    }
-
     /// Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
     /// application's choice, such as `"user:device"`.
     pub async fn create_session(
