@@ -637,15 +637,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func deleteSession(sessionId: String) async throws 
     
     /**
-     * Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
-     * session states) is gone from the disk, waiting up to the busy timeout for other readers
-     * of the store (the other process, a backup): `true` once it is, `false` if a reader
-     * still holds an older snapshot (the store keeps retrying after later calls; call this
-     * again later). Call it before the app is suspended.
-     */
-    func eraseDeleted() async throws  -> Bool
-    
-    /**
      * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
      * the array after use.
      */
@@ -938,29 +929,6 @@ open func deleteSession(sessionId: String)async throws   {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
             freeFunc: ffi_proteus_uniffi_rust_future_free_void,
             liftFunc: { $0 },
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
-     * session states) is gone from the disk, waiting up to the busy timeout for other readers
-     * of the store (the other process, a backup): `true` once it is, `false` if a reader
-     * still holds an older snapshot (the store keeps retrying after later calls; call this
-     * again later). Call it before the app is suspended.
-     */
-open func eraseDeleted()async throws  -> Bool  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_erase_deleted(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
-            liftFunc: FfiConverterBool.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -2521,10 +2489,6 @@ public enum ErrorKind: Equatable, Hashable {
      */
     case storeUnavailable
     /**
-     * A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused.
-     */
-    case storeTampered
-    /**
      * A bug: a panic or trap inside the library. Close the client and open the store again.
      */
     case `internal`
@@ -2645,9 +2609,7 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
         
         case 48: return .storeUnavailable
         
-        case 49: return .storeTampered
-        
-        case 50: return .`internal`
+        case 49: return .`internal`
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -2849,12 +2811,8 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
             writeInt(&buf, Int32(48))
         
         
-        case .storeTampered:
-            writeInt(&buf, Int32(49))
-        
-        
         case .`internal`:
-            writeInt(&buf, Int32(50))
+            writeInt(&buf, Int32(49))
         
         }
     }
@@ -3864,9 +3822,6 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_delete_session() != 2077) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_erase_deleted() != 57522) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_export_identity() != 1621) {
