@@ -2489,6 +2489,10 @@ public enum ErrorKind: Equatable, Hashable {
      */
     case storeUnavailable
     /**
+     * A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused.
+     */
+    case storeTampered
+    /**
      * A bug: a panic or trap inside the library. Close the client and open the store again.
      */
     case `internal`
@@ -2609,7 +2613,9 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
         
         case 48: return .storeUnavailable
         
-        case 49: return .`internal`
+        case 49: return .storeTampered
+        
+        case 50: return .`internal`
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -2811,8 +2817,12 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
             writeInt(&buf, Int32(48))
         
         
-        case .`internal`:
+        case .storeTampered:
             writeInt(&buf, Int32(49))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(50))
         
         }
     }
