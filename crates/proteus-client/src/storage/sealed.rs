@@ -239,26 +239,32 @@ impl Keys {
         })
     }
 
-    /// Opens a value of format 1 or 2 stored under `stored`: `(record key, value)`; `None` if
-    /// the store key is wrong or the value was changed or moved.
-    fn open_legacy(&self, table: Table, stored: &[u8], sealed: &[u8]) -> Option<Record> {
-        let (&version, rest) = sealed.split_first()?;
-        if !(version == SEALED_V1 || version == SEALED_V2) || rest.len() < NONCE_LEN + 16 {
+    /// Opens `nonce ‖ ciphertext ‖ tag` with `aad`: the plaintext, or `None` if it does not
+    /// open (a wrong key, or a body changed or sealed for other associated data).
+    fn open_body(&self, sealed: &[u8], aad: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
+        if sealed.len() < NONCE_LEN + 16 {
             return None;
         }
-        let (nonce, body) = rest.split_at(NONCE_LEN);
+        let (nonce, body) = sealed.split_at(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
         let mut body = Zeroizing::new(body.to_vec());
         let len = self
             .aead
-            .open_in_place(
-                nonce,
-                Aad::from(aad_legacy(version, table, stored)),
-                &mut body,
-            )
+            .open_in_place(nonce, Aad::from(aad), &mut body)
             .ok()?
             .len();
         body.truncate(len);
+        Some(body)
+    }
+
+    /// Opens a value of format 1 or 2 stored under `stored`: `(record key, value)`; `None` if
+    /// the store key is wrong or the value was changed or moved.
+    fn open_legacy(&self, table: Table, stored: &[u8], sealed: &[u8]) -> Option<Record> {
+        let (&version, rest) = sealed.split_first()?;
+        if !(version == SEALED_V1 || version == SEALED_V2) {
+            return None;
+        }
+        let body = self.open_body(rest, &aad_legacy(version, table, stored))?;
         if version == SEALED_V1 {
             return Some((stored.to_vec(), body));
         }
@@ -313,18 +319,7 @@ impl Keys {
             return None;
         }
         let rest = sealed.get(1 + COMMIT_LEN..)?;
-        if rest.len() < NONCE_LEN + 16 {
-            return None;
-        }
-        let (nonce, body) = rest.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-        let mut body = Zeroizing::new(body.to_vec());
-        let len = self
-            .aead
-            .open_in_place(nonce, Aad::from(aad(id, commit, table, stored)), &mut body)
-            .ok()?
-            .len();
-        body.truncate(len);
+        let body = self.open_body(rest, &aad(id, commit, table, stored))?;
         split_body(&body)
     }
 
@@ -378,20 +373,7 @@ impl Keys {
         let (&SEALED_V3, rest) = sealed.split_first()? else {
             return None;
         };
-        if rest.len() < NONCE_LEN + 16 {
-            return None;
-        }
-        let (nonce, body) = rest.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-        let mut body = Zeroizing::new(body.to_vec());
-        let body = self
-            .aead
-            .open_in_place(
-                nonce,
-                Aad::from([&[SEALED_V3][..], MANIFEST_AAD].concat()),
-                &mut body,
-            )
-            .ok()?;
+        let body = self.open_body(rest, &[&[SEALED_V3][..], MANIFEST_AAD].concat())?;
         let (id, rest) = body.split_first_chunk::<STORE_ID_LEN>()?;
         let (commit, rest) = rest.split_first_chunk::<COMMIT_LEN>()?;
         let (count, rest) = rest.split_first_chunk::<8>()?;
