@@ -32,6 +32,26 @@ impl IdentityCache for CheckedIdentities {
     }
 }
 
+/// The checked identities as one decryption sees them: the client's, and those it checks
+/// itself, which the client keeps afterwards (a batch run's once its outcomes are handed over).
+/// One type for every decrypt path, so the engine's decrypt code is built once for it.
+pub(crate) struct PendingIdentities<'r> {
+    pub(crate) shared: &'r CheckedIdentities,
+    pub(crate) kept: &'r mut Vec<CheckedIdentity>,
+}
+
+impl IdentityCache for PendingIdentities<'_> {
+    fn get(&self, key: &IdentityKey) -> Option<&CheckedIdentity> {
+        self.shared
+            .get(key)
+            .or_else(|| self.kept.iter().find(|c| c.key() == key))
+    }
+
+    fn keep(&mut self, checked: CheckedIdentity) {
+        self.kept.push(checked);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -250,7 +250,7 @@ impl Client {
         let bundle = PreKeyBundle::from_bytes(bundle)?;
         let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
         self.sessions.insert_new(session_id, session);
-        self.commit_sessions([session_id], &SortedSet::new())
+        self.commit_sessions(&[session_id], &SortedSet::new())
     }
 
     /// Whether a session with this id exists.
@@ -343,7 +343,7 @@ impl Client {
 
     fn encrypt_op(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, ClientError> {
         let envelope = self.session(session_id)?.encrypt(plaintext)?;
-        self.commit_sessions([session_id], &SortedSet::new())?;
+        self.commit_sessions(&[session_id], &SortedSet::new())?;
         Ok(envelope.to_bytes())
     }
 
@@ -381,7 +381,7 @@ impl Client {
                 touched.push(session_id);
             }
         }
-        self.commit_sessions(touched.iter().copied(), &SortedSet::new())?;
+        self.commit_sessions(&touched, &SortedSet::new())?;
         Ok(envelopes)
     }
 
@@ -396,7 +396,7 @@ impl Client {
         check_session_id(session_id)?;
         let envelope = Envelope::from_bytes(envelope)?;
         let plaintext = self.decrypt_uncommitted(session_id, &envelope, &mut removed)?;
-        self.commit_sessions([session_id], &removed)?;
+        self.commit_sessions(&[session_id], &removed)?;
         Ok(plaintext)
     }
 
@@ -413,14 +413,14 @@ impl Client {
 
     /// Commits the cached state of `session_ids` and the removal of used prekeys, atomically.
     /// If the commit fails those sessions are forgotten, so memory matches the store again.
-    pub(crate) fn commit_sessions<'s>(
+    pub(crate) fn commit_sessions(
         &mut self,
-        session_ids: impl IntoIterator<Item = &'s str> + Clone,
+        session_ids: &[&str],
         removed: &SortedSet<PreKeyId>,
     ) -> Result<(), ClientError> {
         let mut writes = Vec::new();
         let mut after = Vec::new();
-        for id in session_ids.clone() {
+        for &id in session_ids {
             after.extend(self.sessions.writes_for(id, &mut writes));
         }
         writes.extend(removed.iter().map(|id| Write::Delete {
@@ -440,7 +440,7 @@ impl Client {
                 Ok(())
             }
             Err(e) => {
-                for id in session_ids {
+                for &id in session_ids {
                     self.sessions.evict(id);
                 }
                 self.replay_guard.rolled_back();

@@ -6,28 +6,77 @@ use proteus_core::text::join;
 use proteus_core::{PreKey, PreKeyId, PreKeyStore};
 
 use crate::collections::SortedSet;
-use crate::error::StoreError;
+use crate::error::{ClientError, StoreError};
 use crate::records::prekey_key;
 use crate::storage::{Storage, Table};
 
-/// The prekeys as the engine sees them while an operation runs: the stored ones, less those the
-/// operation has used up. Removals are only recorded; they are written with the sessions.
+/// The prekeys as the engine sees them while an operation runs: the stored ones (or a batch
+/// run's snapshot of them), less those the operation has used up. Removals are only recorded;
+/// they are written with the sessions. One type for every decrypt path, so the engine's
+/// decrypt code is built once for it.
 pub(crate) struct PendingPreKeys<'a> {
-    pub(crate) storage: &'a dyn Storage,
+    pub(crate) source: PreKeySource<'a>,
     pub(crate) removed: &'a mut SortedSet<PreKeyId>,
 }
 
-impl PreKeyStore for PendingPreKeys<'_> {
-    type Error = StoreError;
+/// Where [`PendingPreKeys`] reads a prekey.
+pub(crate) enum PreKeySource<'a> {
+    /// The store, when the engine asks.
+    Store(&'a dyn Storage),
+    /// A batch run's snapshot, sorted by id: every prekey its PreKeyMessages name, read before
+    /// the run started (a run never touches the store).
+    Snapshot(&'a [(PreKeyId, Option<PreKey>)]),
+}
 
-    fn prekey(&mut self, id: PreKeyId) -> Result<Option<PreKey>, StoreError> {
+/// Why [`PendingPreKeys`] gave no answer.
+#[derive(thiserror::Error)]
+pub(crate) enum PreKeyViewError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A batch run asked for a prekey its snapshot does not hold: a bug in the batch's plan,
+    /// never a store's failure.
+    #[error("a prekey a batch run's message names is not in its snapshot")]
+    NotInSnapshot,
+}
+
+impl From<PreKeyViewError> for ClientError {
+    fn from(e: PreKeyViewError) -> Self {
+        match e {
+            PreKeyViewError::Store(e) => Self::Store(e),
+            PreKeyViewError::NotInSnapshot => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+// Written out, not derived: the derived form would bring the escaping Debug of strings into
+// the web build through the engine's `dyn Error`.
+impl std::fmt::Debug for PreKeyViewError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Store(e) => std::fmt::Debug::fmt(e, f),
+            Self::NotInSnapshot => f.write_str("NotInSnapshot"),
+        }
+    }
+}
+
+impl PreKeyStore for PendingPreKeys<'_> {
+    type Error = PreKeyViewError;
+
+    fn prekey(&mut self, id: PreKeyId) -> Result<Option<PreKey>, PreKeyViewError> {
         if self.removed.contains(&id) {
             return Ok(None);
         }
-        load_prekey(self.storage, id)
+        match self.source {
+            PreKeySource::Store(storage) => Ok(load_prekey(storage, id)?),
+            PreKeySource::Snapshot(snapshot) => match snapshot.binary_search_by_key(&id, |p| p.0) {
+                Ok(at) => Ok(snapshot.get(at).and_then(|p| p.1.clone())),
+                Err(_) => Err(PreKeyViewError::NotInSnapshot),
+            },
+        }
     }
 
-    fn remove(&mut self, id: PreKeyId) -> Result<(), StoreError> {
+    fn remove(&mut self, id: PreKeyId) -> Result<(), PreKeyViewError> {
         self.removed.insert(id);
         Ok(())
     }

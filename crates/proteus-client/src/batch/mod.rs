@@ -115,7 +115,7 @@ impl Client {
                 this.forget(&batch.touched);
                 return Ok(Err(e));
             }
-            this.commit_sessions(batch.touched.iter().copied(), &batch.removed)?;
+            this.commit_sessions(&batch.touched, &batch.removed)?;
             Ok(Ok(batch.results))
         })
         .unwrap_or_else(|e| Err(BatchError::Client(e)))

@@ -9,17 +9,10 @@
 //! undecodable messages, invalid session ids, and a run whose snapshot the store fails to give,
 //! so that the failure is met in queue order).
 
-use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, BTreeSet};
-
-use proteus_core::{
-    CheckedIdentity, DecodeError, Envelope, IdentityCache, IdentityKey, Message, PreKey, PreKeyId,
-    PreKeyStore, PublicKey,
-};
+use proteus_core::{CheckedIdentity, DecodeError, Envelope, Message, PreKey, PreKeyId, PublicKey};
 
 use super::types::MessageId;
 use super::{Lent, QueuedMessage};
-use crate::checked_identities::CheckedIdentities;
 use crate::collections::{HashMap, SortedSet};
 use crate::error::ClientError;
 use crate::prekeys::load_prekey;
@@ -80,8 +73,9 @@ pub(crate) struct SessionRun<'w, 'q> {
     pub(crate) key: Option<String>,
     pub(crate) config: SessionConfig,
     pub(crate) envelopes: Vec<&'w Envelope<'q>>,
-    /// The prekeys its PreKeyMessages name, as the store holds them at the window's start.
-    pub(crate) prekeys: BTreeMap<PreKeyId, Option<PreKey>>,
+    /// The prekeys its PreKeyMessages name, as the store holds them at the window's start,
+    /// sorted by id (a run names few: a sorted vector, without a B-tree's code in the web build).
+    pub(crate) prekeys: Vec<(PreKeyId, Option<PreKey>)>,
     /// Last-resort base keys the replay guard holds (for a session that does not exist).
     pub(crate) replayed: Vec<PublicKey>,
     /// What the run used up and checked, merged into the batch once its outcomes are handed over.
@@ -130,7 +124,7 @@ pub(crate) fn plan_window<'w, 'q>(
     let mut slots: Vec<Slot> = window.iter().map(|_| Slot::Ordinary).collect();
     let mut runs = Vec::with_capacity(groups.len());
     for (g, (session_id, members)) in groups.into_iter().enumerate() {
-        if shared.contains(&g) {
+        if shared.get(g).copied().unwrap_or(true) {
             continue;
         }
         let Some(run) = run_for(lent, session_id, &members, removed) else {
@@ -159,18 +153,19 @@ fn run_for<'w, 'q>(
         Some((key, cached)) => (Some(key), Some(cached)),
         None => (None, None),
     };
-    let mut prekeys = BTreeMap::new();
+    let mut prekeys: Vec<(PreKeyId, Option<PreKey>)> = Vec::new();
     let mut replayed = Vec::new();
     let snapshot = members.iter().try_for_each(|(_, envelope)| {
         let Message::PreKey(pkm) = envelope.message() else {
             return Ok(());
         };
         let id = pkm.prekey_id;
-        if let Entry::Vacant(slot) = prekeys.entry(id) {
-            slot.insert(match removed.contains(&id) {
+        if let Err(at) = prekeys.binary_search_by_key(&id, |p| p.0) {
+            let prekey = match removed.contains(&id) {
                 true => None,
                 false => load_prekey(storage, id)?,
-            });
+            };
+            prekeys.insert(at, (id, prekey));
         }
         if cached.is_none()
             && id.is_last_resort()
@@ -200,16 +195,22 @@ fn run_for<'w, 'q>(
     })
 }
 
-/// The groups that share a one-time prekey or a last-resort handshake with another group of
-/// the window: one's use of it changes what the other sees, so they run in queue order.
-fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet<usize> {
-    #[derive(PartialEq, Eq, Hash)]
+/// Which groups (by index) share a one-time prekey or a last-resort handshake with another
+/// group of the window: one's use of it changes what the other sees, so they run in queue order.
+fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> Vec<bool> {
+    #[derive(PartialEq, Eq)]
     enum Claim {
         PreKey(u16),
         LastResort([u8; 32]),
     }
-    let mut claimed: HashMap<Claim, usize> = HashMap::default();
-    let mut shared = BTreeSet::new();
+    let mut shared = vec![false; groups.len()];
+    if groups.len() < 2 {
+        return shared;
+    }
+    // Searched in order rather than hashed: a window of several sessions has at most `WINDOW`
+    // messages, so at most 256 claims (a few thousand comparisons beside as many handshakes),
+    // and no hash table's code goes into the web build for it.
+    let mut claimed: Vec<(Claim, usize)> = Vec::new();
     for (g, (_, members)) in groups.iter().enumerate() {
         for (_, envelope) in members {
             let Message::PreKey(pkm) = envelope.message() else {
@@ -220,62 +221,21 @@ fn shared_handshakes(groups: &[(&str, Vec<(usize, &Envelope<'_>)>)]) -> BTreeSet
             } else {
                 Claim::PreKey(pkm.prekey_id.value())
             };
-            let first = *claimed.entry(claim).or_insert(g);
+            let first = match claimed.iter().find(|(c, _)| *c == claim) {
+                Some(&(_, first)) => first,
+                None => {
+                    claimed.push((claim, g));
+                    g
+                }
+            };
             if first != g {
-                shared.insert(first);
-                shared.insert(g);
+                for at in [first, g] {
+                    if let Some(flag) = shared.get_mut(at) {
+                        *flag = true;
+                    }
+                }
             }
         }
     }
     shared
-}
-
-/// The prekeys as a run sees them: its snapshot, less those it used up.
-pub(crate) struct RunPreKeys<'r> {
-    pub(crate) snapshot: &'r BTreeMap<PreKeyId, Option<PreKey>>,
-    pub(crate) removed: &'r mut SortedSet<PreKeyId>,
-}
-
-/// A prekey the run's snapshot does not have. Every prekey a PreKeyMessage of the run names is
-/// read into it, so this is a bug in the plan, never a store's failure: it surfaces as
-/// [`ClientError::Internal`].
-#[derive(Debug, thiserror::Error)]
-#[error("prekey {0} is not in the batch run's snapshot")]
-pub(crate) struct NotInSnapshot(u16);
-
-impl PreKeyStore for RunPreKeys<'_> {
-    type Error = NotInSnapshot;
-
-    fn prekey(&mut self, id: PreKeyId) -> Result<Option<PreKey>, NotInSnapshot> {
-        if self.removed.contains(&id) {
-            return Ok(None);
-        }
-        self.snapshot
-            .get(&id)
-            .cloned()
-            .ok_or(NotInSnapshot(id.value()))
-    }
-
-    fn remove(&mut self, id: PreKeyId) -> Result<(), NotInSnapshot> {
-        self.removed.insert(id);
-        Ok(())
-    }
-}
-
-/// The client's checked identities as a run sees them; what it checks is kept after the window.
-pub(crate) struct RunIdentities<'r> {
-    pub(crate) shared: &'r CheckedIdentities,
-    pub(crate) kept: &'r mut Vec<CheckedIdentity>,
-}
-
-impl IdentityCache for RunIdentities<'_> {
-    fn get(&self, key: &IdentityKey) -> Option<&CheckedIdentity> {
-        self.shared
-            .get(key)
-            .or_else(|| self.kept.iter().find(|c| c.key() == key))
-    }
-
-    fn keep(&mut self, checked: CheckedIdentity) {
-        self.kept.push(checked);
-    }
 }

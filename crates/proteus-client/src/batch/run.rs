@@ -3,17 +3,17 @@
 //! session through [`new_session`], the one copy of that rule.
 
 use proteus_core::{
-    DecryptError, Envelope, IdentityCache, IdentityKeyPair, Message, OsRng, PreKeyId, PreKeyStore,
-    PublicKey, Session,
+    DecryptError, Envelope, IdentityCache, IdentityKeyPair, Message, OsRng, PreKeyId, PublicKey,
+    Session,
 };
 
 use super::Lent;
 use super::executor::Executor;
-use super::plan::{RunIdentities, RunPreKeys, SessionRun};
-use crate::checked_identities::CheckedIdentities;
+use super::plan::SessionRun;
+use crate::checked_identities::{CheckedIdentities, PendingIdentities};
 use crate::collections::SortedSet;
-use crate::error::{ClientError, StoreError};
-use crate::prekeys::PendingPreKeys;
+use crate::error::ClientError;
+use crate::prekeys::{PendingPreKeys, PreKeySource, PreKeyViewError};
 use crate::session_cache::CachedSession;
 
 impl SessionRun<'_, '_> {
@@ -26,11 +26,11 @@ impl SessionRun<'_, '_> {
         shared: &CheckedIdentities,
         executor: &Executor,
     ) {
-        let mut prekeys = RunPreKeys {
-            snapshot: &self.prekeys,
+        let mut prekeys = PendingPreKeys {
+            source: PreKeySource::Snapshot(&self.prekeys),
             removed: &mut self.removed,
         };
-        let mut identities = RunIdentities {
+        let mut identities = PendingIdentities {
             shared,
             kept: &mut self.kept,
         };
@@ -41,7 +41,7 @@ impl SessionRun<'_, '_> {
                 break;
             };
             rest = tail;
-            let replayed = |key: &PublicKey| Ok(self.replayed.contains(key));
+            let replayed = &mut |key: &PublicKey| Ok(self.replayed.contains(key));
             let made = new_session(
                 self.session_id,
                 identity,
@@ -90,49 +90,68 @@ pub(crate) fn decrypt_one(
 ) -> Result<Vec<u8>, ClientError> {
     let storage = lent.storage;
     let identity = lent.identity;
-    let mut prekeys = PendingPreKeys { storage, removed };
-    let identities = &mut *lent.identities;
-    if let Some(session) = lent
+    let mut prekeys = PendingPreKeys {
+        source: PreKeySource::Store(storage),
+        removed,
+    };
+    let mut kept = Vec::new();
+    let mut identities = PendingIdentities {
+        shared: &*lent.identities,
+        kept: &mut kept,
+    };
+    let decrypted = match lent
         .sessions
         .get_or_load(storage, identity.public_key(), session_id)?
     {
-        return session
-            .decrypt_with_cache(&mut OsRng, identity, &mut prekeys, identities, envelope)
-            .map_err(decrypt_error);
+        Some(session) => session
+            .decrypt_with_cache(
+                &mut OsRng,
+                identity,
+                &mut prekeys,
+                &mut identities,
+                envelope,
+            )
+            .map_err(decrypt_error),
+        None => {
+            let guard = &mut *lent.replay_guard;
+            let replayed = &mut |key: &PublicKey| guard.contains(storage, key);
+            new_session(
+                session_id,
+                identity,
+                &mut prekeys,
+                &mut identities,
+                envelope,
+                replayed,
+            )
+            .map(|(session, plaintext, recorded)| {
+                if let Some(base_key) = recorded {
+                    guard.record(&base_key);
+                }
+                lent.sessions.insert_new(session_id, session);
+                plaintext
+            })
+        }
+    };
+    for checked in kept {
+        lent.identities.keep(checked);
     }
-    let guard = &mut *lent.replay_guard;
-    let replayed = |key: &PublicKey| guard.contains(storage, key);
-    let (session, plaintext, recorded) = new_session(
-        session_id,
-        identity,
-        &mut prekeys,
-        identities,
-        envelope,
-        replayed,
-    )?;
-    if let Some(base_key) = recorded {
-        lent.replay_guard.record(&base_key);
-    }
-    lent.sessions.insert_new(session_id, session);
-    Ok(plaintext)
+    decrypted
 }
 
 /// The session a PreKeyMessage makes for a session id that has none, its plaintext, and the
 /// base key to record if it used the last-resort prekey. A last-resort handshake that
 /// `replayed` says was seen before (its session has been deleted since) is a replay:
-/// `DuplicateMessage`, and nothing is made.
-fn new_session<S, C>(
+/// `DuplicateMessage`, and nothing is made. Not inlined: both decrypt paths call it, and the
+/// web build would carry it twice.
+#[inline(never)]
+fn new_session(
     session_id: &str,
     identity: &IdentityKeyPair,
-    prekeys: &mut S,
-    identities: &mut C,
+    prekeys: &mut PendingPreKeys<'_>,
+    identities: &mut PendingIdentities<'_>,
     envelope: &Envelope,
-    replayed: impl FnOnce(&PublicKey) -> Result<bool, ClientError>,
-) -> Result<(Session, Vec<u8>, Option<PublicKey>), ClientError>
-where
-    S: PreKeyStore + ?Sized,
-    C: IdentityCache + ?Sized,
-{
+    replayed: &mut dyn FnMut(&PublicKey) -> Result<bool, ClientError>,
+) -> Result<(Session, Vec<u8>, Option<PublicKey>), ClientError> {
     let Message::PreKey(pkm) = envelope.message() else {
         return Err(ClientError::SessionNotFound(session_id.to_owned()));
     };
@@ -148,13 +167,13 @@ where
     Ok((inbound.session, inbound.plaintext, Some(pkm.base_key)))
 }
 
-/// A decryption error as the client reports it: a prekey store's failure is the store's error;
-/// any other error from a prekey view is a broken invariant of the batch (`Internal`).
+/// A decryption error as the client reports it: a failure of the prekey view
+/// ([`PendingPreKeys`]) is the client error it was (the store's, or a broken invariant).
 fn decrypt_error(e: DecryptError) -> ClientError {
     match e {
-        DecryptError::PreKeyStore(inner) => match inner.downcast::<StoreError>() {
-            Ok(store) => ClientError::Store(*store),
-            Err(other) => ClientError::Internal(other.to_string()),
+        DecryptError::PreKeyStore(inner) => match inner.downcast::<PreKeyViewError>() {
+            Ok(view) => ClientError::from(*view),
+            Err(_) => ClientError::Internal("the prekey view failed with a foreign error".into()),
         },
         other => ClientError::Decrypt(other),
     }

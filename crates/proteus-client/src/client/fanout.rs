@@ -86,12 +86,11 @@ impl Client {
                 })
                 .collect();
         });
-        // The sessions to commit, in the order of their first envelope.
-        let mut advanced: Vec<(usize, &'s str)> = Vec::with_capacity(recipients.len());
+        // The sessions to commit: those with an envelope, in the order they are first listed.
+        let mut advanced: Vec<&'s str> = Vec::with_capacity(recipients.len());
         for r in recipients {
-            let first_ok = r.at.iter().zip(&r.results).find(|(_, e)| e.is_ok());
-            if let Some((&i, _)) = first_ok {
-                advanced.push((i, r.session_id));
+            if r.results.iter().any(Result::is_ok) {
+                advanced.push(r.session_id);
             }
             for (i, result) in r.at.into_iter().zip(r.results) {
                 if let Some(slot) = results.get_mut(i) {
@@ -100,8 +99,7 @@ impl Client {
             }
             self.sessions.put(r.key, r.cached);
         }
-        advanced.sort_unstable_by_key(|(i, _)| *i);
-        self.commit_sessions(advanced.iter().map(|(_, id)| *id), &SortedSet::new())?;
+        self.commit_sessions(&advanced, &SortedSet::new())?;
         let missing = || ClientError::Internal("a fan-out gave no result for a recipient".into());
         Ok(results
             .into_iter()

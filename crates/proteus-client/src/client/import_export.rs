@@ -61,7 +61,7 @@ impl Client {
         }
         let session = Session::from_bytes(self.identity.public_key(), session)?;
         self.sessions.insert_new(session_id, session);
-        self.commit_sessions([session_id], &SortedSet::new())
+        self.commit_sessions(&[session_id], &SortedSet::new())
     }
 
     /// The identity key pair serialised as Wire's Proteus does, for backup or migration. It holds
