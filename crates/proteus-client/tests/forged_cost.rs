@@ -140,3 +140,31 @@ fn a_forged_first_message_costs_one_fast_forward() {
         "decrypt_batch: {batched} steps"
     );
 }
+
+/// A forged PreKeyMessage whose session tag Bob's state holds, on a chain that state has
+/// dropped since (the conversation moved on for more turns than it keeps receive chains): the
+/// state cannot open it, so only the state the prekey would make is tried, once.
+#[test]
+fn a_forged_prekey_message_on_a_dropped_chain_costs_one_fast_forward() {
+    let (mut alice, mut bob) = pending();
+    let early = alice.encrypt("bob", b"early").unwrap();
+    for turn in 0..12 {
+        let to_alice = bob.encrypt("alice", b"turn").unwrap();
+        alice.decrypt("bob", &to_alice).unwrap();
+        let to_bob = alice.encrypt("bob", format!("turn {turn}").as_bytes()).unwrap();
+        bob.decrypt("alice", &to_bob).unwrap();
+    }
+    let envelope = forged(&early);
+    assert!(matches!(
+        Envelope::from_bytes(&envelope).unwrap().message(),
+        Message::PreKey(_)
+    ));
+    let single = one(&mut bob, &envelope);
+    let batched = batch(&mut bob, &envelope);
+    eprintln!("chain steps at a gap of {GAP}: decrypt {single}, decrypt_batch {batched}");
+    assert!(single <= u64::from(GAP) + SLACK, "decrypt: {single} steps");
+    assert!(
+        batched <= u64::from(GAP) + SLACK,
+        "decrypt_batch: {batched} steps"
+    );
+}

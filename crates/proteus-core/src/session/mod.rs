@@ -293,6 +293,15 @@ impl Session {
                 if self.holds_chain(&pkm.message) {
                     return self.decrypt_with_existing_state(rng, envelope);
                 }
+                // A state with the message's tag but not its chain cannot open it: the sender
+                // wraps messages in PreKeyMessages only on the chain that made the state, so
+                // that chain was dropped since, and stepping the state to a chain derived
+                // anew would fail (after a fast-forward). Only the state made from the prekey
+                // can authenticate the message.
+                if self.states.iter().any(|e| e.tag == pkm.message.session_tag) {
+                    return self
+                        .decrypt_with_new_state(rng, identity, prekeys, identities, envelope);
+                }
                 match self.decrypt_with_existing_state(rng, envelope) {
                     Err(DecryptError::InvalidSignature(_) | DecryptError::UnknownSessionTag) => {
                         self.decrypt_with_new_state(rng, identity, prekeys, identities, envelope)
