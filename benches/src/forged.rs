@@ -1,7 +1,10 @@
-//! What a forged message costs through the client, on each path: a CipherMessage and a
-//! PreKeyMessage (its session made, the peer not yet answered), each through `decrypt` and
-//! through `decrypt_batch`, at the largest counter gap a chain may be fast-forwarded
+//! What a forged message costs through the client, on each path: a CipherMessage, a
+//! PreKeyMessage (its session made, the peer not yet answered), and a PreKeyMessage on a chain
+//! the session has dropped since (the conversation went on), each through `decrypt` and through
+//! `decrypt_batch`, at the largest counter gap a chain may be fast-forwarded
 //! ([`MAX_FAST_FORWARD`]). A rejected message changes nothing, so every run uses the same client.
+//! Each costs at most one fast-forward: compare it with `--fast-forward`'s forged message, the
+//! fast-forward alone, which [`measure`] also times as its first row.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -27,28 +30,51 @@ fn forge(mut envelope: Vec<u8>) -> Vec<u8> {
     envelope
 }
 
-/// Bob, and a forged envelope from Alice at the largest gap: a PreKeyMessage if `answered` is
-/// false (Alice has not heard from Bob), else a CipherMessage.
-fn setup(answered: bool) -> Result<(Client, Vec<u8>), BoxError> {
+/// Which forged message.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// Alice has heard from Bob: a CipherMessage.
+    Cipher,
+    /// Alice has not heard from Bob: a PreKeyMessage on the chain Bob's session holds.
+    PreKey,
+    /// A PreKeyMessage Alice sent before she heard from Bob, arriving after the conversation
+    /// went on for more turns than a session keeps receive chains: its chain is gone.
+    DroppedChain,
+}
+
+/// Bob, and a forged envelope from Alice at the largest gap. Bob's session is made on his
+/// last-resort prekey, so that the PreKeyMessages can still make a state (and are tried there).
+fn setup(kind: Kind) -> Result<(Client, Vec<u8>), BoxError> {
     let (mut alice, mut bob) = (Client::in_memory()?, Client::in_memory()?);
-    let bundle = bob.generate_prekeys(1)?.remove(0).to_bytes();
+    let bundle = bob.last_resort_bundle()?.to_bytes();
     alice.create_session("bob", &bundle)?;
     bob.decrypt("alice", &alice.encrypt("bob", b"hello")?)?;
-    if answered {
+    if let Kind::Cipher = kind {
         alice.decrypt("bob", &bob.encrypt("alice", b"hi")?)?;
     }
     let never = vec![("bob", &b"never delivered"[..]); 10_000];
     for _ in 0..MAX_FAST_FORWARD / 10_000 {
         alice.encrypt_batch(&never)?;
     }
-    Ok((bob, forge(alice.encrypt("bob", b"the one")?)))
+    let forged = forge(alice.encrypt("bob", b"the one")?);
+    if let Kind::DroppedChain = kind {
+        for _ in 0..=proteus_core::limits::MAX_RECV_CHAINS {
+            alice.decrypt("bob", &bob.encrypt("alice", b"turn")?)?;
+            bob.decrypt("alice", &alice.encrypt("bob", b"turn")?)?;
+        }
+    }
+    Ok((bob, forged))
 }
 
-/// Measures the four paths `runs` times each.
+/// Measures one fast-forward alone (the engine's forged CipherMessage, as `--fast-forward`)
+/// and the six paths, `runs` times each.
 pub fn measure(runs: usize) -> Result<Vec<Path>, BoxError> {
-    let mut paths = Vec::new();
-    for (answered, kind) in [(true, "CipherMessage"), (false, "PreKeyMessage")] {
-        let (mut bob, forged) = setup(answered)?;
+    let mut paths = vec![Path {
+        name: "one fast-forward (the engine)",
+        times: crate::fast_forward::measure(runs)?.forged,
+    }];
+    for kind in [Kind::Cipher, Kind::PreKey, Kind::DroppedChain] {
+        let (mut bob, forged) = setup(kind)?;
         let queue = [QueuedMessage {
             session_id: "alice",
             envelope: &forged,
@@ -70,8 +96,12 @@ pub fn measure(runs: usize) -> Result<Vec<Path>, BoxError> {
             }
         }
         let names = match kind {
-            "CipherMessage" => ["CipherMessage, decrypt", "CipherMessage, decrypt_batch"],
-            _ => ["PreKeyMessage, decrypt", "PreKeyMessage, decrypt_batch"],
+            Kind::Cipher => ["CipherMessage, decrypt", "CipherMessage, decrypt_batch"],
+            Kind::PreKey => ["PreKeyMessage, decrypt", "PreKeyMessage, decrypt_batch"],
+            Kind::DroppedChain => [
+                "PreKeyMessage, dropped chain, decrypt",
+                "PreKeyMessage, dropped chain, decrypt_batch",
+            ],
         };
         paths.push(Path {
             name: names[0],

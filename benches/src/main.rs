@@ -394,8 +394,14 @@ fn forged(runs: Option<usize>) -> Result<(), BoxError> {
         paths.first().map_or(0, |p| p.times.len()),
         proteus_bench::threads_ab::load_average()
     );
+    let mut one = None;
     for path in paths {
-        println!("  {:<32} {:.1} ms", path.name, median_ms(path.times));
+        let median = median_ms(path.times);
+        let ratio = one.map_or(String::new(), |one: f64| {
+            format!(" ({:.2}x one fast-forward)", median / one)
+        });
+        one.get_or_insert(median);
+        println!("  {:<44} {median:.1} ms{ratio}", path.name);
     }
     Ok(())
 }

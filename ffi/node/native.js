@@ -197,6 +197,16 @@ export class Client {
   }
 
   /**
+   * Makes sure that what earlier calls deleted (a consumed prekey, used message keys) is gone
+   * from the disk now; resolves to whether it is. False while another connection still reads an
+   * older snapshot of the SQLite store (a backup, another process): the store keeps trying after
+   * later calls, and this can be called again. In memory, true.
+   */
+  eraseDeleted() {
+    return this.#run((raw) => raw.eraseDeleted());
+  }
+
+  /**
    * Decrypts a queue with one commit, after `onMessage` accepted every result (see the web
    * package: false stops the batch, BatchAborted 108; a throw or a rejected promise stops it,
    * CallbackFailed 121; nothing is committed then). Without a callback the results cross

@@ -203,6 +203,13 @@ impl RawClient {
         })
     }
 
+    /// Makes sure what earlier calls deleted is gone from the disk; whether it is (`false`
+    /// while another connection reads an older snapshot).
+    #[napi]
+    pub fn erase_deleted(&self) -> AsyncTask<Call<bool>> {
+        run(&self.shared, |c| js(c.erase_deleted()))
+    }
+
     /// Starts a session from a prekey bundle.
     #[napi]
     pub fn create_session(&self, session_id: String, bundle: Uint8Array) -> AsyncTask<Call<()>> {

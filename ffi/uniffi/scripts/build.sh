@@ -14,7 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
 out=target/uniffi
-lib=target/release/libproteus_uniffi.so
+# Cargo's output where CARGO_TARGET_DIR says (the generated sources still go to target/uniffi).
+cargo_target=${CARGO_TARGET_DIR:-target}
+lib=$cargo_target/release/libproteus_uniffi.so
 
 echo "== cargo build --release -p proteus-uniffi"
 cargo build --locked --release -p proteus-uniffi
@@ -23,7 +25,7 @@ cargo build --locked -p proteus-uniffi-bindgen --profile uniffi-bindgen \
   --config 'profile.uniffi-bindgen.inherits="dev"' \
   --config 'profile.uniffi-bindgen.debug=false' \
   --config 'profile.uniffi-bindgen.package."*".opt-level=0'
-bindgen=target/uniffi-bindgen/uniffi-bindgen
+bindgen=$cargo_target/uniffi-bindgen/uniffi-bindgen
 rm -rf "$out/kotlin" "$out/swift"
 "$bindgen" generate --no-format "$lib" --language kotlin --out-dir "$out/kotlin"
 "$bindgen" generate --no-format "$lib" --language swift --out-dir "$out/swift"

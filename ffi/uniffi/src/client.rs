@@ -368,6 +368,15 @@ impl Client {
         self.run(move |c| c.delete_session(&session_id)).await
     }
 
+    /// Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
+    /// session states) is gone from the disk now, and says whether it is: `false` while another
+    /// connection still reads an older snapshot of the store (a backup agent, another process);
+    /// the store keeps trying after later calls, and this call can be made again. Call it
+    /// before the app is suspended. A store in memory answers `true`.
+    pub async fn erase_deleted(&self) -> Result<bool, ProteusError> {
+        self.run(|c| c.erase_deleted()).await
+    }
+
     /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
     /// allowed while there are no sessions (`IdentityInUse`, 107).
     pub async fn import_identity(&self, identity: SecretBytes) -> Result<(), ProteusError> {

@@ -229,6 +229,14 @@ export class Client implements AsyncDisposable {
   prekeyBundle(id: number): Promise<PreKeyBundle>;
   /** One-time prekeys left (the last-resort prekey not counted). */
   prekeysRemaining(): Promise<number>;
+  /**
+   * Whether what earlier calls deleted (a consumed prekey, used message keys) is gone from the
+   * disk now. Web package: true in memory; false on IndexedDB, which keeps deleted values until
+   * the browser compacts (seal the store and rotate its key with rekeyStore). Node package, native
+   * store: false while another connection reads an older snapshot; the store keeps trying, and
+   * this can be called again.
+   */
+  eraseDeleted(): Promise<boolean>;
 
   createSession(sessionId: string, bundle: Uint8Array): Promise<void>;
   hasSession(sessionId: string): Promise<boolean>;

@@ -64,9 +64,12 @@ const CONSTRUCT = Symbol('construct');
 export class Client {
   #engine;
 
-  constructor(token, engine, persisted) {
+  #inMemory;
+
+  constructor(token, engine, persisted, inMemory) {
     if (token !== CONSTRUCT) throw new TypeError('use Client.open(name) or Client.inMemory()');
     this.#engine = engine;
+    this.#inMemory = inMemory;
     /** Whether opening found no identity in the store and made a new one. */
     this.created = false;
     /** A Promise of whether the browser granted persistent storage (undefined: unknown). */
@@ -158,7 +161,7 @@ export class Client {
   /** Loads the store; an empty one gets an identity, unless `mustExist` (its name) is given. */
   static async #start(store, mustExist, persisted) {
     const engine = new CommitEngine(store);
-    const client = new Client(CONSTRUCT, engine, persisted);
+    const client = new Client(CONSTRUCT, engine, persisted, store instanceof MemoryStore);
     client.created = await engine.start(mustExist);
     return client;
   }
@@ -220,6 +223,16 @@ export class Client {
   }
 
   /** Decrypts one message and stores the result (a PreKeyMessage may create the session). */
+  /**
+   * Whether what earlier calls deleted (a consumed prekey, used message keys) is gone from the
+   * disk now. In memory, true. On IndexedDB, false: the browser keeps deleted values in its
+   * files until it compacts them, and no API asks for that (the README: seal the store with a
+   * key you rotate, rekeyStore, so that what is left is unreadable).
+   */
+  eraseDeleted() {
+    return this.#run(() => this.#inMemory);
+  }
+
   decrypt(id, envelope) {
     sessionId(id);
     const e = bytes(envelope, 'envelope');

@@ -204,6 +204,10 @@ export class RemoteClient {
     return this.#call('prekeysRemaining');
   }
 
+  eraseDeleted() {
+    return this.#call('eraseDeleted');
+  }
+
   createSession(id, bundle) {
     return this.#call('createSession', sessionId(id), own(bytes(bundle, 'bundle')));
   }

@@ -469,6 +469,17 @@ describe('lifecycle', () => {
 });
 
 describe('IndexedDB store', () => {
+  test('eraseDeleted: true in memory, false on IndexedDB (deleted values stay until the browser compacts)', async () => {
+    const memory = await Client.inMemory();
+    await memory.generatePrekeys(1);
+    assert.equal(await memory.eraseDeleted(), true);
+    const c = await Client.open('erase', { indexedDB: new IDBFactory(), allowWithoutWebLocks: true });
+    await c.generatePrekeys(1);
+    assert.equal(await c.eraseDeleted(), false);
+    await c.close();
+    await rejectsWith(c.eraseDeleted(), 122, 'ClientClosed');
+  });
+
   test('a client survives a reopen: identity, prekeys, sessions and chains', async () => {
     const indexedDB = new IDBFactory();
     const peer = await Client.inMemory();

@@ -137,6 +137,27 @@ test(`Client.open(path): the native addon's durable store, or on the wasm fallba
   }
 });
 
+test(`eraseDeleted: what a decrypt deleted is gone from the disk (${backend})`, async () => {
+  const memory = await Client.inMemory();
+  assert.equal(await memory.eraseDeleted(), true);
+  await memory.close();
+  if (backend !== 'native') return;
+  const dir = mkdtempSync(join(tmpdir(), 'proteus-erase-'));
+  try {
+    const bob = await Client.open(join(dir, 'store.db'));
+    const alice = await Client.inMemory();
+    const [{ bundle }] = await bob.generatePrekeys(1);
+    await alice.createSession('bob', bundle);
+    assert.equal(text(await bob.decrypt('alice', await alice.encrypt('bob', 'hi'))), 'hi');
+    assert.equal(await bob.prekeysRemaining(), 0);
+    assert.equal(await bob.eraseDeleted(), true);
+    await bob.close();
+    await alice.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('encryptBatch and decryptBatch: progress per message, ids, one commit after the callback', async () => {
   const { alice, bob } = await pair(Client);
   const n = 600; // three chunks of the native delivery (256 each)

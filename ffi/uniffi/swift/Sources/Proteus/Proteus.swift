@@ -637,6 +637,15 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func deleteSession(sessionId: String) async throws 
     
     /**
+     * Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
+     * session states) is gone from the disk now, and says whether it is: `false` while another
+     * connection still reads an older snapshot of the store (a backup agent, another process);
+     * the store keeps trying after later calls, and this call can be made again. Call it
+     * before the app is suspended. A store in memory answers `true`.
+     */
+    func eraseDeleted() async throws  -> Bool
+    
+    /**
      * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
      * the array after use.
      */
@@ -929,6 +938,29 @@ open func deleteSession(sessionId: String)async throws   {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
             freeFunc: ffi_proteus_uniffi_rust_future_free_void,
             liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
+     * session states) is gone from the disk now, and says whether it is: `false` while another
+     * connection still reads an older snapshot of the store (a backup agent, another process);
+     * the store keeps trying after later calls, and this call can be made again. Call it
+     * before the app is suspended. A store in memory answers `true`.
+     */
+open func eraseDeleted()async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_erase_deleted(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -3832,6 +3864,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_delete_session() != 2077) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_erase_deleted() != 29256) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_export_identity() != 1621) {

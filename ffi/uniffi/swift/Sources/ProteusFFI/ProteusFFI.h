@@ -294,6 +294,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_create_session(uint64_t ptr, Rus
 uint64_t uniffi_proteus_uniffi_fn_method_client_delete_session(uint64_t ptr, RustBuffer session_id
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_ERASE_DELETED
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_ERASE_DELETED
+uint64_t uniffi_proteus_uniffi_fn_method_client_erase_deleted(uint64_t ptr
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_EXPORT_IDENTITY
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_EXPORT_IDENTITY
 uint64_t uniffi_proteus_uniffi_fn_method_client_export_identity(uint64_t ptr
@@ -827,6 +832,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_create_session(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_DELETE_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_DELETE_SESSION
 uint16_t uniffi_proteus_uniffi_checksum_method_client_delete_session(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_ERASE_DELETED
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_ERASE_DELETED
+uint16_t uniffi_proteus_uniffi_checksum_method_client_erase_deleted(void
     
 );
 #endif

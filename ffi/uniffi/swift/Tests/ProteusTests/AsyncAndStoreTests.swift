@@ -45,6 +45,19 @@ final class AsyncTests: XCTestCase {
         XCTAssertEqual(seen.value, 1)
     }
 
+    func testEraseDeletedSaysTheUsedPrekeyIsGoneFromTheDisk() async throws {
+        let alice = try await Client.inMemory()
+        await assertEqual(try await alice.eraseDeleted(), true)
+        let bob = try await Client.open(path: tempStore())
+        let bundle = try await bob.generatePrekeys(count: 1)[0]
+        try await alice.createSession(sessionId: "bob", bundle: bundle.bytes)
+        let hello = try await alice.encrypt(sessionId: "bob", plaintext: bytes("hi"))
+        await assertEqual(text(try await bob.decrypt(sessionId: "alice", envelope: hello)), "hi")
+        await assertEqual(try await bob.prekeysRemaining(), 0)
+        await assertEqual(try await bob.eraseDeleted(), true)
+        try await bob.close()
+    }
+
     func testCloseWaitsThenRefusesCallsWith122() async throws {
         let path = tempStore()
         let client = try await Client.open(path: path)

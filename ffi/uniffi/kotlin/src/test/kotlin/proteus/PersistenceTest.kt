@@ -52,6 +52,19 @@ class PersistenceTest {
     }
 
     @Test
+    fun `eraseDeleted says the prekey a message used up is gone from the disk`() = runTest {
+        val path = tempStore().toString()
+        val alice = Client.inMemory()
+        assertTrue(alice.eraseDeleted())
+        Client.open(path).use { bob ->
+            alice.createSession("bob", bob.generatePrekeys(1).single().bytes)
+            assertEquals("hi", text(bob.decrypt("alice", alice.encrypt("bob", bytes("hi")))))
+            assertEquals(0, bob.prekeysRemaining())
+            assertTrue(bob.eraseDeleted())
+        }
+    }
+
+    @Test
     fun `a closed client throws and its store can be opened again`() = runTest {
         val path = tempStore().toString()
         val client = Client.open(path)
