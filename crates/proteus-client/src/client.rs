@@ -7,7 +7,7 @@ use zeroize::Zeroizing;
 
 use crate::batch::{Executor, Lent, decrypt_one};
 use crate::checked_identities::CheckedIdentities;
-use crate::collections::SortedSet;
+use crate::collections::{OrderedIds, SortedSet};
 use crate::error::{ClientError, StoreError};
 use crate::prekeys::{allocate_ids, load_prekey};
 use crate::records::{META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix};
@@ -363,8 +363,7 @@ impl Client {
         messages: &[(&str, &[u8])],
     ) -> Result<Vec<Vec<u8>>, ClientError> {
         let mut envelopes = Vec::with_capacity(messages.len());
-        let mut touched: Vec<&str> = Vec::new();
-        let mut seen = crate::collections::HashSet::default();
+        let mut touched = OrderedIds::default();
         for (session_id, plaintext) in messages {
             match self
                 .session(session_id)
@@ -373,15 +372,13 @@ impl Client {
                 Ok(envelope) => envelopes.push(envelope.to_bytes()),
                 Err(e) => {
                     // Sessions already advanced in memory hold unsent chain steps: reload them.
-                    self.forget(&touched);
+                    self.forget(touched.as_slice());
                     return Err(e);
                 }
             }
-            if seen.insert(*session_id) {
-                touched.push(session_id);
-            }
+            touched.add(session_id);
         }
-        self.commit_sessions(&touched, &SortedSet::new())?;
+        self.commit_sessions(touched.as_slice(), &SortedSet::new())?;
         Ok(envelopes)
     }
 

@@ -46,6 +46,34 @@ impl<T: Ord> SortedSet<T> {
     }
 }
 
+/// Session ids, each once, in the order they were first added: the sessions an operation
+/// changed (to commit), or a window's sessions (its runs). One hash table type for all of them
+/// in the web build.
+#[derive(Default)]
+pub(crate) struct OrderedIds<'a> {
+    ids: Vec<&'a str>,
+    index: HashMap<&'a str, usize>,
+}
+
+impl<'a> OrderedIds<'a> {
+    /// Adds `id` if it is new; its position either way. A run of one id (a backlog from one
+    /// sender) is recognised without hashing.
+    pub(crate) fn add(&mut self, id: &'a str) -> usize {
+        match self.ids.last() {
+            Some(&last) if last == id => self.ids.len() - 1,
+            _ => *self.index.entry(id).or_insert_with(|| {
+                self.ids.push(id);
+                self.ids.len() - 1
+            }),
+        }
+    }
+
+    /// The ids, in the order they were first added.
+    pub(crate) fn as_slice(&self) -> &[&'a str] {
+        &self.ids
+    }
+}
+
 /// An empty set with room for `n` elements.
 pub(crate) fn set_with_capacity<T>(n: usize) -> HashSet<T> {
     HashSet::with_capacity_and_hasher(n, BuildHasher::default())

@@ -151,7 +151,9 @@ fn a_forged_prekey_message_on_a_dropped_chain_costs_one_fast_forward() {
     for turn in 0..12 {
         let to_alice = bob.encrypt("alice", b"turn").unwrap();
         alice.decrypt("bob", &to_alice).unwrap();
-        let to_bob = alice.encrypt("bob", format!("turn {turn}").as_bytes()).unwrap();
+        let to_bob = alice
+            .encrypt("bob", format!("turn {turn}").as_bytes())
+            .unwrap();
         bob.decrypt("alice", &to_bob).unwrap();
     }
     let envelope = forged(&early);

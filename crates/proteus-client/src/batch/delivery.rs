@@ -8,7 +8,7 @@ use proteus_core::{DecodeError, DecryptError, Envelope, Message, PreKeyId};
 
 use super::QueuedMessage;
 use super::types::{BatchError, Chunking, Decrypted, HandOverClock, MessageId, Progress};
-use crate::collections::{HashSet, SortedSet};
+use crate::collections::{OrderedIds, SortedSet};
 use crate::error::{ClientError, StoreError};
 
 /// A batch in progress: its results, what has been handed over, what it changed.
@@ -17,8 +17,7 @@ pub(crate) struct BatchState<'q> {
     /// One-time prekeys used up by the batch, deleted by its commit.
     pub(crate) removed: SortedSet<PreKeyId>,
     /// Sessions with a decrypted message, in the order of their first one.
-    pub(crate) touched: Vec<&'q str>,
-    seen: HashSet<&'q str>,
+    pub(crate) touched: OrderedIds<'q>,
     total: usize,
     handed_over: usize,
     chunking: Chunking,
@@ -30,20 +29,11 @@ impl<'q> BatchState<'q> {
         Self {
             results: Vec::with_capacity(total),
             removed: SortedSet::new(),
-            touched: Vec::new(),
-            seen: HashSet::default(),
+            touched: OrderedIds::default(),
             total,
             handed_over: 0,
             chunking,
             clock: HandOverClock::start(chunking),
-        }
-    }
-
-    /// Records that the batch changed `session_id` (once; a backlog comes in runs of one
-    /// session, so the last one needs no hashing).
-    fn touch(&mut self, session_id: &'q str) {
-        if self.touched.last() != Some(&session_id) && self.seen.insert(session_id) {
-            self.touched.push(session_id);
         }
     }
 
@@ -62,7 +52,9 @@ impl<'q> BatchState<'q> {
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
         match &outcome {
-            Ok(_) => self.touch(queued.session_id),
+            Ok(_) => {
+                self.touched.add(queued.session_id);
+            }
             // A damaged record concerns its own session only; a failing store stops the batch,
             // and so does a broken invariant.
             Err(ClientError::Store(e)) if !matches!(e, StoreError::Corrupt(_)) => {

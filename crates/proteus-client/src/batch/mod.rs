@@ -112,10 +112,10 @@ impl Client {
         self.operation(|this| {
             let mut batch = BatchState::new(queue.len(), chunking);
             if let Err(e) = decrypt_windows(&mut this.lend(), queue, &mut batch, &mut deliver) {
-                this.forget(&batch.touched);
+                this.forget(batch.touched.as_slice());
                 return Ok(Err(e));
             }
-            this.commit_sessions(&batch.touched, &batch.removed)?;
+            this.commit_sessions(batch.touched.as_slice(), &batch.removed)?;
             Ok(Ok(batch.results))
         })
         .unwrap_or_else(|e| Err(BatchError::Client(e)))

@@ -13,7 +13,7 @@ use proteus_core::{CheckedIdentity, DecodeError, Envelope, Message, PreKey, PreK
 
 use super::types::MessageId;
 use super::{Lent, QueuedMessage};
-use crate::collections::{HashMap, SortedSet};
+use crate::collections::{OrderedIds, SortedSet};
 use crate::error::ClientError;
 use crate::prekeys::load_prekey;
 use crate::records::check_session_id;
@@ -93,29 +93,23 @@ pub(crate) fn plan_window<'w, 'q>(
     decoded: &'w Decoded<'q>,
     removed: &SortedSet<PreKeyId>,
 ) -> Plan<'w, 'q> {
+    let mut sessions = OrderedIds::default();
     let mut groups: Vec<(&'q str, Vec<(usize, &'w Envelope<'q>)>)> = Vec::new();
-    let mut group_of: HashMap<&'q str, usize> = HashMap::default();
-    // A backlog comes in runs of one session: the previous message's group is tried first,
-    // without checking and hashing the id again.
-    let mut last: Option<(&'q str, usize)> = None;
     for (k, (queued, (_, envelope))) in window.iter().zip(decoded).enumerate() {
         let Ok(envelope) = envelope else {
             continue;
         };
-        let g = match last {
-            Some((id, g)) if id == queued.session_id => g,
-            _ => {
-                if check_session_id(queued.session_id).is_err() {
-                    continue;
-                }
-                let g = *group_of.entry(queued.session_id).or_insert_with(|| {
-                    groups.push((queued.session_id, Vec::new()));
-                    groups.len() - 1
-                });
-                last = Some((queued.session_id, g));
-                g
-            }
-        };
+        // A backlog comes in runs of one session: its id is checked once.
+        let known = groups
+            .last()
+            .is_some_and(|(id, _)| *id == queued.session_id);
+        if !known && check_session_id(queued.session_id).is_err() {
+            continue;
+        }
+        let g = sessions.add(queued.session_id);
+        if g == groups.len() {
+            groups.push((queued.session_id, Vec::new()));
+        }
         if let Some((_, members)) = groups.get_mut(g) {
             members.push((k, envelope));
         }
