@@ -1,14 +1,14 @@
-//! Errors of the client layer, each with a stable numeric code from the one registry,
-//! [`ErrorCode`].
+//! Errors of the client layer, each with a stable numeric code ([`ErrorCode`]).
 //!
-//! Protocol errors keep the core's codes (docs/protocol.md §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–511 (system). The bindings' own codes (120 ClientBusy, 121 CallbackFailed,
-//! 599 Internal; the web package's 512 StoreConflict) are in the registry too. Messages carry
-//! no user data: session ids stay in the variants' fields, out of the text.
+//! Protocol errors keep the core's codes (docs/protocol.md §11). The client's own
+//! ([`ClientCode`]) are 104–110 (engine misuse), 502–514 (the store) and 599 (a bug).
+//! Messages carry no user data: session ids stay in the variants' fields, out of the text.
 
 use std::fmt;
 
-use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCreationError};
+use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
+
+use crate::codes::{ClientCode, ErrorCode};
 
 #[cfg(not(target_arch = "wasm32"))]
 use crate::storage::Table;
@@ -126,20 +126,20 @@ impl fmt::Debug for StoreError {
 
 impl StoreError {
     /// The registered code of the condition.
-    pub const fn error_code(&self) -> ErrorCode {
+    pub const fn error_code(&self) -> ClientCode {
         match self {
-            Self::Busy => ErrorCode::StoreBusy,
-            Self::Corrupt(_) => ErrorCode::StoreCorrupt,
-            Self::NotFound(_) => ErrorCode::StoreNotFound,
-            Self::AlreadyExists(_) => ErrorCode::StoreAlreadyExists,
-            Self::UnsupportedSchema { .. } => ErrorCode::UnsupportedSchema,
-            Self::Backend(_) => ErrorCode::StorageFailure,
-            Self::WrongKey => ErrorCode::WrongStoreKey,
-            Self::NotSealed => ErrorCode::StoreNotSealed,
-            Self::KeyRequired => ErrorCode::StoreKeyRequired,
-            Self::RolledBack { .. } => ErrorCode::StoreRolledBack,
+            Self::Busy => ClientCode::StoreBusy,
+            Self::Corrupt(_) => ClientCode::StoreCorrupt,
+            Self::NotFound(_) => ClientCode::StoreNotFound,
+            Self::AlreadyExists(_) => ClientCode::StoreAlreadyExists,
+            Self::UnsupportedSchema { .. } => ClientCode::UnsupportedSchema,
+            Self::Backend(_) => ClientCode::StorageFailure,
+            Self::WrongKey => ClientCode::WrongStoreKey,
+            Self::NotSealed => ClientCode::StoreNotSealed,
+            Self::KeyRequired => ClientCode::StoreKeyRequired,
+            Self::RolledBack { .. } => ClientCode::StoreRolledBack,
             #[cfg(not(target_arch = "wasm32"))]
-            Self::Tampered { .. } => ErrorCode::StoreTampered,
+            Self::Tampered { .. } => ClientCode::StoreTampered,
         }
     }
 }
@@ -199,20 +199,20 @@ impl ClientError {
     /// The registered code of the condition, the same in every binding.
     pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Decrypt(e) => e.error_code(),
-            Self::Encrypt(e) => e.error_code(),
-            Self::SessionCreation(e) => e.error_code(),
-            Self::Decode(e) => e.error_code(),
-            Self::Store(e) => e.error_code(),
-            Self::SessionNotFound(_) => ErrorCode::SessionNotFound,
-            Self::SessionExists(_) => ErrorCode::SessionExists,
-            Self::InvalidSessionId(_) => ErrorCode::InvalidSessionId,
-            Self::IdentityInUse(_) => ErrorCode::IdentityInUse,
-            Self::BatchAborted => ErrorCode::BatchAborted,
+            Self::Decrypt(e) => ErrorCode::Core(e.error_code()),
+            Self::Encrypt(e) => ErrorCode::Core(e.error_code()),
+            Self::SessionCreation(e) => ErrorCode::Core(e.error_code()),
+            Self::Decode(e) => ErrorCode::Core(e.error_code()),
+            Self::Store(e) => ErrorCode::Client(e.error_code()),
+            Self::SessionNotFound(_) => ErrorCode::Client(ClientCode::SessionNotFound),
+            Self::SessionExists(_) => ErrorCode::Client(ClientCode::SessionExists),
+            Self::InvalidSessionId(_) => ErrorCode::Client(ClientCode::InvalidSessionId),
+            Self::IdentityInUse(_) => ErrorCode::Client(ClientCode::IdentityInUse),
+            Self::BatchAborted => ErrorCode::Client(ClientCode::BatchAborted),
             // The engine's condition and number (Wire's 101); 109 is retired.
-            Self::PreKeyNotFound(_) => ErrorCode::PreKeyNotFound,
-            Self::PreKeyIdsExhausted { .. } => ErrorCode::PreKeyIdsExhausted,
-            Self::Internal(_) => ErrorCode::Internal,
+            Self::PreKeyNotFound(_) => ErrorCode::Core(proteus_core::ErrorCode::PreKeyNotFound),
+            Self::PreKeyIdsExhausted { .. } => ErrorCode::Client(ClientCode::PreKeyIdsExhausted),
+            Self::Internal(_) => ErrorCode::Client(ClientCode::Internal),
         }
     }
 }

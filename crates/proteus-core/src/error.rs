@@ -3,7 +3,7 @@
 //! Codes follow the numbering plan of Wire's Proteus (docs/protocol.md §11): 1xx engine, 2xx decrypt,
 //! 3xx decode, 4xx input, 5xx system. Where Wire's two implementations disagree we use the
 //! JavaScript codes, which keep distinct conditions apart (e.g. the three MAC failures 206, 207
-//! and 210 that Rust 2.x folds into 406). Every code comes from the one registry,
+//! and 210 that Rust 2.x folds into 406). Every code is one of the engine's,
 //! [`ErrorCode`]; the bindings expose the same numbers and kinds in every language.
 
 use crate::codes::ErrorCode;
