@@ -1,16 +1,14 @@
-//! Errors of the client layer, each with a stable numeric code from the one registry,
-//! [`ErrorCode`].
+//! Errors of the client layer, each with a stable numeric code ([`ErrorCode`]).
 //!
-//! Protocol errors keep the core's codes (docs/protocol.md §11). Client codes are 104–110 (engine misuse),
-//! storage codes 502–511 (system). The bindings' own codes (120 ClientBusy, 121 CallbackFailed,
-//! 599 Internal; the web package's 512 StoreConflict) are in the registry too. Messages carry
-//! no user data: session ids stay in the variants' fields, out of the text.
+//! Protocol errors keep the core's codes (docs/protocol.md §11). The client's own
+//! ([`ClientCode`]) are 104–110 (engine misuse), 502–514 (the store) and 599 (a bug).
+//! Messages carry no user data: session ids stay in the variants' fields, out of the text.
 
 use std::fmt;
 
-use proteus_core::text::Part::{Number, Signed, Text};
-use proteus_core::text::write_parts;
-use proteus_core::{DecodeError, DecryptError, EncryptError, ErrorCode, SessionCreationError};
+use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
+
+use crate::codes::{ClientCode, ErrorCode};
 
 #[cfg(not(target_arch = "wasm32"))]
 use crate::storage::Table;
@@ -20,14 +18,19 @@ use crate::storage::Table;
 #[non_exhaustive]
 pub enum StoreError {
     /// Another process holds the store and did not release it within the busy timeout.
+    #[error("the store is in use by another process")]
     Busy,
     /// The store exists but cannot be read as a Proteus store; it was left as it is.
+    #[error("the store is corrupt: {0}")]
     Corrupt(String),
     /// There is no store at this location (and it was not asked to create one).
+    #[error("no store at {0}")]
     NotFound(String),
     /// A store already exists where a new one was to be created.
+    #[error("a store already exists at {0}")]
     AlreadyExists(String),
     /// The store was written by a newer version of this library.
+    #[error("the store has schema version {found}; this library reads up to {supported}")]
     UnsupportedSchema {
         /// The store's schema version.
         found: i64,
@@ -35,14 +38,21 @@ pub enum StoreError {
         supported: i64,
     },
     /// The store is sealed with another key than the one given. Nothing was changed.
+    #[error("the store key is wrong")]
     WrongKey,
     /// The store is encrypted: open it with its key.
+    #[error("the store is encrypted; open it with its key")]
     KeyRequired,
     /// A key was given, but the store holds unsealed records; seal it first.
+    #[error("the store is not encrypted")]
     NotSealed,
     /// The store is older than the application's own record of it says: it was restored from
     /// an old copy (a device backup, say). Using it would reuse message keys, so it is refused
     /// and left as it is; see [`RollbackGuard`](crate::RollbackGuard).
+    #[error(
+        "the store was restored from an older copy (commit {store}, the application has seen \
+         {expected}); it is refused so that no message key is used twice"
+    )]
     RolledBack {
         /// The store's commit counter.
         store: u64,
@@ -55,6 +65,12 @@ pub enum StoreError {
     /// used; the store is left as it is. Not in wasm builds: the web package seals in JS and
     /// refuses a tampered store there, with the same code (the .wasm has a size budget).
     #[cfg(not(target_arch = "wasm32"))]
+    #[error(
+        "the sealed store was tampered with ({}): {}; it is refused so that no message key is \
+         used twice",
+        .table.map_or("store", Table::name),
+        .fault.describe()
+    )]
     Tampered {
         /// The table of the record at fault, when one record is.
         table: Option<Table>,
@@ -62,6 +78,7 @@ pub enum StoreError {
         fault: Tamper,
     },
     /// The storage backend failed (I/O, SQLite, IndexedDB, …).
+    #[error("storage failure: {0}")]
     Backend(String),
 }
 
@@ -96,85 +113,33 @@ impl Tamper {
     }
 }
 
-/// `kind (code): message`. Written out rather than derived: the derived form escapes its strings,
-/// and that machinery alone (reached through `dyn Error`) is several KB of the web build. In
-/// wasm32 builds, `(code): message`: nothing prints a Debug form there (errors reach JS as code
-/// and message, which gets the kind from its own registry), and the kind names would be linked
-/// in for this alone (1.2 KB of the web build).
+/// `kind (code): message`, as logs and tests read it. In wasm32 builds `(code): message`:
+/// nothing prints a Debug form there (errors reach JS as code and message, which gets the kind
+/// from its own table), and the kind names would be linked in for this alone.
 impl fmt::Debug for StoreError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         #[cfg(not(target_arch = "wasm32"))]
-        write_parts(f, &[Text(self.kind()), Text(" ")])?;
-        write_parts(f, &[Text("("), Number(self.code().into()), Text("): ")])?;
-        fmt::Display::fmt(self, f)
-    }
-}
-
-// Messages written out rather than derived: no `write!` with arguments, so that core::fmt's
-// machinery stays out of the web build (`proteus_core::text`).
-impl fmt::Display for StoreError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Busy => f.write_str("the store is in use by another process"),
-            Self::Corrupt(why) => write_parts(f, &[Text("the store is corrupt: "), Text(why)]),
-            Self::NotFound(place) => write_parts(f, &[Text("no store at "), Text(place)]),
-            Self::AlreadyExists(place) => {
-                write_parts(f, &[Text("a store already exists at "), Text(place)])
-            }
-            Self::UnsupportedSchema { found, supported } => write_parts(
-                f,
-                &[
-                    Text("the store has schema version "),
-                    Signed(*found),
-                    Text("; this library reads up to "),
-                    Signed(*supported),
-                ],
-            ),
-            Self::WrongKey => f.write_str("the store key is wrong"),
-            Self::KeyRequired => f.write_str("the store is encrypted; open it with its key"),
-            Self::NotSealed => f.write_str("the store is not encrypted"),
-            Self::RolledBack { store, expected } => write_parts(
-                f,
-                &[
-                    Text("the store was restored from an older copy (commit "),
-                    Number(*store),
-                    Text(", the application has seen "),
-                    Number(*expected),
-                    Text("); it is refused so that no message key is used twice"),
-                ],
-            ),
-            #[cfg(not(target_arch = "wasm32"))]
-            Self::Tampered { table, fault } => write_parts(
-                f,
-                &[
-                    Text("the sealed store was tampered with ("),
-                    Text(table.map_or("store", Table::name)),
-                    Text("): "),
-                    Text(fault.describe()),
-                    Text("; it is refused so that no message key is used twice"),
-                ],
-            ),
-            Self::Backend(why) => write_parts(f, &[Text("storage failure: "), Text(why)]),
-        }
+        write!(f, "{} ", self.kind())?;
+        write!(f, "({}): {self}", self.code())
     }
 }
 
 impl StoreError {
     /// The registered code of the condition.
-    pub const fn error_code(&self) -> ErrorCode {
+    pub const fn error_code(&self) -> ClientCode {
         match self {
-            Self::Busy => ErrorCode::StoreBusy,
-            Self::Corrupt(_) => ErrorCode::StoreCorrupt,
-            Self::NotFound(_) => ErrorCode::StoreNotFound,
-            Self::AlreadyExists(_) => ErrorCode::StoreAlreadyExists,
-            Self::UnsupportedSchema { .. } => ErrorCode::UnsupportedSchema,
-            Self::Backend(_) => ErrorCode::StorageFailure,
-            Self::WrongKey => ErrorCode::WrongStoreKey,
-            Self::NotSealed => ErrorCode::StoreNotSealed,
-            Self::KeyRequired => ErrorCode::StoreKeyRequired,
-            Self::RolledBack { .. } => ErrorCode::StoreRolledBack,
+            Self::Busy => ClientCode::StoreBusy,
+            Self::Corrupt(_) => ClientCode::StoreCorrupt,
+            Self::NotFound(_) => ClientCode::StoreNotFound,
+            Self::AlreadyExists(_) => ClientCode::StoreAlreadyExists,
+            Self::UnsupportedSchema { .. } => ClientCode::UnsupportedSchema,
+            Self::Backend(_) => ClientCode::StorageFailure,
+            Self::WrongKey => ClientCode::WrongStoreKey,
+            Self::NotSealed => ClientCode::StoreNotSealed,
+            Self::KeyRequired => ClientCode::StoreKeyRequired,
+            Self::RolledBack { .. } => ClientCode::StoreRolledBack,
             #[cfg(not(target_arch = "wasm32"))]
-            Self::Tampered { .. } => ErrorCode::StoreTampered,
+            Self::Tampered { .. } => ClientCode::StoreTampered,
         }
     }
 }
@@ -182,38 +147,51 @@ impl StoreError {
 proteus_core::impl_kind_and_code!(StoreError);
 
 /// An operation of the [`Client`](crate::Client) failed. Nothing was changed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
     /// A message was rejected (see the core's codes).
-    Decrypt(DecryptError),
+    #[error(transparent)]
+    Decrypt(#[from] DecryptError),
     /// A message could not be encrypted.
-    Encrypt(EncryptError),
+    #[error(transparent)]
+    Encrypt(#[from] EncryptError),
     /// A session could not be created from a prekey bundle.
-    SessionCreation(SessionCreationError),
+    #[error(transparent)]
+    SessionCreation(#[from] SessionCreationError),
     /// Bytes given to the client (a bundle, an imported record) did not decode.
-    Decode(DecodeError),
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
     /// The storage failed.
-    Store(StoreError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// There is no session with this id (kept here, never in the message: ids are user data).
+    #[error("no session with this id")]
     SessionNotFound(String),
     /// A session with this id exists already; delete it first to replace it.
+    #[error("a session with this id exists already")]
     SessionExists(String),
     /// Session ids are 1 to [`MAX_SESSION_ID_LEN`](crate::MAX_SESSION_ID_LEN) bytes of UTF-8.
+    #[error("invalid session id: {0}")]
     InvalidSessionId(&'static str),
     /// The identity cannot be replaced while sessions made with it exist.
+    #[error("the identity is in use by {0} sessions")]
     IdentityInUse(usize),
     /// The application stopped a batch before its commit; nothing of it was committed.
+    #[error("the batch was stopped by the application before its commit")]
     BatchAborted,
     /// No prekey with this id is stored.
+    #[error("no prekey with id {0}")]
     PreKeyNotFound(u16),
     /// Fewer one-time prekey ids are free than were asked for (65,535 exist).
+    #[error("only {free} one-time prekey ids are free")]
     PreKeyIdsExhausted {
         /// How many are free.
         free: usize,
     },
     /// A bug in this library: an internal invariant did not hold. Nothing was changed; retrying
     /// will not help. Please report it.
+    #[error("internal error: {0}")]
     Internal(String),
 }
 
@@ -221,111 +199,25 @@ impl ClientError {
     /// The registered code of the condition, the same in every binding.
     pub const fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Decrypt(e) => e.error_code(),
-            Self::Encrypt(e) => e.error_code(),
-            Self::SessionCreation(e) => e.error_code(),
-            Self::Decode(e) => e.error_code(),
-            Self::Store(e) => e.error_code(),
-            Self::SessionNotFound(_) => ErrorCode::SessionNotFound,
-            Self::SessionExists(_) => ErrorCode::SessionExists,
-            Self::InvalidSessionId(_) => ErrorCode::InvalidSessionId,
-            Self::IdentityInUse(_) => ErrorCode::IdentityInUse,
-            Self::BatchAborted => ErrorCode::BatchAborted,
+            Self::Decrypt(e) => ErrorCode::Core(e.error_code()),
+            Self::Encrypt(e) => ErrorCode::Core(e.error_code()),
+            Self::SessionCreation(e) => ErrorCode::Core(e.error_code()),
+            Self::Decode(e) => ErrorCode::Core(e.error_code()),
+            Self::Store(e) => ErrorCode::Client(e.error_code()),
+            Self::SessionNotFound(_) => ErrorCode::Client(ClientCode::SessionNotFound),
+            Self::SessionExists(_) => ErrorCode::Client(ClientCode::SessionExists),
+            Self::InvalidSessionId(_) => ErrorCode::Client(ClientCode::InvalidSessionId),
+            Self::IdentityInUse(_) => ErrorCode::Client(ClientCode::IdentityInUse),
+            Self::BatchAborted => ErrorCode::Client(ClientCode::BatchAborted),
             // The engine's condition and number (Wire's 101); 109 is retired.
-            Self::PreKeyNotFound(_) => ErrorCode::PreKeyNotFound,
-            Self::PreKeyIdsExhausted { .. } => ErrorCode::PreKeyIdsExhausted,
-            Self::Internal(_) => ErrorCode::Internal,
+            Self::PreKeyNotFound(_) => ErrorCode::Core(proteus_core::ErrorCode::PreKeyNotFound),
+            Self::PreKeyIdsExhausted { .. } => ErrorCode::Client(ClientCode::PreKeyIdsExhausted),
+            Self::Internal(_) => ErrorCode::Client(ClientCode::Internal),
         }
     }
 }
 
 proteus_core::impl_kind_and_code!(ClientError);
-
-// Written out rather than derived (with `#[error(transparent)]` for the wrapped errors) for the
-// reason of `StoreError`'s Display: no `write!` with arguments.
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Decrypt(e) => fmt::Display::fmt(e, f),
-            Self::Encrypt(e) => fmt::Display::fmt(e, f),
-            Self::SessionCreation(e) => fmt::Display::fmt(e, f),
-            Self::Decode(e) => fmt::Display::fmt(e, f),
-            Self::Store(e) => fmt::Display::fmt(e, f),
-            Self::SessionNotFound(_) => f.write_str("no session with this id"),
-            Self::SessionExists(_) => f.write_str("a session with this id exists already"),
-            Self::InvalidSessionId(why) => {
-                write_parts(f, &[Text("invalid session id: "), Text(why)])
-            }
-            Self::IdentityInUse(n) => write_parts(
-                f,
-                &[
-                    Text("the identity is in use by "),
-                    Number(*n as u64),
-                    Text(" sessions"),
-                ],
-            ),
-            Self::BatchAborted => {
-                f.write_str("the batch was stopped by the application before its commit")
-            }
-            Self::PreKeyNotFound(id) => {
-                write_parts(f, &[Text("no prekey with id "), Number((*id).into())])
-            }
-            Self::PreKeyIdsExhausted { free } => write_parts(
-                f,
-                &[
-                    Text("only "),
-                    Number(*free as u64),
-                    Text(" one-time prekey ids are free"),
-                ],
-            ),
-            Self::Internal(why) => write_parts(f, &[Text("internal error: "), Text(why)]),
-        }
-    }
-}
-
-/// The wrapped errors are transparent: their own source, as `#[error(transparent)]` made it.
-impl std::error::Error for ClientError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Decrypt(e) => e.source(),
-            Self::Encrypt(e) => e.source(),
-            Self::SessionCreation(e) => e.source(),
-            Self::Decode(e) => e.source(),
-            Self::Store(e) => e.source(),
-            _ => None,
-        }
-    }
-}
-
-impl From<DecryptError> for ClientError {
-    fn from(e: DecryptError) -> Self {
-        Self::Decrypt(e)
-    }
-}
-
-impl From<EncryptError> for ClientError {
-    fn from(e: EncryptError) -> Self {
-        Self::Encrypt(e)
-    }
-}
-
-impl From<SessionCreationError> for ClientError {
-    fn from(e: SessionCreationError) -> Self {
-        Self::SessionCreation(e)
-    }
-}
-
-impl From<DecodeError> for ClientError {
-    fn from(e: DecodeError) -> Self {
-        Self::Decode(e)
-    }
-}
-
-impl From<StoreError> for ClientError {
-    fn from(e: StoreError) -> Self {
-        Self::Store(e)
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -344,7 +236,7 @@ mod tests {
         );
     }
 
-    /// The messages written out by hand are those `thiserror` derived from the same texts.
+    /// The messages with values, as the bindings' tests and logs have read them.
     #[test]
     fn messages_with_values_read_as_before() {
         let cases = [

@@ -132,6 +132,7 @@
 mod batch;
 mod checked_identities;
 mod client;
+pub mod codes;
 mod collections;
 mod error;
 mod prekeys;

@@ -1,8 +1,6 @@
 //! The client's prekeys: generation with ids that are never reused while published, bundles,
 //! and the view of them the protocol engine needs during an operation.
 
-use proteus_core::text::Part::{Number, Text};
-use proteus_core::text::join;
 use proteus_core::{PreKey, PreKeyId, PreKeyStore};
 
 use crate::collections::SortedSet;
@@ -88,14 +86,9 @@ pub(crate) fn load_prekey(
 ) -> Result<Option<PreKey>, StoreError> {
     match storage.get(Table::PreKeys, &prekey_key(id))? {
         None => Ok(None),
-        Some(bytes) => PreKey::from_bytes(&bytes).map(Some).map_err(|e| {
-            StoreError::Corrupt(join(&[
-                Text("prekey "),
-                Number(id.value().into()),
-                Text(": "),
-                Text(&e.to_string()),
-            ]))
-        }),
+        Some(bytes) => PreKey::from_bytes(&bytes)
+            .map(Some)
+            .map_err(|e| StoreError::Corrupt(format!("prekey {id}: {e}"))),
     }
 }
 

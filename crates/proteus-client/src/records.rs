@@ -23,8 +23,6 @@
 //! deletes the chain record in the same commit. Versions of this library without chain records
 //! refuse a session that has one (its key is no staged-key id) rather than load its older chain.
 
-use proteus_core::text::Part::{Number, Text};
-use proteus_core::text::join;
 use proteus_core::{PreKeyId, SendChainRecord, staged::StagedKeyId};
 use zeroize::Zeroizing;
 
@@ -97,11 +95,10 @@ pub(crate) fn send_chain_from_record(value: &[u8]) -> Result<SendChainRecord, Cl
     let corrupt = |why: String| ClientError::Store(StoreError::Corrupt(why));
     match value.split_first() {
         Some((&SEND_CHAIN_RECORD_V1, record)) => SendChainRecord::from_bytes(record)
-            .map_err(|e| corrupt(["a send chain record: ", &e.to_string()].concat())),
-        Some((version, _)) => Err(corrupt(join(&[
-            Text("a send chain record of unknown version "),
-            Number((*version).into()),
-        ]))),
+            .map_err(|e| corrupt(format!("a send chain record: {e}"))),
+        Some((version, _)) => Err(corrupt(format!(
+            "a send chain record of unknown version {version}"
+        ))),
         None => Err(corrupt("an empty send chain record".into())),
     }
 }

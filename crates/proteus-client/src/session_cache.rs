@@ -344,5 +344,5 @@ impl CachedSession {
 
 /// A session record that does not load. Its id is left out: ids are user data.
 fn corrupt(why: &str) -> ClientError {
-    ClientError::Store(StoreError::Corrupt(["a session record: ", why].concat()))
+    ClientError::Store(StoreError::Corrupt(format!("a session record: {why}")))
 }

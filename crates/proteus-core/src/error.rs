@@ -3,14 +3,11 @@
 //! Codes follow the numbering plan of Wire's Proteus (docs/protocol.md §11): 1xx engine, 2xx decrypt,
 //! 3xx decode, 4xx input, 5xx system. Where Wire's two implementations disagree we use the
 //! JavaScript codes, which keep distinct conditions apart (e.g. the three MAC failures 206, 207
-//! and 210 that Rust 2.x folds into 406). Every code comes from the one registry,
+//! and 210 that Rust 2.x folds into 406). Every code is one of the engine's,
 //! [`ErrorCode`]; the bindings expose the same numbers and kinds in every language.
-
-use std::fmt;
 
 use crate::codes::ErrorCode;
 use crate::keys::PreKeyId;
-use crate::text::{Part, write_parts};
 
 /// Where a message's counter stood relative to the receive chain when its MAC failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,20 +26,28 @@ pub enum CounterPosition {
 #[non_exhaustive]
 pub enum DecodeError {
     /// The input ended in the middle of a value.
+    #[error("input ended early")]
     Truncated,
     /// Bytes were left over after the value.
+    #[error("unexpected bytes after the value")]
     TrailingBytes,
     /// A value had another CBOR type than the format requires.
+    #[error("unexpected CBOR type")]
     UnexpectedType,
     /// Indefinite lengths, tags, floats and other CBOR features Proteus never uses.
+    #[error("unsupported CBOR encoding")]
     UnsupportedCbor,
     /// An integer did not fit its field (u8, u16 or u32).
+    #[error("integer out of range")]
     IntegerOutOfRange,
     /// A required field was absent.
+    #[error("missing field: {0}")]
     MissingField(&'static str),
     /// A map repeated a key.
+    #[error("duplicate map key {0}")]
     DuplicateField(u8),
     /// A fixed-size byte string had the wrong length.
+    #[error("{field}: expected {expected} bytes, got {actual}")]
     InvalidLength {
         /// The field.
         field: &'static str,
@@ -52,15 +57,20 @@ pub enum DecodeError {
         actual: usize,
     },
     /// A length or count exceeded a decoder limit (see [`crate::limits`]).
+    #[error("{0} exceeds the decoder limit")]
     LimitExceeded(&'static str),
     /// Nesting deeper than [`crate::limits::MAX_NESTING_DEPTH`].
+    #[error("nesting too deep")]
     TooDeep,
     /// The message type byte was neither 1 (cipher) nor 2 (prekey).
+    #[error("unknown message type {0}")]
     UnknownMessageType(u64),
     /// A public key is not a valid, prime-order curve point (all-zero, low-order, mixed-order
     /// or not on the curve), or a secret key does not match its public half.
+    #[error("invalid key: {0}")]
     InvalidKey(&'static str),
     /// A stored session belongs to another local identity than the one given.
+    #[error("the session belongs to another local identity")]
     LocalIdentityChanged,
 }
 
@@ -82,50 +92,6 @@ impl DecodeError {
             // An input error (4xx): the bytes decoded, the key is not acceptable (Wire JS 409).
             Self::InvalidKey(_) => ErrorCode::InvalidKey,
             Self::LocalIdentityChanged => ErrorCode::LocalIdentityChanged,
-        }
-    }
-}
-
-// The messages are written out rather than derived: no `write!` with arguments, so that
-// core::fmt's machinery stays out of the web build (`crate::text`).
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use Part::{Number, Text};
-        match self {
-            Self::Truncated => f.write_str("input ended early"),
-            Self::TrailingBytes => f.write_str("unexpected bytes after the value"),
-            Self::UnexpectedType => f.write_str("unexpected CBOR type"),
-            Self::UnsupportedCbor => f.write_str("unsupported CBOR encoding"),
-            Self::IntegerOutOfRange => f.write_str("integer out of range"),
-            Self::MissingField(field) => write_parts(f, &[Text("missing field: "), Text(field)]),
-            Self::DuplicateField(key) => {
-                write_parts(f, &[Text("duplicate map key "), Number(u64::from(*key))])
-            }
-            Self::InvalidLength {
-                field,
-                expected,
-                actual,
-            } => write_parts(
-                f,
-                &[
-                    Text(field),
-                    Text(": expected "),
-                    Number(*expected as u64),
-                    Text(" bytes, got "),
-                    Number(*actual as u64),
-                ],
-            ),
-            Self::LimitExceeded(what) => {
-                write_parts(f, &[Text(what), Text(" exceeds the decoder limit")])
-            }
-            Self::TooDeep => f.write_str("nesting too deep"),
-            Self::UnknownMessageType(t) => {
-                write_parts(f, &[Text("unknown message type "), Number(*t)])
-            }
-            Self::InvalidKey(why) => write_parts(f, &[Text("invalid key: "), Text(why)]),
-            Self::LocalIdentityChanged => {
-                f.write_str("the session belongs to another local identity")
-            }
         }
     }
 }
@@ -157,10 +123,13 @@ crate::impl_kind_and_code!(SessionCreationError);
 #[non_exhaustive]
 pub enum EncryptError {
     /// The session has no state for its current tag (a corrupt session).
+    #[error("no session state for the current session tag")]
     NoSessionForTag,
     /// The sending chain has used all 2^32 message counters; the peer must reply first.
+    #[error("the sending chain is exhausted")]
     ChainExhausted,
     /// The plaintext is longer than [`crate::limits::MAX_PLAINTEXT_LEN`].
+    #[error("plaintext of {0} bytes is too long")]
     PlaintextTooLong(usize),
 }
 
@@ -175,23 +144,6 @@ impl EncryptError {
     }
 }
 
-impl fmt::Display for EncryptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NoSessionForTag => f.write_str("no session state for the current session tag"),
-            Self::ChainExhausted => f.write_str("the sending chain is exhausted"),
-            Self::PlaintextTooLong(len) => write_parts(
-                f,
-                &[
-                    Part::Text("plaintext of "),
-                    Part::Number(*len as u64),
-                    Part::Text(" bytes is too long"),
-                ],
-            ),
-        }
-    }
-}
-
 crate::impl_kind_and_code!(EncryptError);
 
 /// A message was rejected. The session and the prekey store are exactly as they were.
@@ -199,26 +151,36 @@ crate::impl_kind_and_code!(EncryptError);
 #[non_exhaustive]
 pub enum DecryptError {
     /// A key in the message is degenerate, or a Diffie-Hellman result was all zero.
+    #[error("degenerate key")]
     DegeneratedKey,
     /// The PreKeyMessage names a prekey that is not in the store (already used, or never ours).
+    #[error("prekey {0} not found")]
     PreKeyNotFound(PreKeyId),
     /// A session can only be created from a PreKeyMessage.
+    #[error("a CipherMessage cannot create a session")]
     NotAPreKeyMessage,
     /// The PreKeyMessage carries another identity than the session's remote identity.
+    #[error("the remote identity changed")]
     RemoteIdentityChanged,
     /// The session has no state for the message's session tag.
+    #[error("no session state for the message's session tag")]
     UnknownSessionTag,
     /// The envelope MAC did not verify.
+    #[error("invalid message authentication code")]
     InvalidSignature(CounterPosition),
     /// The message is older than the oldest staged key of its chain and was decrypted before.
+    #[error("outdated message")]
     OutdatedMessage,
     /// The message's key is gone: it was skipped and its staged key evicted (only the newest
     /// keys are kept per chain), or the engine cannot tell whether it was (a session record
     /// without eviction data). It was **not** necessarily decrypted: not "already seen".
+    #[error("the message's key was evicted; it cannot be decrypted")]
     MessageKeyEvicted,
     /// The message was already decrypted.
+    #[error("duplicate message")]
     DuplicateMessage,
     /// The message skips more messages than the counter-gap limit allows.
+    #[error("message counter too far ahead (gap {gap})")]
     TooDistantFuture {
         /// How many messages the counter skips.
         gap: u64,
@@ -226,10 +188,13 @@ pub enum DecryptError {
         chain_start: bool,
     },
     /// The envelope could not be decoded.
+    #[error("malformed message: {0}")]
     Decode(#[from] DecodeError),
     /// The caller's identity is not the session's local identity.
+    #[error("the session belongs to another local identity")]
     LocalIdentityMismatch,
     /// The prekey store failed.
+    #[error("prekey store: {0}")]
     PreKeyStore(Box<dyn std::error::Error + Send + Sync>),
 }
 
@@ -268,63 +233,16 @@ impl DecryptError {
     }
 }
 
-impl fmt::Display for DecryptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use Part::{Number, Text};
-        match self {
-            Self::DegeneratedKey => f.write_str("degenerate key"),
-            Self::PreKeyNotFound(id) => write_parts(
-                f,
-                &[
-                    Text("prekey "),
-                    Number(u64::from(id.value())),
-                    Text(" not found"),
-                ],
-            ),
-            Self::NotAPreKeyMessage => f.write_str("a CipherMessage cannot create a session"),
-            Self::RemoteIdentityChanged => f.write_str("the remote identity changed"),
-            Self::UnknownSessionTag => {
-                f.write_str("no session state for the message's session tag")
-            }
-            Self::InvalidSignature(_) => f.write_str("invalid message authentication code"),
-            Self::OutdatedMessage => f.write_str("outdated message"),
-            Self::MessageKeyEvicted => {
-                f.write_str("the message's key was evicted; it cannot be decrypted")
-            }
-            Self::DuplicateMessage => f.write_str("duplicate message"),
-            Self::TooDistantFuture { gap, .. } => write_parts(
-                f,
-                &[
-                    Text("message counter too far ahead (gap "),
-                    Number(*gap),
-                    Text(")"),
-                ],
-            ),
-            Self::Decode(e) => {
-                f.write_str("malformed message: ")?;
-                fmt::Display::fmt(e, f)
-            }
-            Self::LocalIdentityMismatch => {
-                f.write_str("the session belongs to another local identity")
-            }
-            Self::PreKeyStore(e) => {
-                f.write_str("prekey store: ")?;
-                fmt::Display::fmt(e, f)
-            }
-        }
-    }
-}
-
 crate::impl_kind_and_code!(DecryptError);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The messages written out by hand are those `thiserror` derived from the same texts.
+    /// The messages with values, as the bindings' tests and logs have read them.
     #[test]
     fn messages_with_values_read_as_before() {
-        let cases: [(&dyn fmt::Display, &str); 10] = [
+        let cases: [(&dyn std::fmt::Display, &str); 10] = [
             (
                 &DecodeError::MissingField("ratchet key"),
                 "missing field: ratchet key",

@@ -93,9 +93,6 @@ mod session;
     all(target_arch = "wasm32", target_feature = "simd128")
 ))]
 mod sha256x4;
-/// Error messages without core::fmt, for the client crate's errors (not part of the API).
-#[doc(hidden)]
-pub mod text;
 /// The four-lane SHA-256, HMAC and HKDF of the web build, for the fuzz target that compares
 /// them with the `sha2`, `hmac` and `hkdf` crates (`test-support` only).
 #[cfg(feature = "test-support")]

@@ -1,10 +1,10 @@
 //! How a [`ClientError`] crosses into JS: a napi `Error` whose message starts with
 //! `[proteus CODE KIND] `. The package's JS layer (`native.js`) turns it into a `ProteusError`
-//! with the numeric `code` and the `kind` (the registry's, crates/proteus-core/src/codes.rs), as
-//! the web package's are.
+//! with the numeric `code` and the `kind` (the registry's: every layer's codes, assembled in
+//! ffi/codes), as the web package's are.
 
 use proteus_client::ClientError;
-use proteus_core::ErrorCode;
+use proteus_client::codes::{ClientCode, ErrorCode};
 
 /// The error `error` becomes in JS.
 pub(crate) fn client_error(error: &ClientError) -> napi::Error {
@@ -12,7 +12,8 @@ pub(crate) fn client_error(error: &ClientError) -> napi::Error {
 }
 
 /// A registry error of this adapter itself (e.g. Internal, 599).
-pub(crate) fn code_error(code: ErrorCode, message: &str) -> napi::Error {
+pub(crate) fn code_error(code: impl Into<ErrorCode>, message: &str) -> napi::Error {
+    let code = code.into();
     tagged(code.number(), code.kind(), message)
 }
 
@@ -23,7 +24,7 @@ fn tagged(code: u16, kind: &str, message: &str) -> napi::Error {
 /// A bug of the adapter (a worker that did not finish, a poisoned lock): Internal (599).
 pub(crate) fn internal(what: &str) -> napi::Error {
     code_error(
-        ErrorCode::Internal,
+        ClientCode::Internal,
         &format!("internal error in the native client: {what}"),
     )
 }

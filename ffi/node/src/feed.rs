@@ -22,8 +22,8 @@ use napi::bindgen_prelude::Function;
 use napi::threadsafe_function::{
     ThreadsafeCallContext, ThreadsafeFunction, ThreadsafeFunctionCallMode,
 };
+use proteus_client::codes::ClientCode;
 use proteus_client::{BatchError, Chunking, Client, Decrypted};
-use proteus_core::ErrorCode;
 use proteus_js_results::PackedResults;
 
 use crate::batch::{Packed, RawBatchChunk};
@@ -99,7 +99,7 @@ pub(crate) fn decrypt_fed(client: &mut Client, packed: &Packed, feed: &Feed) -> 
         Status::Ok => {}
         status => {
             return Err(code_error(
-                ErrorCode::Internal,
+                ClientCode::Internal,
                 &format!(
                     "the batch was committed, but its results could not be queued for JavaScript ({status}): its messages will not decrypt again"
                 ),

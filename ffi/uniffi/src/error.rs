@@ -1,21 +1,22 @@
 //! The error type of the bindings: a family, a stable numeric code, a kind and a detail.
 
 use proteus_client::ClientError;
-use proteus_core::ErrorCode;
+use proteus_client::codes::ClientCode;
 use proteus_core::codes::Family;
+use proteus_ffi_codes::{BindingsCode, ErrorCode};
 
 use crate::kind::ErrorKind;
 
 /// Code of [`ProteusError`] for a call that would have to wait for another call of the same
 /// client forever: a call made from inside a callback of that client (re-entrancy), or one that
 /// waited longer than the client's wait timeout for the call in progress.
-pub const CLIENT_BUSY: i32 = ErrorCode::ClientBusy.number() as i32;
+pub const CLIENT_BUSY: i32 = BindingsCode::ClientBusy.number() as i32;
 /// Code of [`ProteusError`] when the application's batch callback threw; the batch was stopped
 /// before its commit, so nothing of it was committed.
-pub const CALLBACK_FAILED: i32 = ErrorCode::CallbackFailed.number() as i32;
+pub const CALLBACK_FAILED: i32 = BindingsCode::CallbackFailed.number() as i32;
 /// Code of [`ProteusError`] for a bug: a panic inside the library. The client refuses further
 /// calls; close it and open the store again (nothing committed is lost).
-pub const INTERNAL: i32 = ErrorCode::Internal.number() as i32;
+pub const INTERNAL: i32 = ClientCode::Internal.number() as i32;
 
 /// One entry of the registry of error codes, as [`error_codes`] lists them: the generated
 /// constants of Kotlin (`ProteusErrorCode`) and Swift (`ProteusErrorCode`) are checked against it.
@@ -36,9 +37,9 @@ pub struct ErrorCodeEntry {
 /// Every error code of the library, ascending: the registry the bindings' constants come from.
 #[uniffi::export]
 pub fn error_codes() -> Vec<ErrorCodeEntry> {
-    ErrorCode::ALL
-        .iter()
-        .map(|&c| ErrorCodeEntry {
+    proteus_ffi_codes::all()
+        .into_iter()
+        .map(|c| ErrorCodeEntry {
             code: i32::from(c.number()),
             name: c.name().to_owned(),
             kind: c.kind().to_owned(),
@@ -112,7 +113,8 @@ pub enum ProteusError {
 
 impl ProteusError {
     /// The error of a registered code.
-    pub(crate) fn registered(code: ErrorCode, detail: impl Into<String>) -> Self {
+    pub(crate) fn registered(code: impl Into<ErrorCode>, detail: impl Into<String>) -> Self {
+        let code = code.into();
         let (number, kind, detail) = (i32::from(code.number()), ErrorKind::of(code), detail.into());
         match code.family() {
             Family::Engine => Self::Engine {
@@ -144,26 +146,26 @@ impl ProteusError {
     }
 
     pub(crate) fn busy(message: impl Into<String>) -> Self {
-        Self::registered(ErrorCode::ClientBusy, message)
+        Self::registered(BindingsCode::ClientBusy, message)
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> Self {
-        Self::registered(ErrorCode::Internal, message)
+        Self::registered(ClientCode::Internal, message)
     }
 
     pub(crate) fn closed() -> Self {
-        Self::registered(ErrorCode::ClientClosed, "the client was closed")
+        Self::registered(BindingsCode::ClientClosed, "the client was closed")
     }
 
     /// What a job whose caller gave up returns (nobody reads it).
     pub(crate) fn cancelled() -> Self {
-        Self::registered(ErrorCode::BatchAborted, "the caller cancelled the call")
+        Self::registered(ClientCode::BatchAborted, "the caller cancelled the call")
     }
 
     /// An integer argument outside the range its parameter allows (`IntegerOutOfRange`, 309).
     pub(crate) fn out_of_range(what: &str, value: i64) -> Self {
         Self::registered(
-            ErrorCode::IntegerOutOfRange,
+            proteus_core::ErrorCode::IntegerOutOfRange,
             format!("{what} {value} is out of range"),
         )
     }
@@ -204,7 +206,7 @@ impl From<ClientError> for ProteusError {
 impl From<uniffi::UnexpectedUniFFICallbackError> for ProteusError {
     fn from(e: uniffi::UnexpectedUniFFICallbackError) -> Self {
         Self::registered(
-            ErrorCode::CallbackFailed,
+            BindingsCode::CallbackFailed,
             format!("the callback threw: {}", e.reason),
         )
     }

@@ -1,10 +1,10 @@
-// Generated from the registry of error codes (crates/proteus-core/src/codes.rs) by
-// `PROTEUS_BLESS=1 cargo test -p proteus-core --test error_code_files`. Do not edit.
+// Generated from every layer's error codes (assembled in ffi/codes/src/lib.rs) by
+// `PROTEUS_BLESS=1 cargo test -p proteus-ffi-codes --test error_code_files`. Do not edit.
 
 //! The kind of every error, an enum in Kotlin (`ErrorKind.SESSION_NOT_FOUND`) and Swift
 //! (`.sessionNotFound`): one variant per kind name of the registry.
 
-use proteus_core::ErrorCode;
+use proteus_ffi_codes::ErrorCode;
 
 /// The stable name of an error's condition (`ProteusError.kind`). A kind spans a few codes
 /// only where positions of one condition are told apart (InvalidSignature 206/207/210).
@@ -114,61 +114,61 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// The kind of `code`.
-    pub fn of(code: ErrorCode) -> Self {
-        match code {
-            ErrorCode::DegeneratedKey => Self::DegeneratedKey,
-            ErrorCode::PreKeyNotFound => Self::PreKeyNotFound,
-            ErrorCode::NoSessionForTag => Self::NoSessionForTag,
-            ErrorCode::ChainExhausted => Self::ChainExhausted,
-            ErrorCode::SessionNotFound => Self::SessionNotFound,
-            ErrorCode::SessionExists => Self::SessionExists,
-            ErrorCode::InvalidSessionId => Self::InvalidSessionId,
-            ErrorCode::IdentityInUse => Self::IdentityInUse,
-            ErrorCode::BatchAborted => Self::BatchAborted,
-            ErrorCode::PreKeyIdsExhausted => Self::PreKeyIdsExhausted,
-            ErrorCode::ClientBusy => Self::ClientBusy,
-            ErrorCode::CallbackFailed => Self::CallbackFailed,
-            ErrorCode::ClientClosed => Self::ClientClosed,
-            ErrorCode::NotAPreKeyMessage => Self::NotAPreKeyMessage,
-            ErrorCode::RemoteIdentityChanged => Self::RemoteIdentityChanged,
-            ErrorCode::UnknownSessionTag => Self::UnknownSessionTag,
-            ErrorCode::InvalidSignature => Self::InvalidSignature,
-            ErrorCode::InvalidSignatureAhead => Self::InvalidSignature,
-            ErrorCode::OutdatedMessage => Self::OutdatedMessage,
-            ErrorCode::DuplicateMessage => Self::DuplicateMessage,
-            ErrorCode::InvalidSignatureBehind => Self::InvalidSignature,
-            ErrorCode::TooDistantFutureNewChain => Self::TooDistantFuture,
-            ErrorCode::TooDistantFuture => Self::TooDistantFuture,
-            ErrorCode::MessageKeyEvicted => Self::MessageKeyEvicted,
-            ErrorCode::LocalIdentityChanged => Self::LocalIdentityChanged,
-            ErrorCode::UnexpectedType => Self::UnexpectedType,
-            ErrorCode::UnknownMessageType => Self::UnknownMessageType,
-            ErrorCode::InvalidLength => Self::InvalidLength,
-            ErrorCode::LimitExceeded => Self::LimitExceeded,
-            ErrorCode::DuplicateField => Self::DuplicateField,
-            ErrorCode::Truncated => Self::Truncated,
-            ErrorCode::TrailingBytes => Self::TrailingBytes,
-            ErrorCode::UnsupportedCbor => Self::UnsupportedCbor,
-            ErrorCode::IntegerOutOfRange => Self::IntegerOutOfRange,
-            ErrorCode::MissingField => Self::MissingField,
-            ErrorCode::TooDeep => Self::TooDeep,
-            ErrorCode::InvalidKey => Self::InvalidKey,
-            ErrorCode::PlaintextTooLong => Self::PlaintextTooLong,
-            ErrorCode::PreKeyStore => Self::PreKeyStore,
-            ErrorCode::StoreBusy => Self::StoreBusy,
-            ErrorCode::StoreCorrupt => Self::StoreCorrupt,
-            ErrorCode::StoreNotFound => Self::StoreNotFound,
-            ErrorCode::StoreAlreadyExists => Self::StoreAlreadyExists,
-            ErrorCode::UnsupportedSchema => Self::UnsupportedSchema,
-            ErrorCode::StorageFailure => Self::StorageFailure,
-            ErrorCode::WrongStoreKey => Self::WrongStoreKey,
-            ErrorCode::StoreNotSealed => Self::StoreNotSealed,
-            ErrorCode::StoreKeyRequired => Self::StoreKeyRequired,
-            ErrorCode::StoreRolledBack => Self::StoreRolledBack,
-            ErrorCode::StoreConflict => Self::StoreConflict,
-            ErrorCode::StoreUnavailable => Self::StoreUnavailable,
-            ErrorCode::StoreTampered => Self::StoreTampered,
-            ErrorCode::Internal => Self::Internal,
+    pub fn of(code: impl Into<ErrorCode>) -> Self {
+        match code.into().number() {
+            100 => Self::DegeneratedKey,
+            101 => Self::PreKeyNotFound,
+            102 => Self::NoSessionForTag,
+            103 => Self::ChainExhausted,
+            104 => Self::SessionNotFound,
+            105 => Self::SessionExists,
+            106 => Self::InvalidSessionId,
+            107 => Self::IdentityInUse,
+            108 => Self::BatchAborted,
+            110 => Self::PreKeyIdsExhausted,
+            120 => Self::ClientBusy,
+            121 => Self::CallbackFailed,
+            122 => Self::ClientClosed,
+            201 => Self::NotAPreKeyMessage,
+            204 => Self::RemoteIdentityChanged,
+            205 => Self::UnknownSessionTag,
+            206 => Self::InvalidSignature,
+            207 => Self::InvalidSignature, // InvalidSignatureAhead
+            208 => Self::OutdatedMessage,
+            209 => Self::DuplicateMessage,
+            210 => Self::InvalidSignature, // InvalidSignatureBehind
+            211 => Self::TooDistantFuture, // TooDistantFutureNewChain
+            212 => Self::TooDistantFuture,
+            214 => Self::MessageKeyEvicted,
+            300 => Self::LocalIdentityChanged,
+            301 => Self::UnexpectedType,
+            302 => Self::UnknownMessageType,
+            303 => Self::InvalidLength,
+            304 => Self::LimitExceeded,
+            305 => Self::DuplicateField,
+            306 => Self::Truncated,
+            307 => Self::TrailingBytes,
+            308 => Self::UnsupportedCbor,
+            309 => Self::IntegerOutOfRange,
+            310 => Self::MissingField,
+            311 => Self::TooDeep,
+            409 => Self::InvalidKey,
+            410 => Self::PlaintextTooLong,
+            501 => Self::PreKeyStore,
+            502 => Self::StoreBusy,
+            503 => Self::StoreCorrupt,
+            504 => Self::StoreNotFound,
+            505 => Self::StoreAlreadyExists,
+            506 => Self::UnsupportedSchema,
+            507 => Self::StorageFailure,
+            508 => Self::WrongStoreKey,
+            509 => Self::StoreNotSealed,
+            510 => Self::StoreKeyRequired,
+            511 => Self::StoreRolledBack,
+            512 => Self::StoreConflict,
+            513 => Self::StoreUnavailable,
+            514 => Self::StoreTampered,
+            599 => Self::Internal,
             // A code newer than this file: the registry test regenerates it.
             _ => Self::Internal,
         }

@@ -1,6 +1,6 @@
-// The package's error constants against the native registry of error codes
-// (crates/proteus-core/src/codes.rs, exported as ffi/error-codes.json by the Rust test
-// crates/proteus-core/tests/error_code_files.rs, which fails when the JSON is stale).
+// The package's error constants against the native registry of error codes (every layer's,
+// assembled in ffi/codes/src/lib.rs, exported as ffi/error-codes.json by the Rust test
+// ffi/codes/tests/error_code_files.rs, which fails when the JSON is stale).
 // Run: node --test tests/ (after ./build.sh).
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

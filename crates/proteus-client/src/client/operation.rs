@@ -114,7 +114,7 @@ fn load_identity(storage: &dyn Storage) -> Result<Option<IdentityKeyPair>, Clien
         Err(_) if storage.get(Table::Meta, META_SEAL_CHECK)?.is_some() => {
             Err(StoreError::KeyRequired.into())
         }
-        Err(e) => Err(StoreError::Corrupt(["identity record: ", &e.to_string()].concat()).into()),
+        Err(e) => Err(StoreError::Corrupt(format!("identity record: {e}")).into()),
     }
 }
 
@@ -123,9 +123,10 @@ fn load_identity(storage: &dyn Storage) -> Result<Option<IdentityKeyPair>, Clien
 fn create_identity(storage: &mut dyn Storage) -> Result<IdentityKeyPair, ClientError> {
     for table in [Table::PreKeys, Table::Sessions, Table::StagedKeys] {
         if !storage.scan(table, &[])?.is_empty() {
-            return Err(StoreError::Corrupt(
-                ["the identity is missing but ", table.name(), " are stored"].concat(),
-            )
+            return Err(StoreError::Corrupt(format!(
+                "the identity is missing but {} are stored",
+                table.name()
+            ))
             .into());
         }
     }

@@ -40,7 +40,7 @@ impl fmt::Debug for PreKeyId {
 
 impl fmt::Display for PreKeyId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        crate::text::write_parts(f, &[crate::text::Part::Number(self.0.into())])
+        write!(f, "{}", self.0)
     }
 }
 

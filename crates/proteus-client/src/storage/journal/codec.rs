@@ -29,7 +29,7 @@ fn table_index(table: Table) -> u8 {
 }
 
 fn corrupt(what: &str) -> StoreError {
-    StoreError::Corrupt(["records from the host's store: ", what].concat())
+    StoreError::Corrupt(format!("records from the host's store: {what}"))
 }
 
 fn push_bytes(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), StoreError> {

@@ -3,7 +3,7 @@ import XCTest
 @testable import Proteus
 
 /// The Swift constants (ProteusErrorCode, generated from the registry by
-/// crates/proteus-core/tests/error_code_files.rs) against the native library's own registry,
+/// ffi/codes/tests/error_code_files.rs) against the native library's own registry,
 /// `errorCodes()`: a constant that drifts, or a code the library gained, fails here.
 final class ErrorCodeTests: XCTestCase {
     /// `PreKeyNotFound` -> `preKeyNotFound`, as the generator names the cases.

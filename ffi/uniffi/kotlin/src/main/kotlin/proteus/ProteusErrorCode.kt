@@ -1,5 +1,5 @@
-// Generated from the registry of error codes (crates/proteus-core/src/codes.rs) by
-// `PROTEUS_BLESS=1 cargo test -p proteus-core --test error_code_files`. Do not edit.
+// Generated from every layer's error codes (assembled in ffi/codes/src/lib.rs) by
+// `PROTEUS_BLESS=1 cargo test -p proteus-ffi-codes --test error_code_files`. Do not edit.
 package proteus
 
 /**

@@ -9,7 +9,7 @@ import kotlin.test.assertTrue
 
 /**
  * The Kotlin constants (ProteusErrorCode, generated from the registry by
- * crates/proteus-core/tests/error_code_files.rs) against the native library's own registry,
+ * ffi/codes/tests/error_code_files.rs) against the native library's own registry,
  * `errorCodes()`: a constant that drifts, or a code the library gained, fails here.
  */
 class ErrorCodesTest {

@@ -1,8 +1,9 @@
-//! The bindings' error constants are generated from the registry (`proteus_core::codes`) and
-//! checked in; this test fails when one of them is stale or was edited by hand. To regenerate:
+//! The bindings' error constants are generated from the table of every layer's codes
+//! (`proteus_ffi_codes::all`) and checked in; this test fails when one of them is stale or was
+//! edited by hand. To regenerate:
 //!
 //! ```text
-//! PROTEUS_BLESS=1 cargo test -p proteus-core --test error_code_files
+//! PROTEUS_BLESS=1 cargo test -p proteus-ffi-codes --test error_code_files
 //! ```
 //!
 //! Each language's own tests then check its constants against the registry at run time
@@ -12,12 +13,16 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
-use proteus_core::ErrorCode;
-use proteus_core::codes::RESERVED;
+use proteus_ffi_codes::ErrorCode;
+use proteus_ffi_codes::{all, reserved};
 
-const HEADER: &str = "Generated from the registry of error codes (crates/proteus-core/src/codes.rs) by\n\
-                      `PROTEUS_BLESS=1 cargo test -p proteus-core --test error_code_files`. Do not edit.";
+const HEADER: &str = "Generated from every layer's error codes (assembled in ffi/codes/src/lib.rs) by\n\
+                      `PROTEUS_BLESS=1 cargo test -p proteus-ffi-codes --test error_code_files`. Do not edit.";
+
+/// Every code, ascending.
+static CODES: LazyLock<Vec<ErrorCode>> = LazyLock::new(all);
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -50,12 +55,8 @@ fn comment(prefix: &str, text: &str) -> String {
 
 fn json() -> String {
     let mut out = String::from("{\n  \"codes\": [\n");
-    for (i, c) in ErrorCode::ALL.iter().enumerate() {
-        let comma = if i + 1 < ErrorCode::ALL.len() {
-            ","
-        } else {
-            ""
-        };
+    for (i, c) in CODES.iter().enumerate() {
+        let comma = if i + 1 < CODES.len() { "," } else { "" };
         writeln!(
             out,
             "    {{ \"code\": {}, \"name\": \"{}\", \"kind\": \"{}\", \"family\": \"{}\", \"layer\": \"{}\", \"alreadySeen\": {}, \"meaning\": \"{}\" }}{comma}",
@@ -70,8 +71,9 @@ fn json() -> String {
         .unwrap();
     }
     out.push_str("  ],\n  \"reserved\": [\n");
-    for (i, (n, why)) in RESERVED.iter().enumerate() {
-        let comma = if i + 1 < RESERVED.len() { "," } else { "" };
+    let reserved = reserved();
+    for (i, (n, why)) in reserved.iter().enumerate() {
+        let comma = if i + 1 < reserved.len() { "," } else { "" };
         writeln!(out, "    {{ \"code\": {n}, \"why\": \"{why}\" }}{comma}").unwrap();
     }
     out.push_str("  ]\n}\n");
@@ -79,7 +81,7 @@ fn json() -> String {
 }
 
 fn already_seen() -> Vec<u16> {
-    ErrorCode::ALL
+    CODES
         .iter()
         .filter(|c| c.is_already_seen())
         .map(|c| c.number())
@@ -92,7 +94,7 @@ fn javascript() -> String {
         "// Every code is the same number and kind natively (Rust, Kotlin, Swift); \
          tests/codes.test.mjs checks them\n// against ffi/error-codes.json.\n\n",
     );
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         writeln!(
             out,
             "/** {} ({}, {}) */\nexport const {} = {};",
@@ -107,11 +109,11 @@ fn javascript() -> String {
     out.push_str(
         "\n/** The kind name of every code. */\nexport const ERROR_KINDS = Object.freeze({\n",
     );
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         writeln!(out, "  {}: '{}',", c.number(), c.kind()).unwrap();
     }
     out.push_str("});\n\n/** The family of every code: Engine, Decrypt, Decode, Input or System. */\nexport const ERROR_FAMILIES = Object.freeze({\n");
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         writeln!(out, "  {}: '{}',", c.number(), c.family().name()).unwrap();
     }
     out.push_str("});\n\n");
@@ -133,7 +135,7 @@ fn javascript() -> String {
 fn typescript() -> String {
     let mut out = comment("// ", HEADER);
     out.push('\n');
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         writeln!(
             out,
             "/** {} ({}, {}) */\nexport const {}: {};",
@@ -146,17 +148,13 @@ fn typescript() -> String {
         .unwrap();
     }
     out.push_str("\n/** Every code a ProteusError can have. */\nexport type ErrorCode =\n");
-    for (i, c) in ErrorCode::ALL.iter().enumerate() {
-        let end = if i + 1 < ErrorCode::ALL.len() {
-            ""
-        } else {
-            ";"
-        };
+    for (i, c) in CODES.iter().enumerate() {
+        let end = if i + 1 < CODES.len() { "" } else { ";" };
         writeln!(out, "  | {}{end}", c.number()).unwrap();
     }
     // One union of kind names per family (a kind is listed once, in its family).
     let mut families: Vec<&str> = Vec::new();
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         if !families.contains(&c.family().name()) {
             families.push(c.family().name());
         }
@@ -168,7 +166,7 @@ fn typescript() -> String {
     }
     for f in &families {
         let mut kinds: Vec<&str> = Vec::new();
-        for c in ErrorCode::ALL.iter().filter(|c| c.family().name() == *f) {
+        for c in CODES.iter().filter(|c| c.family().name() == *f) {
             if !kinds.contains(&c.kind()) {
                 kinds.push(c.kind());
             }
@@ -210,7 +208,7 @@ fn kotlin() -> String {
          * registry (`errorCodes()`).\n */\n\
          enum class ProteusErrorCode(val code: Int, val kind: String, val family: String, val alreadySeen: Boolean) {\n",
     );
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         writeln!(
             out,
             "    /** {} */\n    {}({}, \"{}\", \"{}\", {}),",
@@ -271,7 +269,7 @@ fn swift() -> String {
          /// numbers and kinds as in Rust, Kotlin and JavaScript. ErrorCodeTests checks them against the\n\
          /// native registry (`errorCodes()`).\npublic enum ProteusErrorCode: Int32, CaseIterable, Sendable {\n",
     );
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         let name = lower_camel(c.name());
         // A Swift keyword (`internal`) is declared in backticks; `.internal` needs none.
         let declared = if SWIFT_KEYWORDS.contains(&name.as_str()) {
@@ -288,7 +286,7 @@ fn swift() -> String {
         .unwrap();
     }
     out.push_str("\n    /// The kind name errors of this code report.\n    public var kind: String {\n        switch self {\n");
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         writeln!(
             out,
             "        case .{}: return \"{}\"",
@@ -302,7 +300,7 @@ fn swift() -> String {
          case 1: return \"Engine\"\n        case 2: return \"Decrypt\"\n        case 3: return \"Decode\"\n        \
          case 4: return \"Input\"\n        default: return \"System\"\n        }\n    }\n\n",
     );
-    let rule = ErrorCode::ALL
+    let rule = CODES
         .iter()
         .filter(|c| c.is_already_seen())
         .map(|c| format!("self == .{}", lower_camel(c.name())))
@@ -324,20 +322,20 @@ fn uniffi_kinds() -> String {
     out.push_str(
         "\n//! The kind of every error, an enum in Kotlin (`ErrorKind.SESSION_NOT_FOUND`) and Swift\n\
          //! (`.sessionNotFound`): one variant per kind name of the registry.\n\n\
-         use proteus_core::ErrorCode;\n\n\
+         use proteus_ffi_codes::ErrorCode;\n\n\
          /// The stable name of an error's condition (`ProteusError.kind`). A kind spans a few codes\n\
          /// only where positions of one condition are told apart (InvalidSignature 206/207/210).\n\
          #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]\n\
          pub enum ErrorKind {\n",
     );
     let mut kinds: Vec<ErrorCode> = Vec::new();
-    for &c in ErrorCode::ALL {
+    for &c in CODES.iter() {
         if !kinds.iter().any(|k| k.kind() == c.kind()) {
             kinds.push(c);
         }
     }
     for c in &kinds {
-        let codes: Vec<String> = ErrorCode::ALL
+        let codes: Vec<String> = CODES
             .iter()
             .filter(|o| o.kind() == c.kind())
             .map(|o| o.number().to_string())
@@ -349,13 +347,19 @@ fn uniffi_kinds() -> String {
         writeln!(out, "    /// {doc}\n    {},", c.kind()).unwrap();
     }
     out.push_str(
-        "}\n\nimpl ErrorKind {\n    /// The kind of `code`.\n    pub fn of(code: ErrorCode) -> Self {\n        match code {\n",
+        "}\n\nimpl ErrorKind {\n    /// The kind of `code`.\n    pub fn of(code: impl Into<ErrorCode>) -> Self {\n        match code.into().number() {\n",
     );
-    for &c in ErrorCode::ALL {
+    for &c in CODES.iter() {
+        // The constant's name where it is not the kind's (InvalidSignatureAhead).
+        let name = if c.name() == c.kind() {
+            String::new()
+        } else {
+            format!(" // {}", c.name())
+        };
         writeln!(
             out,
-            "            ErrorCode::{} => Self::{},",
-            c.name(),
+            "            {} => Self::{},{name}",
+            c.number(),
             c.kind()
         )
         .unwrap();
@@ -390,7 +394,7 @@ fn files() -> Vec<(&'static str, String)> {
 
 #[test]
 fn meanings_need_no_escaping() {
-    for c in ErrorCode::ALL {
+    for c in CODES.iter() {
         let m = c.meaning();
         assert!(
             !m.contains(['"', '\\', '\n']) && !m.contains("*/") && m.ends_with('.'),
@@ -417,6 +421,6 @@ fn generated_constants_are_current() {
     assert!(
         stale.is_empty(),
         "stale or hand-edited: {stale:?}; regenerate with \
-         PROTEUS_BLESS=1 cargo test -p proteus-core --test error_code_files"
+         PROTEUS_BLESS=1 cargo test -p proteus-ffi-codes --test error_code_files"
     );
 }
