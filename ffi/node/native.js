@@ -1,9 +1,9 @@
 // The native backend: the public `Client` of the package over the Node-API addon (RawClient,
 // src/lib.rs), with the web package's API, types, argument checks and errors. The addon runs
 // each call off the JS thread on the native SQLite store (or in memory) and resolves a Promise;
-// this module checks arguments, runs one call of a client at a time in order, and turns the
-// addon's tagged errors into the web package's ProteusError (the same class, so `instanceof`
-// and the family guards work whichever backend runs).
+// this module checks arguments, runs one call of a client at a time in order, and throws the
+// failures the addon resolves to (code, kind and message, as data) as the web package's
+// ProteusError.
 
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS, INTERNAL } from './wasm/index.js';
 import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
@@ -17,21 +17,19 @@ export function useAddon(loaded) {
   addon = loaded;
 }
 
-const TAG = /^\[proteus (\d+) (\w+)\] /;
-
-/** An addon error as the web package's: a ProteusError with the registry's code and kind. */
-function adopt(e) {
-  const m = e instanceof Error ? TAG.exec(e.message) : null;
-  if (m === null) return e;
-  return new ProteusError(e.message.slice(m[0].length), Number(m[1]), m[2]);
+/**
+ * A call's result as the package gives it: the addon resolves a failure of the library to a
+ * RawFailure (its registry code, kind and message, as data: src/error.rs), thrown here as the
+ * web package's ProteusError (the same class, so `instanceof` and the family guards work
+ * whichever backend runs).
+ */
+function value(result) {
+  if (result instanceof addon.RawFailure) throw new ProteusError(result.message, result.code, result.kind);
+  return result;
 }
 
 async function call(promise) {
-  try {
-    return await promise;
-  } catch (e) {
-    throw adopt(e);
-  }
+  return value(await promise);
 }
 
 function failure(code, message, options) {
@@ -174,7 +172,7 @@ export class Client {
     return this.#run(async (raw) => {
       // Per recipient its envelope's length or minus its error code; the envelopes back to back
       // (src/fanout.rs): each result's envelope is a view of that buffer.
-      const { outcomes, envelopes } = await raw.encryptFor(ids, p);
+      const { outcomes, envelopes } = value(await raw.encryptFor(ids, p));
       const results = new Array(ids.length);
       let at = 0;
       for (let i = 0; i < ids.length; i++) {
@@ -263,7 +261,7 @@ export class Client {
       };
       this.#delivering = true;
       try {
-        await raw.decryptBatchTo(...packed, sink);
+        value(await raw.decryptBatchTo(...packed, sink));
       } catch (e) {
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown !== undefined) throw thrown;
@@ -303,7 +301,7 @@ export class Client {
             }
           };
           ended = this.#raw.decryptBatch(...packed, feed);
-          ended.catch((e) => reject(adopt(e)));
+          ended.then(value).catch(reject);
         }),
     );
     const settled = committed.then(
@@ -335,17 +333,9 @@ export function messageId(envelope) {
 }
 
 export function prekeyMessageFingerprint(envelope) {
-  try {
-    return addon.prekeyMessageFingerprint(bytes(envelope, 'envelope')) ?? undefined;
-  } catch (e) {
-    throw adopt(e);
-  }
+  return value(addon.prekeyMessageFingerprint(bytes(envelope, 'envelope'))) ?? undefined;
 }
 
 export function bundleFingerprint(bundle) {
-  try {
-    return addon.bundleFingerprint(bytes(bundle, 'bundle'));
-  } catch (e) {
-    throw adopt(e);
-  }
+  return value(addon.bundleFingerprint(bytes(bundle, 'bundle')));
 }

@@ -21,7 +21,7 @@ use napi_derive::napi;
 use proteus_client::{BatchError, Chunking, Client, Decrypted, QueuedMessage};
 use proteus_js_results::PackedResults;
 
-use crate::error::client_error;
+use crate::error::Failure;
 
 /// Results per crossing into JS: a 1000-message batch crosses 4 times, not 1000. Each crossing
 /// is two thread hand-overs (to JS and back), about 30 µs on a loaded 2-core machine, where 256
@@ -135,7 +135,7 @@ impl Packed {
 
 /// Runs the batch on `client`, handing the results to `sink` in chunks before the commit (on a
 /// worker thread: this blocks while JS handles each chunk).
-pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> napi::Result<()> {
+pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> Result<(), Failure> {
     let queue = packed.queue()?;
     let result = client.decrypt_batch_chunked(
         &queue,
@@ -152,8 +152,8 @@ pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> n
     );
     match result {
         Ok(_) => Ok(()),
-        Err(BatchError::Client(e)) => Err(client_error(&e)),
-        Err(BatchError::Delivery(e)) => Err(e),
+        Err(BatchError::Client(e)) => Err(e.into()),
+        Err(BatchError::Delivery(e)) => Err(Failure::Js(e)),
     }
 }
 

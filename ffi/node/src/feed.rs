@@ -27,7 +27,7 @@ use proteus_client::{BatchError, Chunking, Client, Decrypted};
 use proteus_js_results::PackedResults;
 
 use crate::batch::{Packed, RawBatchChunk};
-use crate::error::{client_error, code_error};
+use crate::error::{Failure, code_failure};
 
 /// The JS function that receives the results: `feed(null, chunk)`, or `feed(error)` when the
 /// chunk's JS values could not be made (the error-first convention, so that such an error
@@ -79,7 +79,7 @@ impl Chunk {
 /// Runs the batch on `client` and hands its results to `feed` once committed (see the module
 /// docs). `feed` is released when the caller drops it; the results queued by then are still
 /// delivered.
-pub(crate) fn decrypt_fed(client: &mut Client, packed: &Packed, feed: &Feed) -> napi::Result<()> {
+pub(crate) fn decrypt_fed(client: &mut Client, packed: &Packed, feed: &Feed) -> Result<(), Failure> {
     let queue = packed.queue()?;
     let mut chunk = Chunk::for_envelopes(&packed.lengths);
     let result = client.decrypt_batch_chunked(&queue, Chunking::every(1), |results, _| {
@@ -90,17 +90,17 @@ pub(crate) fn decrypt_fed(client: &mut Client, packed: &Packed, feed: &Feed) -> 
     });
     let results = match result {
         Ok(results) => results,
-        Err(BatchError::Client(e)) => return Err(client_error(&e)),
-        Err(BatchError::Delivery(e)) => return Err(e),
+        Err(BatchError::Client(e)) => return Err(e.into()),
+        Err(BatchError::Delivery(e)) => return Err(Failure::Js(e)),
     };
     let all = RawBatchChunk::from_parts(0, chunk.packed, chunk.plaintexts);
     // Queuing fails only while Node shuts down (napi_closing), when no one waits for the answer.
     match feed.call(Ok(all), ThreadsafeFunctionCallMode::NonBlocking) {
         Status::Ok => {}
         status => {
-            return Err(code_error(
+            return Err(code_failure(
                 ClientCode::Internal,
-                &format!(
+                format!(
                     "the batch was committed, but its results could not be queued for JavaScript ({status}): its messages will not decrypt again"
                 ),
             ));

@@ -33,12 +33,13 @@ use proteus_client::{Client, ClientError, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
 
 use crate::batch::RawBatchChunk;
-use crate::error::{client_error, internal};
+pub use crate::error::RawFailure;
+use crate::error::{Failure, Outcome, internal, outcome};
 use crate::task::{Call, Shared, on_blocking_pool, run};
 
-/// `result` with its error as JS sees it.
-fn js<T>(result: Result<T, ClientError>) -> napi::Result<T> {
-    result.map_err(|e| client_error(&e))
+/// `result` with its error as it crosses into JS (see [`error`]).
+fn js<T>(result: Result<T, ClientError>) -> Result<T, Failure> {
+    result.map_err(Failure::from)
 }
 
 fn bytes(vec: Vec<u8>) -> Uint8Array {
@@ -79,13 +80,15 @@ impl RawClient {
 
 /// A client whose records live in memory only.
 #[napi]
-pub async fn in_memory(batch_threads: Option<u32>) -> napi::Result<RawClient> {
-    let client = spawn_blocking(Client::in_memory)
-        .await
-        .map_err(|e| internal(&e.to_string()))?;
-    let mut client = js(client)?;
-    store::set_batch_threads(&mut client, batch_threads);
-    Ok(RawClient::new(client, true))
+pub async fn in_memory(batch_threads: Option<u32>) -> napi::Result<Outcome<RawClient>> {
+    let made = match spawn_blocking(Client::in_memory).await {
+        Ok(client) => js(client),
+        Err(e) => Err(internal(&e.to_string())),
+    };
+    outcome(made.map(|mut client| {
+        store::set_batch_threads(&mut client, batch_threads);
+        RawClient::new(client, true)
+    }))
 }
 
 /// Opens the SQLite store at `path`, sealed with `store_key` (32 bytes) if given; creates it
@@ -98,14 +101,16 @@ pub async fn open_store(
     store_key: Option<Uint8Array>,
     create: bool,
     batch_threads: Option<u32>,
-) -> napi::Result<RawClient> {
+) -> napi::Result<Outcome<RawClient>> {
     let key = store_key.map(|k| store::key(&k)).transpose()?;
-    let (mut client, created) = spawn_blocking(move || store::open(&path, key.as_ref(), create))
-        .await
-        .map_err(|e| internal(&e.to_string()))?
-        .map_err(|e| client_error(&e))?;
-    store::set_batch_threads(&mut client, batch_threads);
-    Ok(RawClient::new(client, created))
+    let opened = match spawn_blocking(move || store::open(&path, key.as_ref(), create)).await {
+        Ok(opened) => js(opened),
+        Err(e) => Err(internal(&e.to_string())),
+    };
+    outcome(opened.map(|(mut client, created)| {
+        store::set_batch_threads(&mut client, batch_threads);
+        RawClient::new(client, created)
+    }))
 }
 
 /// The id batch results carry for an envelope (lowercase hex of its MAC).
@@ -116,16 +121,22 @@ pub fn message_id(envelope: &[u8]) -> String {
 
 /// The identity fingerprint in a prekey bundle.
 #[napi]
-pub fn bundle_fingerprint(bundle: &[u8]) -> napi::Result<String> {
-    let bundle = PreKeyBundle::from_bytes(bundle).map_err(|e| client_error(&e.into()))?;
-    Ok(bundle.identity_key().fingerprint())
+pub fn bundle_fingerprint(bundle: &[u8]) -> napi::Result<Outcome<String>> {
+    outcome(
+        PreKeyBundle::from_bytes(bundle)
+            .map(|bundle| bundle.identity_key().fingerprint())
+            .map_err(|e| ClientError::from(e).into()),
+    )
 }
 
 /// The sender's identity fingerprint in a PreKeyMessage envelope; `undefined` otherwise.
 #[napi]
-pub fn prekey_message_fingerprint(envelope: &[u8]) -> napi::Result<Option<String>> {
-    let claimed = proteus_client::claimed_sender(envelope).map_err(|e| client_error(&e.into()))?;
-    Ok(claimed.map(|key| key.fingerprint()))
+pub fn prekey_message_fingerprint(envelope: &[u8]) -> napi::Result<Outcome<Option<String>>> {
+    outcome(
+        proteus_client::claimed_sender(envelope)
+            .map(|claimed| claimed.map(|key| key.fingerprint()))
+            .map_err(|e| ClientError::from(e).into()),
+    )
 }
 
 #[napi]
@@ -171,7 +182,7 @@ impl RawClient {
     #[napi]
     pub fn generate_prekeys(&self, n: u32) -> AsyncTask<Call<Vec<RawPrekeyBundle>>> {
         run(&self.shared, move |c| {
-            let n = usize::try_from(n).map_err(|_| napi::Error::from_reason("n"))?;
+            let n = usize::try_from(n).map_err(|_| internal("n does not fit this platform"))?;
             Ok(js(c.generate_prekeys(n))?
                 .iter()
                 .map(bundle_object)
@@ -339,7 +350,7 @@ impl RawClient {
         envelopes: Buffer,
         lengths: Uint32Array,
         sink: batch::Sink,
-    ) -> napi::Result<PromiseRaw<'env, ()>> {
+    ) -> napi::Result<PromiseRaw<'env, Outcome<()>>> {
         let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
         let shared = self.shared.clone();
         env.spawn_future(async move {
@@ -392,13 +403,13 @@ impl RawClient {
 
     /// Drops the client: its keys are wiped and the store is closed.
     #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
+    pub async fn close(&self) -> napi::Result<Outcome<()>> {
         let shared = self.shared.clone();
-        spawn_blocking(move || {
+        let closed = spawn_blocking(move || {
             let client = shared.lock().map(|mut guard| guard.take());
             drop(client);
         })
-        .await
-        .map_err(|e| internal(&e.to_string()))
+        .await;
+        outcome(closed.map_err(|e| internal(&e.to_string())))
     }
 }

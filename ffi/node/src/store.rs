@@ -1,6 +1,6 @@
 //! The native store's functions: open (sealed or not), seal, rekey, delete.
 
-use crate::error::{client_error, internal};
+use crate::error::{Outcome, internal, outcome};
 use napi::bindgen_prelude::{Uint8Array, spawn_blocking};
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, OpenMode, SqliteOptions, StoreError, StoreKey};
@@ -51,19 +51,19 @@ pub(crate) fn set_batch_threads(client: &mut Client, threads: Option<u32>) {
 /// The most batch threads a client gets by default: a desktop's batch gains little beyond.
 const DEFAULT_MAX_THREADS: usize = 4;
 
-async fn blocking<F>(f: F) -> napi::Result<()>
+async fn blocking<F>(f: F) -> napi::Result<Outcome<()>>
 where
     F: FnOnce() -> Result<(), StoreError> + Send + 'static,
 {
-    spawn_blocking(f)
-        .await
-        .map_err(|e| internal(&e.to_string()))?
-        .map_err(|e| client_error(&e.into()))
+    outcome(match spawn_blocking(f).await {
+        Ok(done) => done.map_err(|e| ClientError::from(e).into()),
+        Err(e) => Err(internal(&e.to_string())),
+    })
 }
 
 /// Seals every record of the plain store at `path` with `store_key`, in one transaction.
 #[napi]
-pub async fn seal_store(path: String, store_key: Uint8Array) -> napi::Result<()> {
+pub async fn seal_store(path: String, store_key: Uint8Array) -> napi::Result<Outcome<()>> {
     let key = key(&store_key)?;
     blocking(move || proteus_client::seal_store(&path, &key)).await
 }
@@ -74,7 +74,7 @@ pub async fn rekey_store(
     path: String,
     old_key: Uint8Array,
     new_key: Uint8Array,
-) -> napi::Result<()> {
+) -> napi::Result<Outcome<()>> {
     let old = key(&old_key)?;
     let new = key(&new_key)?;
     blocking(move || proteus_client::rekey_store(&path, &old, &new)).await
@@ -82,7 +82,7 @@ pub async fn rekey_store(
 
 /// Deletes the store at `path`: the file and SQLite's journal files beside it.
 #[napi]
-pub async fn delete_store(path: String) -> napi::Result<()> {
+pub async fn delete_store(path: String) -> napi::Result<Outcome<()>> {
     blocking(move || {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             match std::fs::remove_file(format!("{path}{suffix}")) {

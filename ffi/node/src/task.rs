@@ -15,13 +15,13 @@ use napi::bindgen_prelude::{AsyncTask, ToNapiValue, TypeName, spawn_blocking};
 use napi::{Env, Task};
 use proteus_client::Client;
 
-use crate::error::internal;
+use crate::error::{Failure, Outcome, internal, outcome};
 
 /// The client a [`RawClient`](crate::RawClient) holds; `None` once closed (the keys are wiped
 /// when it drops).
 pub(crate) type Shared = Arc<Mutex<Option<Client>>>;
 
-type Work<T> = Box<dyn FnOnce(&mut Client) -> napi::Result<T> + Send>;
+type Work<T> = Box<dyn FnOnce(&mut Client) -> Result<T, Failure> + Send>;
 
 /// `work` on the client, as an async work item whose Promise resolves to its result.
 pub struct Call<T> {
@@ -29,12 +29,13 @@ pub struct Call<T> {
     work: Option<Work<T>>,
 }
 
-/// Runs `f` on the client off the JS thread; the Promise resolves to what it returns. The JS
-/// layer runs one call of a client at a time; the lock is for the pool's threads.
+/// Runs `f` on the client off the JS thread; the Promise resolves to what it returns, or to
+/// the library's failure (see [`crate::error`]). The JS layer runs one call of a client at a
+/// time; the lock is for the pool's threads.
 pub(crate) fn run<T, F>(shared: &Shared, f: F) -> AsyncTask<Call<T>>
 where
     T: ToNapiValue + TypeName + Send + 'static,
-    F: FnOnce(&mut Client) -> napi::Result<T> + Send + 'static,
+    F: FnOnce(&mut Client) -> Result<T, Failure> + Send + 'static,
 {
     AsyncTask::new(Call {
         shared: shared.clone(),
@@ -42,13 +43,13 @@ where
     })
 }
 
-fn with_client<T>(shared: &Shared, work: Work<T>) -> napi::Result<T> {
+fn with_client<T>(shared: &Shared, work: Work<T>) -> Result<T, Failure> {
     let mut guard = shared
         .lock()
         .map_err(|_| internal("a call failed midway"))?;
     let client = guard
         .as_mut()
-        .ok_or_else(|| napi::Error::from_reason("the client is closed"))?;
+        .ok_or_else(|| internal("a call of a closed client"))?;
     work(client)
 }
 
@@ -56,30 +57,32 @@ impl<T> Task for Call<T>
 where
     T: ToNapiValue + TypeName + Send + 'static,
 {
-    type Output = T;
-    type JsValue = T;
+    type Output = Outcome<T>;
+    type JsValue = Outcome<T>;
 
-    fn compute(&mut self) -> napi::Result<T> {
-        let work = self
-            .work
-            .take()
-            .ok_or_else(|| internal("a call ran twice"))?;
-        with_client(&self.shared, work)
+    fn compute(&mut self) -> napi::Result<Outcome<T>> {
+        let work = self.work.take();
+        outcome(work.map_or_else(
+            || Err(internal("a call ran twice")),
+            |work| with_client(&self.shared, work),
+        ))
     }
 
-    fn resolve(&mut self, _env: Env, output: T) -> napi::Result<T> {
+    fn resolve(&mut self, _env: Env, output: Outcome<T>) -> napi::Result<Outcome<T>> {
         Ok(output)
     }
 }
 
 /// As [`run`], on tokio's blocking pool, for work that waits for JS while it runs.
-pub(crate) async fn on_blocking_pool<T, F>(shared: &Shared, f: F) -> napi::Result<T>
+pub(crate) async fn on_blocking_pool<T, F>(shared: &Shared, f: F) -> napi::Result<Outcome<T>>
 where
     T: Send + 'static,
-    F: FnOnce(&mut Client) -> napi::Result<T> + Send + 'static,
+    F: FnOnce(&mut Client) -> Result<T, Failure> + Send + 'static,
 {
     let shared = shared.clone();
-    spawn_blocking(move || with_client(&shared, Box::new(f)))
-        .await
-        .map_err(|e| internal(&e.to_string()))?
+    outcome(
+        spawn_blocking(move || with_client(&shared, Box::new(f)))
+            .await
+            .unwrap_or_else(|e| Err(internal(&e.to_string()))),
+    )
 }
