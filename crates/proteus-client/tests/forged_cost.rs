@@ -64,6 +64,19 @@ fn batch(bob: &mut Client, envelope: &[u8]) -> u64 {
     })
 }
 
+/// `envelope`, rejected through `decrypt` and through `decrypt_batch`, costs Bob at most one
+/// fast-forward each time.
+fn costs_one_fast_forward(bob: &mut Client, envelope: &[u8]) {
+    let single = one(bob, envelope);
+    let batched = batch(bob, envelope);
+    eprintln!("chain steps at a gap of {GAP}: decrypt {single}, decrypt_batch {batched}");
+    assert!(single <= u64::from(GAP) + SLACK, "decrypt: {single} steps");
+    assert!(
+        batched <= u64::from(GAP) + SLACK,
+        "decrypt_batch: {batched} steps"
+    );
+}
+
 /// Bob's session with Alice made from her first PreKeyMessage, on Bob's last-resort prekey
 /// (which stays: a new state could be made from it again); Alice has not heard back, so her
 /// next messages are PreKeyMessages too.
@@ -95,14 +108,7 @@ fn a_forged_cipher_message_costs_one_fast_forward() {
         Envelope::from_bytes(&envelope).unwrap().message(),
         Message::Cipher(_)
     ));
-    let single = one(&mut bob, &envelope);
-    let batched = batch(&mut bob, &envelope);
-    eprintln!("chain steps at a gap of {GAP}: decrypt {single}, decrypt_batch {batched}");
-    assert!(single <= u64::from(GAP) + SLACK, "decrypt: {single} steps");
-    assert!(
-        batched <= u64::from(GAP) + SLACK,
-        "decrypt_batch: {batched} steps"
-    );
+    costs_one_fast_forward(&mut bob, &envelope);
 }
 
 #[test]
@@ -113,14 +119,7 @@ fn a_forged_prekey_message_costs_one_fast_forward() {
         Envelope::from_bytes(&envelope).unwrap().message(),
         Message::PreKey(_)
     ));
-    let single = one(&mut bob, &envelope);
-    let batched = batch(&mut bob, &envelope);
-    eprintln!("chain steps at a gap of {GAP}: decrypt {single}, decrypt_batch {batched}");
-    assert!(single <= u64::from(GAP) + SLACK, "decrypt: {single} steps");
-    assert!(
-        batched <= u64::from(GAP) + SLACK,
-        "decrypt_batch: {batched} steps"
-    );
+    costs_one_fast_forward(&mut bob, &envelope);
 }
 
 /// A forged PreKeyMessage for a session that does not exist: one fast-forward on the state
@@ -131,14 +130,7 @@ fn a_forged_first_message_costs_one_fast_forward() {
     let bundle = bob.generate_prekeys(1).unwrap().remove(0).to_bytes();
     alice.create_session("bob", &bundle).unwrap();
     let envelope = forged(&alice.encrypt("bob", b"x").unwrap());
-    let single = one(&mut bob, &envelope);
-    let batched = batch(&mut bob, &envelope);
-    eprintln!("chain steps at a gap of {GAP}: decrypt {single}, decrypt_batch {batched}");
-    assert!(single <= u64::from(GAP) + SLACK, "decrypt: {single} steps");
-    assert!(
-        batched <= u64::from(GAP) + SLACK,
-        "decrypt_batch: {batched} steps"
-    );
+    costs_one_fast_forward(&mut bob, &envelope);
 }
 
 /// A forged PreKeyMessage whose session tag Bob's state holds, on a chain that state has
@@ -161,12 +153,5 @@ fn a_forged_prekey_message_on_a_dropped_chain_costs_one_fast_forward() {
         Envelope::from_bytes(&envelope).unwrap().message(),
         Message::PreKey(_)
     ));
-    let single = one(&mut bob, &envelope);
-    let batched = batch(&mut bob, &envelope);
-    eprintln!("chain steps at a gap of {GAP}: decrypt {single}, decrypt_batch {batched}");
-    assert!(single <= u64::from(GAP) + SLACK, "decrypt: {single} steps");
-    assert!(
-        batched <= u64::from(GAP) + SLACK,
-        "decrypt_batch: {batched} steps"
-    );
+    costs_one_fast_forward(&mut bob, &envelope);
 }
