@@ -79,7 +79,11 @@ impl Chunk {
 /// Runs the batch on `client` and hands its results to `feed` once committed (see the module
 /// docs). `feed` is released when the caller drops it; the results queued by then are still
 /// delivered.
-pub(crate) fn decrypt_fed(client: &mut Client, packed: &Packed, feed: &Feed) -> Result<(), Failure> {
+pub(crate) fn decrypt_fed(
+    client: &mut Client,
+    packed: &Packed,
+    feed: &Feed,
+) -> Result<(), Failure> {
     let queue = packed.queue()?;
     let mut chunk = Chunk::for_envelopes(&packed.lengths);
     let result = client.decrypt_batch_chunked(&queue, Chunking::every(1), |results, _| {
