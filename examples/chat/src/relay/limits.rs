@@ -476,6 +476,7 @@ impl KnownAddresses {
 
 /// Open connections per address, bounded in total and per address, with room kept for known
 /// addresses; and connections being refused.
+#[derive(Debug)]
 pub(crate) struct Connections {
     open: Mutex<Open>,
     limits: ConnectionLimits,
@@ -494,7 +495,7 @@ pub(crate) struct ConnectionLimits {
     pub(crate) refusing: usize,
 }
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Open {
     total: usize,
     refusing: usize,
@@ -524,6 +525,11 @@ impl Connections {
             open: Mutex::new(Open::default()),
             limits,
         })
+    }
+
+    /// How many connections are served now.
+    pub(crate) fn served(&self) -> usize {
+        lock(&self.open).total
     }
 
     /// What to do with a new connection from `address` (`known`: a request from it

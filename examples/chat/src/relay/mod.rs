@@ -87,6 +87,7 @@ pub struct RelayHandle {
     shutdown: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
     queues: Watches,
+    connections: Arc<Connections>,
 }
 
 impl RelayHandle {
@@ -107,6 +108,11 @@ impl RelayHandle {
         lock(&self.queues)
             .get(name)
             .map_or(0, watch::Sender::receiver_count)
+    }
+
+    /// How many connections the relay serves now (refusals being answered not counted).
+    pub fn open_connections(&self) -> usize {
+        self.connections.served()
     }
 
     /// Stops accepting, ends every connection (long-polls included) and closes the database.
@@ -133,6 +139,7 @@ pub fn start(listener: TcpListener, config: RelayConfig) -> Result<RelayHandle, 
         per_address: config.max_connections_per_address,
         refusing: MAX_REFUSING,
     });
+    let relay_connections = connections_book.clone();
     let (header_timeout, lifetime) = (
         config.header_timeout,
         config.max_wait + config.header_timeout + config.body_timeout + CONNECTION_SLACK,
@@ -191,6 +198,7 @@ pub fn start(listener: TcpListener, config: RelayConfig) -> Result<RelayHandle, 
         shutdown,
         task,
         queues,
+        connections: relay_connections,
     })
 }
 
