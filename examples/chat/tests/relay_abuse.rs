@@ -335,7 +335,10 @@ async fn strangers_holding_connections_leave_room_for_known_users() {
     // would take one of the strangers' four slots (on a busy machine it may not have yet).
     let started = Instant::now();
     while relay.open_connections() > 0 {
-        assert!(started.elapsed() < T, "the relay kept alice's connection open");
+        assert!(
+            started.elapsed() < T,
+            "the relay kept alice's connection open"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // Eight stranger addresses, two connections each, held open (keep-alive).
