@@ -61,8 +61,9 @@ suite_rust() {
     log "clippy of proteus-client and its tests, no default features${features:+ but $features}"
     cargo clippy -p proteus-client --all-targets --locked --no-default-features ${features:+--features "$features"} -- -D warnings
   done
+  # --no-fail-fast: a red run shows every failing test, not the first binary's only.
   log "cargo test"
-  cargo test --workspace --locked
+  cargo test --workspace --locked --no-fail-fast
   log "cargo doc of the published crates (warnings are errors)"
   RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps -p proteus-core -p proteus-client
 }
