@@ -94,18 +94,7 @@ fn javascript() -> String {
         "// Every code is the same number and kind natively (Rust, Kotlin, Swift); \
          tests/codes.test.mjs checks them\n// against ffi/error-codes.json.\n\n",
     );
-    for c in CODES.iter() {
-        writeln!(
-            out,
-            "/** {} ({}, {}) */\nexport const {} = {};",
-            c.meaning(),
-            c.kind(),
-            c.family().name(),
-            screaming(c.name()),
-            c.number()
-        )
-        .unwrap();
-    }
+    constants(&mut out, " = ");
     out.push_str(
         "\n/** The kind name of every code. */\nexport const ERROR_KINDS = Object.freeze({\n",
     );
@@ -132,13 +121,13 @@ fn javascript() -> String {
     out
 }
 
-fn typescript() -> String {
-    let mut out = comment("// ", HEADER);
-    out.push('\n');
+/// One documented constant per code: `export const NAME = 209;` in JS (`separator` " = "),
+/// `export const NAME: 209;` in TypeScript (": ").
+fn constants(out: &mut String, separator: &str) {
     for c in CODES.iter() {
         writeln!(
             out,
-            "/** {} ({}, {}) */\nexport const {}: {};",
+            "/** {} ({}, {}) */\nexport const {}{separator}{};",
             c.meaning(),
             c.kind(),
             c.family().name(),
@@ -147,6 +136,12 @@ fn typescript() -> String {
         )
         .unwrap();
     }
+}
+
+fn typescript() -> String {
+    let mut out = comment("// ", HEADER);
+    out.push('\n');
+    constants(&mut out, ": ");
     out.push_str("\n/** Every code a ProteusError can have. */\nexport type ErrorCode =\n");
     for (i, c) in CODES.iter().enumerate() {
         let end = if i + 1 < CODES.len() { "" } else { ";" };

@@ -481,15 +481,7 @@ impl<S: Storage> SealedStorage<S> {
         }
         writes.push(new.seal_check(nonces)?);
         let raw = new.seal_manifest(nonces, &manifest)?;
-        manifest.raw = raw.to_vec();
-        writes.push(Write::Put {
-            table: Table::Meta,
-            key: META_SEALED_MANIFEST.to_vec(),
-            value: raw,
-        });
-        self.inner.commit(&writes)?;
-        *self.lock()? = manifest;
-        Ok(())
+        self.commit_all(writes, manifest, raw)
     }
 
     /// The storage underneath, for maintenance that changes no record (compaction).
