@@ -4,14 +4,14 @@
 // Only the public API of the npm packages is used; nothing here is taken from
 // Wire's (GPL) sources.
 
-import path from 'node:path';
-import { createRequire } from 'node:module';
+// Plain ESM imports of the (CommonJS) packages, so that a bundler can take this
+// module to a browser too; the fs and dexie engines are imported only when used.
+import cryptoboxPkg from '@wireapp/cryptobox';
+import storeEnginePkg from '@wireapp/store-engine';
+import Proteus from '@wireapp/proteus';
 
-const require = createRequire(import.meta.url);
-const { Cryptobox } = require('@wireapp/cryptobox');
-const { MemoryEngine } = require('@wireapp/store-engine');
-const { FileEngine } = require('@wireapp/store-engine-fs');
-const Proteus = require('@wireapp/proteus');
+const { Cryptobox } = cryptoboxPkg;
+const { MemoryEngine } = storeEnginePkg;
 
 export const LAST_RESORT_PREKEY_ID = 65535;
 export const CRYPTOBOX_TABLES = { keys: '', prekeys: '', sessions: '' };
@@ -59,6 +59,8 @@ const utf8 = new TextDecoder();
 
 /** Opens a store-engine-fs engine whose store directory is exactly `dir`. */
 export async function fsEngine(dir) {
+  const { FileEngine } = (await import('@wireapp/store-engine-fs')).default;
+  const path = await import('node:path');
   const abs = path.resolve(dir);
   const engine = new FileEngine(path.dirname(abs));
   await engine.init(path.basename(abs));
@@ -72,10 +74,10 @@ export async function fsEngine(dir) {
  */
 export async function dexieEngine(dbName) {
   if (typeof globalThis.indexedDB === 'undefined') {
-    await import('fake-indexeddb/auto');
+    await import('fake-indexeddb/auto.js'); // Node: sets globalThis.indexedDB, IDBKeyRange, ...
   }
-  const Dexie = require('dexie');
-  const { IndexedDBEngine } = require('@wireapp/store-engine-dexie');
+  const Dexie = (await import('dexie')).default;
+  const { IndexedDBEngine } = (await import('@wireapp/store-engine-dexie')).default;
   const db = new Dexie(dbName, { indexedDB: globalThis.indexedDB, IDBKeyRange: globalThis.IDBKeyRange });
   db.version(1).stores(CRYPTOBOX_TABLES);
   const engine = new IndexedDBEngine();
@@ -140,7 +142,7 @@ export class Peers {
   static async loadFs(peersDir, aliceSessionId, sessionIds) {
     const peers = new Peers(aliceSessionId);
     for (const sessionId of sessionIds) {
-      const box = new Cryptobox(await fsEngine(path.join(peersDir, sessionId)), 1);
+      const box = new Cryptobox(await fsEngine(`${peersDir}/${sessionId}`), 1);
       await box.load();
       peers.add(sessionId, box);
     }
@@ -149,7 +151,7 @@ export class Peers {
 }
 
 async function newPeer(peerEngine, peersDir, sessionId) {
-  const where = peerEngine === 'fs' ? path.join(peersDir, sessionId) : `peer:${sessionId}`;
+  const where = peerEngine === 'fs' ? `${peersDir}/${sessionId}` : `peer:${sessionId}`;
   const box = new Cryptobox(await openEngine(peerEngine, where), 2); // last resort + prekey 0
   await box.create();
   return box;
