@@ -16,6 +16,7 @@ use crate::session_cache::{Sending, SessionCache, SessionConfig};
 use crate::storage::{MemoryStorage, Storage, Table, Write};
 
 mod fanout;
+mod import_cryptobox;
 mod import_export;
 mod operation;
 

@@ -18,6 +18,12 @@ proteus_core::error_codes! {
         BatchAborted = 108;
         /// Fewer one-time prekey ids are free than were asked for.
         PreKeyIdsExhausted = 110;
+        /// The store holds another identity, already in use; a cryptobox store is imported
+        /// only into a new store (or one with the source's identity).
+        ImportIdentityMismatch = 111;
+        /// Records of the imported store do not decode; nothing was imported (the message
+        /// names them by table and id).
+        ImportBadRecords = 112;
         /// Another process holds the store and did not release it in time.
         StoreBusy = 502;
         /// The store cannot be read as a Proteus store; it was left as it is.
@@ -41,6 +47,9 @@ proteus_core::error_codes! {
         /// A record of a sealed store is missing, older than the store last committed, moved, or
         /// from another store: the store was tampered with and is refused.
         StoreTampered = 514;
+        /// The store to import cannot be read (a missing directory, an unknown layout, no
+        /// identity, an I/O error).
+        ImportSourceUnreadable = 515;
         /// A bug: a panic or trap inside the library. Close the client and open the store again.
         Internal = 599;
     }

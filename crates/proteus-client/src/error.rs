@@ -9,6 +9,7 @@ use std::fmt;
 use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError};
 
 use crate::codes::{ClientCode, ErrorCode};
+use crate::cryptobox::ImportError;
 
 #[cfg(not(target_arch = "wasm32"))]
 use crate::storage::Table;
@@ -165,6 +166,9 @@ pub enum ClientError {
     /// The storage failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A cryptobox store could not be imported.
+    #[error(transparent)]
+    Import(#[from] ImportError),
     /// There is no session with this id (kept here, never in the message: ids are user data).
     #[error("no session with this id")]
     SessionNotFound(String),
@@ -204,6 +208,7 @@ impl ClientError {
             Self::SessionCreation(e) => ErrorCode::Core(e.error_code()),
             Self::Decode(e) => ErrorCode::Core(e.error_code()),
             Self::Store(e) => ErrorCode::Client(e.error_code()),
+            Self::Import(e) => ErrorCode::Client(e.error_code()),
             Self::SessionNotFound(_) => ErrorCode::Client(ClientCode::SessionNotFound),
             Self::SessionExists(_) => ErrorCode::Client(ClientCode::SessionExists),
             Self::InvalidSessionId(_) => ErrorCode::Client(ClientCode::InvalidSessionId),

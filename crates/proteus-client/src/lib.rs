@@ -134,6 +134,7 @@ mod checked_identities;
 mod client;
 pub mod codes;
 mod collections;
+mod cryptobox;
 mod error;
 mod prekeys;
 mod records;
@@ -145,6 +146,12 @@ pub use batch::{
     BatchError, Chunking, Decrypted, Executor, MessageId, Progress, QueuedMessage, claimed_sender,
 };
 pub use client::Client;
+#[cfg(feature = "cryptobox-directory")]
+pub use cryptobox::MAX_RECORD_FILE_BYTES;
+pub use cryptobox::{
+    BadRecord, CryptoboxRecords, ImportError, ImportOptions, ImportProgress, ImportReport,
+    LOCAL_IDENTITY, MAX_NAMED_BAD_RECORDS, PROGRESS_EVERY, SourceRecord, SourceTable,
+};
 pub use error::{ClientError, StoreError, Tamper};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;

@@ -30,6 +30,10 @@ pub enum ErrorKind {
     BatchAborted,
     /// Fewer one-time prekey ids are free than were asked for.
     PreKeyIdsExhausted,
+    /// The store holds another identity, already in use; a cryptobox store is imported only into a new store (or one with the source's identity).
+    ImportIdentityMismatch,
+    /// Records of the imported store do not decode; nothing was imported (the message names them by table and id).
+    ImportBadRecords,
     /// A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout.
     ClientBusy,
     /// The application's batch callback threw; nothing of the batch was committed.
@@ -108,6 +112,8 @@ pub enum ErrorKind {
     StoreUnavailable,
     /// A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused.
     StoreTampered,
+    /// The store to import cannot be read (a missing directory, an unknown layout, no identity, an I/O error).
+    ImportSourceUnreadable,
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     Internal,
 }
@@ -126,6 +132,8 @@ impl ErrorKind {
             107 => Self::IdentityInUse,
             108 => Self::BatchAborted,
             110 => Self::PreKeyIdsExhausted,
+            111 => Self::ImportIdentityMismatch,
+            112 => Self::ImportBadRecords,
             120 => Self::ClientBusy,
             121 => Self::CallbackFailed,
             122 => Self::ClientClosed,
@@ -168,6 +176,7 @@ impl ErrorKind {
             512 => Self::StoreConflict,
             513 => Self::StoreUnavailable,
             514 => Self::StoreTampered,
+            515 => Self::ImportSourceUnreadable,
             599 => Self::Internal,
             // A code newer than this file: the registry test regenerates it.
             _ => Self::Internal,
@@ -187,6 +196,8 @@ impl ErrorKind {
             Self::IdentityInUse => "IdentityInUse",
             Self::BatchAborted => "BatchAborted",
             Self::PreKeyIdsExhausted => "PreKeyIdsExhausted",
+            Self::ImportIdentityMismatch => "ImportIdentityMismatch",
+            Self::ImportBadRecords => "ImportBadRecords",
             Self::ClientBusy => "ClientBusy",
             Self::CallbackFailed => "CallbackFailed",
             Self::ClientClosed => "ClientClosed",
@@ -226,6 +237,7 @@ impl ErrorKind {
             Self::StoreConflict => "StoreConflict",
             Self::StoreUnavailable => "StoreUnavailable",
             Self::StoreTampered => "StoreTampered",
+            Self::ImportSourceUnreadable => "ImportSourceUnreadable",
             Self::Internal => "Internal",
         }
     }

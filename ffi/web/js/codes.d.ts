@@ -21,6 +21,10 @@ export const IDENTITY_IN_USE: 107;
 export const BATCH_ABORTED: 108;
 /** Fewer one-time prekey ids are free than were asked for. (PreKeyIdsExhausted, Engine) */
 export const PRE_KEY_IDS_EXHAUSTED: 110;
+/** The store holds another identity, already in use; a cryptobox store is imported only into a new store (or one with the source's identity). (ImportIdentityMismatch, Engine) */
+export const IMPORT_IDENTITY_MISMATCH: 111;
+/** Records of the imported store do not decode; nothing was imported (the message names them by table and id). (ImportBadRecords, Engine) */
+export const IMPORT_BAD_RECORDS: 112;
 /** A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout. (ClientBusy, Engine) */
 export const CLIENT_BUSY: 120;
 /** The application's batch callback threw; nothing of the batch was committed. (CallbackFailed, Engine) */
@@ -105,6 +109,8 @@ export const STORE_CONFLICT: 512;
 export const STORE_UNAVAILABLE: 513;
 /** A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused. (StoreTampered, System) */
 export const STORE_TAMPERED: 514;
+/** The store to import cannot be read (a missing directory, an unknown layout, no identity, an I/O error). (ImportSourceUnreadable, System) */
+export const IMPORT_SOURCE_UNREADABLE: 515;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL: 599;
 
@@ -120,6 +126,8 @@ export type ErrorCode =
   | 107
   | 108
   | 110
+  | 111
+  | 112
   | 120
   | 121
   | 122
@@ -162,6 +170,7 @@ export type ErrorCode =
   | 512
   | 513
   | 514
+  | 515
   | 599;
 
 /** The families of codes: the hundreds digit (1xx Engine … 5xx System). */
@@ -184,6 +193,8 @@ export type EngineErrorKind =
   | 'IdentityInUse'
   | 'BatchAborted'
   | 'PreKeyIdsExhausted'
+  | 'ImportIdentityMismatch'
+  | 'ImportBadRecords'
   | 'ClientBusy'
   | 'CallbackFailed'
   | 'ClientClosed';
@@ -235,6 +246,7 @@ export type SystemErrorKind =
   | 'StoreConflict'
   | 'StoreUnavailable'
   | 'StoreTampered'
+  | 'ImportSourceUnreadable'
   | 'Internal';
 
 /** Every kind name an error can have. */

@@ -23,6 +23,10 @@ export const IDENTITY_IN_USE = 107;
 export const BATCH_ABORTED = 108;
 /** Fewer one-time prekey ids are free than were asked for. (PreKeyIdsExhausted, Engine) */
 export const PRE_KEY_IDS_EXHAUSTED = 110;
+/** The store holds another identity, already in use; a cryptobox store is imported only into a new store (or one with the source's identity). (ImportIdentityMismatch, Engine) */
+export const IMPORT_IDENTITY_MISMATCH = 111;
+/** Records of the imported store do not decode; nothing was imported (the message names them by table and id). (ImportBadRecords, Engine) */
+export const IMPORT_BAD_RECORDS = 112;
 /** A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout. (ClientBusy, Engine) */
 export const CLIENT_BUSY = 120;
 /** The application's batch callback threw; nothing of the batch was committed. (CallbackFailed, Engine) */
@@ -107,6 +111,8 @@ export const STORE_CONFLICT = 512;
 export const STORE_UNAVAILABLE = 513;
 /** A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused. (StoreTampered, System) */
 export const STORE_TAMPERED = 514;
+/** The store to import cannot be read (a missing directory, an unknown layout, no identity, an I/O error). (ImportSourceUnreadable, System) */
+export const IMPORT_SOURCE_UNREADABLE = 515;
 /** A bug: a panic or trap inside the library. Close the client and open the store again. (Internal, System) */
 export const INTERNAL = 599;
 
@@ -122,6 +128,8 @@ export const ERROR_KINDS = Object.freeze({
   107: 'IdentityInUse',
   108: 'BatchAborted',
   110: 'PreKeyIdsExhausted',
+  111: 'ImportIdentityMismatch',
+  112: 'ImportBadRecords',
   120: 'ClientBusy',
   121: 'CallbackFailed',
   122: 'ClientClosed',
@@ -164,6 +172,7 @@ export const ERROR_KINDS = Object.freeze({
   512: 'StoreConflict',
   513: 'StoreUnavailable',
   514: 'StoreTampered',
+  515: 'ImportSourceUnreadable',
   599: 'Internal',
 });
 
@@ -179,6 +188,8 @@ export const ERROR_FAMILIES = Object.freeze({
   107: 'Engine',
   108: 'Engine',
   110: 'Engine',
+  111: 'Engine',
+  112: 'Engine',
   120: 'Engine',
   121: 'Engine',
   122: 'Engine',
@@ -221,6 +232,7 @@ export const ERROR_FAMILIES = Object.freeze({
   512: 'System',
   513: 'System',
   514: 'System',
+  515: 'System',
   599: 'System',
 });
 

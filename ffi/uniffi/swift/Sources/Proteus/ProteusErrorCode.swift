@@ -25,6 +25,10 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     case batchAborted = 108
     /// Fewer one-time prekey ids are free than were asked for.
     case preKeyIdsExhausted = 110
+    /// The store holds another identity, already in use; a cryptobox store is imported only into a new store (or one with the source's identity).
+    case importIdentityMismatch = 111
+    /// Records of the imported store do not decode; nothing was imported (the message names them by table and id).
+    case importBadRecords = 112
     /// A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout.
     case clientBusy = 120
     /// The application's batch callback threw; nothing of the batch was committed.
@@ -109,6 +113,8 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     case storeUnavailable = 513
     /// A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused.
     case storeTampered = 514
+    /// The store to import cannot be read (a missing directory, an unknown layout, no identity, an I/O error).
+    case importSourceUnreadable = 515
     /// A bug: a panic or trap inside the library. Close the client and open the store again.
     case `internal` = 599
 
@@ -125,6 +131,8 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
         case .identityInUse: return "IdentityInUse"
         case .batchAborted: return "BatchAborted"
         case .preKeyIdsExhausted: return "PreKeyIdsExhausted"
+        case .importIdentityMismatch: return "ImportIdentityMismatch"
+        case .importBadRecords: return "ImportBadRecords"
         case .clientBusy: return "ClientBusy"
         case .callbackFailed: return "CallbackFailed"
         case .clientClosed: return "ClientClosed"
@@ -167,6 +175,7 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
         case .storeConflict: return "StoreConflict"
         case .storeUnavailable: return "StoreUnavailable"
         case .storeTampered: return "StoreTampered"
+        case .importSourceUnreadable: return "ImportSourceUnreadable"
         case .internal: return "Internal"
         }
     }

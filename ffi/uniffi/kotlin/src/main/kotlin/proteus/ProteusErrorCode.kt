@@ -28,6 +28,10 @@ enum class ProteusErrorCode(val code: Int, val kind: String, val family: String,
     BATCH_ABORTED(108, "BatchAborted", "Engine", false),
     /** Fewer one-time prekey ids are free than were asked for. */
     PRE_KEY_IDS_EXHAUSTED(110, "PreKeyIdsExhausted", "Engine", false),
+    /** The store holds another identity, already in use; a cryptobox store is imported only into a new store (or one with the source's identity). */
+    IMPORT_IDENTITY_MISMATCH(111, "ImportIdentityMismatch", "Engine", false),
+    /** Records of the imported store do not decode; nothing was imported (the message names them by table and id). */
+    IMPORT_BAD_RECORDS(112, "ImportBadRecords", "Engine", false),
     /** A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout. */
     CLIENT_BUSY(120, "ClientBusy", "Engine", false),
     /** The application's batch callback threw; nothing of the batch was committed. */
@@ -112,6 +116,8 @@ enum class ProteusErrorCode(val code: Int, val kind: String, val family: String,
     STORE_UNAVAILABLE(513, "StoreUnavailable", "System", false),
     /** A record of a sealed store is missing, older than the store last committed, moved, or from another store: the store was tampered with and is refused. */
     STORE_TAMPERED(514, "StoreTampered", "System", false),
+    /** The store to import cannot be read (a missing directory, an unknown layout, no identity, an I/O error). */
+    IMPORT_SOURCE_UNREADABLE(515, "ImportSourceUnreadable", "System", false),
     /** A bug: a panic or trap inside the library. Close the client and open the store again. */
     INTERNAL(599, "Internal", "System", false),
     ;
