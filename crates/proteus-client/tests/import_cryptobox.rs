@@ -456,19 +456,50 @@ mod directories {
     fn a_rust_cryptobox_directory_imports_like_its_records() {
         let mut old = old_store();
         let source = records(&mut old);
+        for legacy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            if legacy {
+                // Before cryptobox 0.4: the key pair alone, under another name.
+                write(&root.join("identities/local_identity"), &source.identity);
+            } else {
+                let mut identity = vec![0x01, 0xa1, 0x00];
+                identity.extend_from_slice(&source.identity);
+                write(&root.join("identities/local"), &identity);
+                write(&root.join("version"), &[0, 1]);
+            }
+            for r in &source.prekeys {
+                write(&root.join(format!("prekeys/{}", r.id)), &r.bytes);
+            }
+            for r in &source.sessions {
+                write(&root.join(format!("sessions/{}", r.id)), &r.bytes);
+            }
+            // A write cryptobox never finished: not a record.
+            write(&root.join("sessions/bob.tmp"), b"half a session");
+            let (mut new, report) = read_and_import(root);
+            assert_eq!(
+                (report.prekeys, report.sessions),
+                (5, 2),
+                "legacy: {legacy}"
+            );
+            assert!(report.skipped.is_empty());
+            let (session_id, envelope, plaintext) = &old.queue[3];
+            assert_eq!(&new.decrypt(session_id, envelope).unwrap(), plaintext);
+        }
+    }
+
+    #[test]
+    fn a_public_only_rust_cryptobox_identity_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        write(&root.join("identities/local"), &source.identity);
-        for r in &source.prekeys {
-            write(&root.join(format!("prekeys/{}", r.id)), &r.bytes);
-        }
-        for r in &source.sessions {
-            write(&root.join(format!("sessions/{}", r.id)), &r.bytes);
-        }
-        let (mut new, report) = read_and_import(root);
-        assert_eq!((report.prekeys, report.sessions), (5, 2));
-        let (session_id, envelope, plaintext) = &old.queue[3];
-        assert_eq!(&new.decrypt(session_id, envelope).unwrap(), plaintext);
+        let mut identity = vec![0x02, 0xa1, 0x00];
+        identity.extend_from_slice(&Client::in_memory().unwrap().identity().to_bytes());
+        write(&dir.path().join("identities/local"), &identity);
+        let mut new = Client::in_memory().unwrap();
+        let e = new
+            .import_cryptobox_directory(dir.path(), ImportOptions::default(), &mut |_| {})
+            .unwrap_err();
+        assert_eq!(e.code(), 112);
+        assert!(e.to_string().contains("only the public key"), "{e}");
     }
 
     #[test]
@@ -550,5 +581,57 @@ mod directories {
         );
         let (_, report) = read_and_import(root);
         assert_eq!(report.prekeys, 1);
+    }
+
+    /// Stores that Wire's own cryptobox 12.8.0 wrote (tests/cryptobox/fixtures: the
+    /// store-engine-fs directory as written, and the same records in the Rust cryptobox's
+    /// layouts), with a queue its peers encrypted before the migration.
+    #[test]
+    fn stores_written_by_wires_cryptobox_import_and_their_queue_decrypts() {
+        use base64::Engine as _;
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/cryptobox/fixtures");
+        let expected: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(fixtures.join("expected.json")).unwrap())
+                .unwrap();
+        let ids = |key: &str| -> Vec<String> {
+            let mut ids: Vec<String> = expected[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .collect();
+            ids.sort();
+            ids
+        };
+        // The one-time prekeys and the last-resort one.
+        let prekeys = expected["prekeyIds"].as_array().unwrap().len();
+        for layout in ["fs-store", "rust-cryptobox", "rust-cryptobox-legacy"] {
+            let (mut new, report) = read_and_import(&fixtures.join(layout));
+            assert_eq!(
+                report.fingerprint,
+                expected["fingerprint"].as_str().unwrap(),
+                "{layout}"
+            );
+            assert_eq!(report.sessions, ids("sessionIds").len(), "{layout}");
+            assert_eq!(report.prekeys, prekeys, "{layout}");
+            assert!(report.skipped.is_empty(), "{layout}: {:?}", report.skipped);
+            let mut stored = new.session_ids().unwrap();
+            stored.sort();
+            assert_eq!(stored, ids("sessionIds"), "{layout}");
+            for (i, m) in expected["queue"].as_array().unwrap().iter().enumerate() {
+                let session_id = m["sessionId"].as_str().unwrap();
+                let envelope = base64::engine::general_purpose::STANDARD
+                    .decode(m["envelope"].as_str().unwrap())
+                    .unwrap();
+                let plaintext = new
+                    .decrypt(session_id, &envelope)
+                    .unwrap_or_else(|e| panic!("{layout}: message {i} ({session_id}): {e}"));
+                assert_eq!(
+                    plaintext,
+                    m["plaintext"].as_str().unwrap().as_bytes(),
+                    "{layout}"
+                );
+            }
+        }
     }
 }

@@ -4,8 +4,10 @@
 //!   `sessions/`, one JSON file `<key>.dat` per record, `{ id, serialised, created, version }`
 //!   with `serialised` the record's bytes in base64 (older versions: the bytes themselves).
 //! * **Wire's Rust cryptobox** (Wire's Android and iOS clients before core-crypto):
-//!   `identities/local`, `prekeys/<id>` and `sessions/<session id>`, each file the record's
-//!   bytes.
+//!   `identities/local` (the key pair behind a one-byte kind and a one-entry map; before
+//!   cryptobox 0.4, `identities/local_identity` held the key pair alone), `prekeys/<id>` and
+//!   `sessions/<session id>`, each file the record's bytes; `*.tmp` files are writes it never
+//!   finished.
 //!
 //! Only reads; a record that cannot be read is reported like one that does not decode.
 
@@ -44,11 +46,14 @@ impl CryptoboxRecords {
 
 /// Where a layout keeps its records and how a file holds one.
 struct Layout {
-    identity: (&'static str, &'static str),
+    /// Where the identity may be (the first that exists is read), and how its file holds it.
+    identity: &'static [(&'static str, &'static str, Encoding)],
     prekeys: &'static str,
     sessions: &'static str,
     /// The file extension of a record (the file name without it is the record's id).
     extension: Option<&'static str>,
+    /// The extension of files that are not records (unfinished writes).
+    ignored: Option<&'static str>,
     /// How a file holds a record's bytes.
     encoding: Encoding,
 }
@@ -59,6 +64,9 @@ enum Encoding {
     Json,
     /// The bytes themselves.
     Raw,
+    /// Rust cryptobox's identity: a kind (1, a key pair; 2, only the public key) and the key
+    /// in a map under 0.
+    RustIdentity,
 }
 
 impl Encoding {
@@ -66,34 +74,57 @@ impl Encoding {
         match self {
             Self::Json => decode_json_record(file),
             Self::Raw => Ok(Zeroizing::new(file)),
+            Self::RustIdentity => {
+                let file = Zeroizing::new(file);
+                match file.as_slice() {
+                    [0x01, 0xa1, 0x00, key_pair @ ..] => Ok(Zeroizing::new(key_pair.to_vec())),
+                    [0x02, ..] => Err("the identity holds only the public key: there is no \
+                                       secret key to import"
+                        .to_owned()),
+                    _ => Err("not a cryptobox identity".to_owned()),
+                }
+            }
         }
     }
 }
 
 const FS_ENGINE: Layout = Layout {
-    identity: ("keys", "local_identity.dat"),
+    identity: &[("keys", "local_identity.dat", Encoding::Json)],
     prekeys: "prekeys",
     sessions: "sessions",
     extension: Some(DAT),
+    ignored: None,
     encoding: Encoding::Json,
 };
 
 const RUST_CRYPTOBOX: Layout = Layout {
-    identity: ("identities", "local"),
+    identity: &[
+        ("identities", "local", Encoding::RustIdentity),
+        ("identities", "local_identity", Encoding::Raw),
+    ],
     prekeys: "prekeys",
     sessions: "sessions",
     extension: None,
+    ignored: Some("tmp"),
     encoding: Encoding::Raw,
 };
 
 fn read_layout(root: &Path, layout: &Layout) -> Result<CryptoboxRecords, ImportError> {
-    let (dir, file) = layout.identity;
-    let identity_path = root.join(dir).join(file);
-    if !identity_path.is_file() {
+    let Some((path, encoding)) = layout
+        .identity
+        .iter()
+        .map(|(dir, file, encoding)| (root.join(dir).join(file), *encoding))
+        .find(|(path, _)| path.is_file())
+    else {
+        let (dir, file, _) = layout
+            .identity
+            .first()
+            .copied()
+            .unwrap_or(("", "", Encoding::Raw));
         return Err(unreadable(&format!("there is no identity ({dir}/{file})")));
-    }
-    let identity = read_file(&identity_path)
-        .and_then(|file| layout.encoding.decode(file))
+    };
+    let identity = read_file(&path)
+        .and_then(|file| encoding.decode(file))
         .map_err(|reason| {
             ImportError::BadRecords(vec![bad(SourceTable::Identity, LOCAL_IDENTITY, reason)])
         })?;
@@ -112,7 +143,7 @@ fn read_layout(root: &Path, layout: &Layout) -> Result<CryptoboxRecords, ImportE
         for entry in entries {
             let entry = entry.map_err(|e| unreadable(&format!("{name}: {e}")))?;
             let path = entry.path();
-            let Some(id) = record_id(&path, layout.extension) else {
+            let Some(id) = record_id(&path, layout.extension, layout.ignored) else {
                 continue;
             };
             files.push((id, path));
@@ -136,13 +167,17 @@ fn read_layout(root: &Path, layout: &Layout) -> Result<CryptoboxRecords, ImportE
 }
 
 /// The record id a file holds (its name, without the layout's extension), or `None` for a file
-/// that is not a record (another extension, a hidden file, a directory).
-fn record_id(path: &Path, extension: Option<&str>) -> Option<String> {
+/// that is not a record (another extension, an ignored one, a hidden file, a directory).
+fn record_id(path: &Path, extension: Option<&str>, ignored: Option<&str>) -> Option<String> {
     if !path.is_file() {
         return None;
     }
     let name = path.file_name()?.to_str()?;
-    if name.starts_with('.') {
+    let ignored = ignored.is_some_and(|ext| {
+        name.strip_suffix(ext)
+            .is_some_and(|stem| stem.ends_with('.'))
+    });
+    if name.starts_with('.') || ignored {
         return None;
     }
     match extension {
