@@ -151,7 +151,7 @@ export class Client {
   // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, import and export: the
   // web package's methods (wasm/client-calls.js, its documentation there), run here by #run.
   static {
-    defineClientCalls(this, (client, fn) => client.#run(fn));
+    defineClientCalls(this, (client, fn) => client.#run(fn), { readsDirectories: true });
   }
 
   setMaxCounterGap(gap) {

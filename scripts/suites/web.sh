@@ -7,7 +7,8 @@
 # (binaryen 132 for wasm-opt, @wireapp/proteus, playwright-core, fake-indexeddb, typescript).
 #
 #   1. build: cargo (profile release-wasm) + wasm-bindgen --target web + wasm-opt -Oz (npm binaryen)
-#   2. node --test tests/                       the whole API in Node (memory and IndexedDB stores)
+#   2. node --test tests/                       the whole API in Node (memory and IndexedDB stores;
+#      importCryptobox from stores the real @wireapp/cryptobox writes: tests/cryptobox)
 #   3. a consumer project (the packed tarball, used by name in Node; bundled by esbuild for
 #      Chromium) and tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
@@ -35,7 +36,8 @@ CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 # B-tree, sort or extra hash table in the batch: docs/benchmarks.md, "Issue 32"). The errors'
 # messages derived by thiserror, with their fields, then cost 3.5 KB (core::fmt's integer and
 # padding code): 212,783. Issue 32 allows 210,000 in all; the 2.8 KB left are open work.
-WASM_BUDGET=${WASM_BUDGET:-213000}
+# importCryptobox (issue 34: a whole cryptobox store in one commit) added 10.0 KB: 222,825.
+WASM_BUDGET=${WASM_BUDGET:-223000}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...
@@ -52,6 +54,9 @@ timed() { # what, command...
 # shellcheck source=../lib/install.sh
 . scripts/lib/install.sh
 [ -x "$CHROMIUM" ] || apt_install chromium
+
+# Stores written by Wire's real @wireapp/cryptobox 12.8.0, for importCryptobox's tests.
+npm_ci tests/cryptobox
 
 # --- build and tests ---------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ mod fanout;
 #[cfg(feature = "fault-injection")]
 mod faults;
 mod feed;
+mod import;
 mod secret;
 mod store;
 mod task;
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex};
 
 use napi::Env;
 use napi::bindgen_prelude::{
-    AsyncTask, Buffer, Function, PromiseRaw, Uint8Array, Uint32Array, spawn_blocking,
+    AsyncTask, Buffer, FnArgs, Function, PromiseRaw, Uint8Array, Uint32Array, spawn_blocking,
 };
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, MessageId};
@@ -381,6 +382,60 @@ impl RawClient {
         run(&self.shared, move |c| {
             js(c.import_session(&session_id, &session))
         })
+    }
+
+    /// Imports a cryptobox store in one commit (see `proteus_client::Client::import_cryptobox`):
+    /// its identity, then its prekeys and sessions, each as ids and their bytes one after the
+    /// other, split by lengths. Resolves to the report.
+    #[napi(
+        ts_args_type = "identity: Uint8Array, prekeyIds: string[], prekeys: Uint8Array, prekeyLengths: Uint32Array, sessionIds: string[], sessions: Uint8Array, sessionLengths: Uint32Array, skipBadRecords: boolean, onProgress?: (done: number, total: number) => void"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    pub fn import_cryptobox(
+        &self,
+        identity: Uint8Array,
+        prekey_ids: Vec<String>,
+        prekeys: Uint8Array,
+        prekey_lengths: Uint32Array,
+        session_ids: Vec<String>,
+        sessions: Uint8Array,
+        session_lengths: Uint32Array,
+        skip_bad_records: bool,
+        on_progress: Option<Function<'_, FnArgs<(u32, u32)>, ()>>,
+    ) -> napi::Result<AsyncTask<Call<import::RawImportReport>>> {
+        let source = import::source(
+            &identity,
+            import::records(prekey_ids, &prekeys, &prekey_lengths)?,
+            import::records(session_ids, &sessions, &session_lengths)?,
+        );
+        let progress = import::progress(on_progress.as_ref())?;
+        Ok(run(&self.shared, move |c| {
+            let report = c.import_cryptobox(&source, import::options(skip_bad_records), &mut |p| {
+                import::report(progress.as_ref(), p)
+            });
+            Ok(js(report)?.into())
+        }))
+    }
+
+    /// Imports the cryptobox store in the directory `path` (either of Wire's layouts) in one
+    /// commit; resolves to the report.
+    #[napi(
+        ts_args_type = "path: string, skipBadRecords: boolean, onProgress?: (done: number, total: number) => void"
+    )]
+    pub fn import_cryptobox_directory(
+        &self,
+        path: String,
+        skip_bad_records: bool,
+        on_progress: Option<Function<'_, FnArgs<(u32, u32)>, ()>>,
+    ) -> napi::Result<AsyncTask<Call<import::RawImportReport>>> {
+        let progress = import::progress(on_progress.as_ref())?;
+        Ok(run(&self.shared, move |c| {
+            let report =
+                c.import_cryptobox_directory(&path, import::options(skip_bad_records), &mut |p| {
+                    import::report(progress.as_ref(), p)
+                });
+            Ok(js(report)?.into())
+        }))
     }
 
     /// The identity key pair as Wire's Proteus serialises it (holds the secret key: see

@@ -8,15 +8,27 @@
 // and the Worker client (remote.js) list Client.prototype's own names.
 
 import { bytes, integer, sessionId, textOrBytes } from './args.js';
+import { packCryptobox, readCryptoboxSource } from './cryptobox.js';
 
 /** The id of the last-resort prekey, which is never used up (Proteus's). */
 const LAST_RESORT_PREKEY_ID = 0xffff;
 
+/** importCryptobox's options, checked. */
+function importOptions(options) {
+  if (options === null || typeof options !== 'object') throw new TypeError('options must be an object');
+  const { onProgress, skipBadRecords = false } = options;
+  if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('onProgress must be a function');
+  if (typeof skipBadRecords !== 'boolean') throw new TypeError('skipBadRecords must be a boolean');
+  const progress = onProgress && ((done, total) => onProgress({ done, total }));
+  return { progress, skipBadRecords };
+}
+
 /**
  * Defines the shared methods on `Client.prototype`. `run(client, fn)` runs `fn(raw)` on the
- * client's raw client, in its turn, and returns a Promise of its result.
+ * client's raw client, in its turn, and returns a Promise of its result. `readsDirectories`:
+ * the raw client reads a cryptobox directory itself (the Node addon).
  */
-export function defineClientCalls(Client, run) {
+export function defineClientCalls(Client, run, { readsDirectories = false } = {}) {
   const methods = {
     /** Our fingerprint: lowercase hex of the identity key (64 characters). */
     fingerprint() {
@@ -113,6 +125,27 @@ export function defineClientCalls(Client, run) {
       sessionId(id);
       const b = bytes(session, 'session');
       return run(this, (raw) => raw.importSession(id, b));
+    },
+
+    /**
+     * Imports a store that Wire's cryptobox wrote — its identity, prekeys and sessions, every id
+     * kept — in one commit. `source`: `{ indexedDB: name }`, `{ directory: path }` (Node) or
+     * `{ records: { identity, prekeys, sessions: [{ id, bytes }] } }`. Options: `onProgress({
+     * done, total })`, `skipBadRecords` (import what decodes and list the rest, rather than
+     * nothing). Resolves to `{ fingerprint, prekeys, sessions, skipped, alreadyImported }`.
+     */
+    async importCryptobox(source, options = {}) {
+      const { progress, skipBadRecords } = importOptions(options);
+      if (readsDirectories && typeof source?.directory === 'string' && source.records === undefined) {
+        const path = source.directory;
+        return run(this, (raw) => raw.importCryptoboxDirectory(path, skipBadRecords, progress));
+      }
+      const packed = packCryptobox(await readCryptoboxSource(source));
+      try {
+        return await run(this, (raw) => raw.importCryptobox(...packed.args, skipBadRecords, progress));
+      } finally {
+        packed.wipe();
+      }
     },
 
     /** The identity key pair as Wire's Proteus serialises it. It holds the secret key. */

@@ -278,6 +278,14 @@ export class Client implements AsyncDisposable {
   /** Resolves to the prekey's id. */
   importPrekey(prekey: Uint8Array): Promise<number>;
   importSession(sessionId: string, session: Uint8Array): Promise<void>;
+  /**
+   * Imports a store that Wire's cryptobox wrote, in one commit, keeping every id (docs/migration.md).
+   * Refused (ImportIdentityMismatch, 111) if this store has another identity in use; records that
+   * do not decode fail it (ImportBadRecords, 112) unless `skipBadRecords`; an unreadable source is
+   * ImportSourceUnreadable (515). Importing the same store again changes nothing
+   * (`alreadyImported`).
+   */
+  importCryptobox(source: CryptoboxSource, options?: ImportOptions): Promise<ImportReport>;
   /** Holds the secret key. */
   exportIdentity(): Promise<Uint8Array>;
   /** Holds secret keys. */
@@ -287,6 +295,50 @@ export class Client implements AsyncDisposable {
   close(): Promise<void>;
   /** close(), for `await using client = await Client.open(…)`. */
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** Where a cryptobox store is. */
+export type CryptoboxSource =
+  /** The IndexedDB database that cryptobox kept over @wireapp/store-engine-dexie. */
+  | { indexedDB: string }
+  /** Node: a directory of @wireapp/store-engine-fs, or of Wire's Rust cryptobox. */
+  | { directory: string }
+  /** Records the application read itself, as Wire's Proteus serialised them. */
+  | {
+      records: {
+        identity: Uint8Array;
+        prekeys?: Uint8Array[];
+        sessions?: { id: string; bytes: Uint8Array }[];
+      };
+    };
+
+export interface ImportOptions {
+  /** How far the import is: records checked, of all. */
+  onProgress?: (progress: { done: number; total: number }) => void;
+  /** Import the records that decode and list the others in `skipped`, rather than import nothing. */
+  skipBadRecords?: boolean;
+}
+
+/** A record that was not imported. */
+export interface SkippedRecord {
+  table: 'keys' | 'prekeys' | 'sessions';
+  /** Its id in the source (`#N`: the N-th of a list of plain records). */
+  id: string;
+  /** The code of the error that reading or decoding it gave, and its message. */
+  code: number;
+  reason: string;
+}
+
+export interface ImportReport {
+  /** The fingerprint of the identity the store now has (the source's). */
+  fingerprint: string;
+  /** Prekeys imported (the last-resort prekey included). */
+  prekeys: number;
+  /** Sessions imported. */
+  sessions: number;
+  skipped: SkippedRecord[];
+  /** The store already had the source's identity and was in use: nothing was written. */
+  alreadyImported: boolean;
 }
 
 /**

@@ -318,6 +318,19 @@ export class RemoteClient {
     return this.#call('importSession', sessionId(id), own(bytes(session, 'session')));
   }
 
+  /**
+   * Client's importCryptobox, run in the worker (which reads an `indexedDB` source itself).
+   * `onProgress` stays on this side: it hears the end of the import only.
+   */
+  async importCryptobox(source, options = {}) {
+    const { onProgress, ...rest } = options ?? {};
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('onProgress must be a function');
+    const report = await this.#call('importCryptobox', owned(source), rest);
+    const total = 1 + report.prekeys + report.sessions + report.skipped.length;
+    onProgress?.({ done: total, total });
+    return report;
+  }
+
   exportIdentity() {
     return this.#call('exportIdentity');
   }

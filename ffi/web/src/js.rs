@@ -35,6 +35,16 @@ extern "C" {
     #[wasm_bindgen(js_namespace = Reflect, js_name = set)]
     pub(crate) fn set(target: &JsValue, key: &str, value: &JsValue) -> bool;
 
+    /// A JS `Array`.
+    #[wasm_bindgen(js_name = Array)]
+    pub(crate) type Array;
+
+    #[wasm_bindgen(constructor, js_class = "Array")]
+    pub(crate) fn new() -> Array;
+
+    #[wasm_bindgen(method, js_class = "Array")]
+    pub(crate) fn push(this: &Array, value: &JsValue) -> u32;
+
     /// A JS `Uint8Array`.
     #[wasm_bindgen(js_name = Uint8Array)]
     pub(crate) type Bytes;

@@ -18,6 +18,7 @@
 //! as it does to batch results: the kind names need not be in the module.
 
 mod delivery;
+mod import;
 mod js;
 
 use std::ops::ControlFlow;
@@ -30,6 +31,7 @@ use wasm_bindgen::prelude::*;
 
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
+pub use crate::import::ImportProgress;
 
 /// Talc: smaller than the default allocator (dlmalloc) and faster.
 #[cfg(all(
@@ -447,6 +449,36 @@ impl RawClient {
         self.client
             .import_session(session_id, session)
             .map_err(|e| js_error(&e))
+    }
+
+    /// Imports a cryptobox store in one commit: its identity, then its prekeys and sessions,
+    /// each as ids and their bytes one after the other, split by lengths. Returns the report.
+    #[wasm_bindgen(js_name = importCryptobox)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn import_cryptobox(
+        &mut self,
+        identity: &[u8],
+        prekey_ids: Vec<String>,
+        prekeys: &[u8],
+        prekey_lengths: &[u32],
+        session_ids: Vec<String>,
+        sessions: &[u8],
+        session_lengths: &[u32],
+        skip_bad_records: bool,
+        progress: Option<ImportProgress>,
+    ) -> Result<JsValue, JsValue> {
+        let source = import::source(
+            identity,
+            import::records(prekey_ids, prekeys, prekey_lengths)?,
+            import::records(session_ids, sessions, session_lengths)?,
+        );
+        let report = self
+            .client
+            .import_cryptobox(&source, import::options(skip_bad_records), &mut |p| {
+                import::report_progress(progress.as_ref(), p)
+            })
+            .map_err(|e| js_error(&e))?;
+        Ok(import::report(&report))
     }
 
     /// The identity key pair as Wire's Proteus serialises it (holds the secret key).

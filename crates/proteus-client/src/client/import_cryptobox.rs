@@ -1,15 +1,14 @@
 //! [`Client::import_cryptobox`]: a whole cryptobox store in one commit (see [`crate::cryptobox`]).
 
-use std::collections::HashSet;
-
 use proteus_core::{IdentityKeyPair, PreKey, PreKeyId, Session};
 use zeroize::Zeroizing;
 
 use super::Client;
 use crate::codes::ClientCode;
+use crate::collections::{OrderedIds, SortedSet};
 use crate::cryptobox::{
     BadRecord, CryptoboxRecords, ImportError, ImportOptions, ImportProgress, ImportReport,
-    LOCAL_IDENTITY, PROGRESS_EVERY, SourceRecord, SourceTable,
+    LOCAL_IDENTITY, PROGRESS_EVERY, SourceRecord, SourceTable, identity_key_pair,
 };
 use crate::error::ClientError;
 use crate::records::{META_IDENTITY, META_NEXT_PREKEY_ID, check_session_id, prekey_key};
@@ -56,10 +55,24 @@ impl Client {
         options: ImportOptions,
         progress: &mut dyn FnMut(ImportProgress),
     ) -> Result<ImportReport, ClientError> {
-        let identity = IdentityKeyPair::from_bytes(&source.identity).map_err(|e| {
-            let e = ClientError::from(e);
-            ImportError::BadRecords(vec![bad(SourceTable::Identity, LOCAL_IDENTITY, &e)])
-        })?;
+        let identity = identity_key_pair(&source.identity)
+            .map_err(|reason| {
+                let id = LOCAL_IDENTITY.to_owned();
+                let code = ClientCode::ImportBadRecords.number();
+                let reason = reason.to_owned();
+                ImportError::BadRecords(vec![BadRecord {
+                    table: SourceTable::Identity,
+                    id,
+                    code,
+                    reason,
+                }])
+            })
+            .and_then(|key_pair| {
+                IdentityKeyPair::from_bytes(key_pair).map_err(|e| {
+                    let e = ClientError::from(e);
+                    ImportError::BadRecords(vec![bad(SourceTable::Identity, LOCAL_IDENTITY, &e)])
+                })
+            })?;
         let fingerprint = identity.public_key().fingerprint();
         let same_identity = identity.public_key() == self.identity.public_key();
         let (sessions, one_time_prekeys) = self.usage()?;
@@ -146,8 +159,8 @@ impl Client {
 struct Plan<'a> {
     writes: Vec<Write>,
     bad: Vec<BadRecord>,
-    prekey_ids: HashSet<PreKeyId>,
-    session_ids: HashSet<&'a str>,
+    prekey_ids: SortedSet<PreKeyId>,
+    session_ids: OrderedIds<'a>,
     prekeys: usize,
     sessions: usize,
     /// The highest one-time prekey id imported: the store's next ids start after it.
@@ -162,8 +175,8 @@ impl<'a> Plan<'a> {
         Self {
             writes: Vec::with_capacity(source.prekeys.len() + 2 * source.sessions.len() + 2),
             bad: Vec::new(),
-            prekey_ids: HashSet::with_capacity(source.prekeys.len()),
-            session_ids: HashSet::with_capacity(source.sessions.len()),
+            prekey_ids: SortedSet::new(),
+            session_ids: OrderedIds::default(),
             prekeys: 0,
             sessions: 0,
             highest_one_time: None,
@@ -215,7 +228,7 @@ impl<'a> Plan<'a> {
         });
         match decoded {
             Err(e) => self.bad.push(bad(SourceTable::Sessions, id, &e)),
-            Ok(_) if !self.session_ids.insert(id) => {
+            Ok(_) if self.session_ids.add(id) < self.sessions => {
                 self.bad.push(duplicate(SourceTable::Sessions, id));
             }
             Ok(session) => {

@@ -4,8 +4,8 @@
 //!   `sessions/`, one JSON file `<key>.dat` per record, `{ id, serialised, created, version }`
 //!   with `serialised` the record's bytes in base64 (older versions: the bytes themselves).
 //! * **Wire's Rust cryptobox** (Wire's Android and iOS clients before core-crypto):
-//!   `identities/local` (the key pair behind a one-byte kind and a one-entry map; before
-//!   cryptobox 0.4, `identities/local_identity` held the key pair alone), `prekeys/<id>` and
+//!   `identities/local` (the identity as [`CryptoboxRecords::identity`] takes it; before
+//!   cryptobox 0.4, `identities/local_identity`), `prekeys/<id>` and
 //!   `sessions/<session id>`, each file the record's bytes; `*.tmp` files are writes it never
 //!   finished.
 //!
@@ -64,9 +64,6 @@ enum Encoding {
     Json,
     /// The bytes themselves.
     Raw,
-    /// Rust cryptobox's identity: a kind (1, a key pair; 2, only the public key) and the key
-    /// in a map under 0.
-    RustIdentity,
 }
 
 impl Encoding {
@@ -74,16 +71,6 @@ impl Encoding {
         match self {
             Self::Json => decode_json_record(file),
             Self::Raw => Ok(Zeroizing::new(file)),
-            Self::RustIdentity => {
-                let file = Zeroizing::new(file);
-                match file.as_slice() {
-                    [0x01, 0xa1, 0x00, key_pair @ ..] => Ok(Zeroizing::new(key_pair.to_vec())),
-                    [0x02, ..] => Err("the identity holds only the public key: there is no \
-                                       secret key to import"
-                        .to_owned()),
-                    _ => Err("not a cryptobox identity".to_owned()),
-                }
-            }
         }
     }
 }
@@ -99,7 +86,7 @@ const FS_ENGINE: Layout = Layout {
 
 const RUST_CRYPTOBOX: Layout = Layout {
     identity: &[
-        ("identities", "local", Encoding::RustIdentity),
+        ("identities", "local", Encoding::Raw),
         ("identities", "local_identity", Encoding::Raw),
     ],
     prekeys: "prekeys",

@@ -45,7 +45,9 @@ pub const PROGRESS_EVERY: usize = 256;
 /// A store to import: the records of Wire's cryptobox, as Wire's Proteus serialised them.
 #[derive(Default)]
 pub struct CryptoboxRecords {
-    /// The local identity key pair.
+    /// The local identity key pair, as Wire's Proteus serialises it, or as Wire's Rust
+    /// cryptobox's `identities/local` holds it (behind a kind and a map: see
+    /// [`identity_key_pair`]).
     pub identity: Zeroizing<Vec<u8>>,
     /// The prekeys (each carries its own id; `id` is the source's name for the record).
     pub prekeys: Vec<SourceRecord>,
@@ -89,6 +91,19 @@ impl fmt::Debug for CryptoboxRecords {
             .field("sessions", &self.sessions.len())
             .field("unreadable", &self.unreadable.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// The serialised key pair in a source's identity record. Wire's Rust cryptobox (0.4 and later)
+/// writes a kind, 1 (a key pair) or 2 (only the public key), then the key in a one-entry map
+/// under 0; everything else writes the key pair alone (a CBOR map of three entries).
+pub(crate) fn identity_key_pair(identity: &[u8]) -> Result<&[u8], &'static str> {
+    match identity {
+        [0x01, 0xa1, 0x00, key_pair @ ..] => Ok(key_pair),
+        [0x02, 0xa1, 0x00, ..] => {
+            Err("the identity holds only the public key: there is no secret key to import")
+        }
+        key_pair => Ok(key_pair),
     }
 }
 
