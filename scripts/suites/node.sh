@@ -23,6 +23,8 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=../lib/install.sh
 . scripts/lib/install.sh
 apt_install sqlite3
+# Stores written by Wire's real @wireapp/cryptobox 12.8.0, and its peers (tests/both/cryptobox).
+npm_ci tests/cryptobox
 
 NODE=ffi/node
 log() { printf '\n== %s\n' "$*"; }
