@@ -41,14 +41,14 @@ fi
 # JNA attaches a native thread to the JVM for each callback and detaches it afterwards unless the
 # callback has an initializer saying otherwise, read when the callback is first handed to native
 # code. The Kotlin library's initializer registers ours (kotlin/src/main/kotlin/proteus/
-# CallbackThreads.kt) before it hands over the first (the callback interfaces' vtables); the
-# check fails the build if UniFFI's output stops matching.
+# CallbackThreads.kt) before it hands over the first (the callback interfaces' vtables, the
+# first of which it is put before); the check fails the build if UniFFI's output stops matching.
 kt="$out/kotlin/proteus/proteus.kt"
-awk '/^ *uniffiCallbackInterfaceBatchDelivery\.register\(this\)$/ {
-  match($0, /^ */); print substr($0, 1, RLENGTH) "keepCallbackThreadsAttached()"
+awk '!done && /^ *uniffiCallbackInterface[A-Za-z]+\.register\(this\)$/ {
+  match($0, /^ */); print substr($0, 1, RLENGTH) "keepCallbackThreadsAttached()"; done = 1
 } { print }' "$kt" > "$kt.tmp" && mv "$kt.tmp" "$kt"
 if [ "$(grep -c -E '^ *keepCallbackThreadsAttached\(\)$' "$kt")" != 1 ] \
-  || [ "$(grep -c -E '\.register\(this\)$' "$kt")" != 1 ]; then
+  || ! awk '/\.register\(this\)$/ { print prev; exit } { prev = $0 }' "$kt" | grep -q -E '^ *keepCallbackThreadsAttached\(\)$'; then
   echo "keepCallbackThreadsAttached() was not added before the callback vtables' registration"; exit 1
 fi
 mkdir -p "$out/jvm-resources/linux-x86-64"

@@ -22,6 +22,7 @@ mod bytes;
 mod client;
 mod error;
 mod gate;
+mod import;
 mod kind;
 mod messages;
 mod types;
@@ -35,6 +36,7 @@ pub use client::{
 pub use error::{
     CALLBACK_FAILED, CLIENT_BUSY, ErrorCodeEntry, INTERNAL, ProteusError, error_codes,
 };
+pub use import::{CryptoboxSession, CryptoboxSource, ImportProgress, ImportReport, SkippedRecord};
 pub use kind::ErrorKind;
 pub use types::{
     BatchDelivery, BatchProgress, BatchResult, BatchSummary, FanoutResult, OutgoingMessage,

@@ -733,6 +733,16 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func sign(message: Data) async throws  -> Data
     
     /**
+     * Imports a store that Wire's cryptobox wrote — its identity, prekeys and sessions, every
+     * id kept — in one commit (docs/migration.md). The store must be new, or already have the
+     * source's identity (then nothing changes and `alreadyImported` says so); another identity
+     * in use is `ImportIdentityMismatch` (111). Records that do not decode fail the import
+     * (`ImportBadRecords`, 112) unless `skipBadRecords`; an unreadable source is
+     * `ImportSourceUnreadable` (515). The source is only read.
+     */
+    func importCryptobox(source: CryptoboxSource, skipBadRecords: Bool, onProgress: ImportProgress?) async throws  -> ImportReport
+    
+    /**
      * Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
      * session (its one-time prekey is deleted in the same commit).
      */
@@ -1272,6 +1282,30 @@ open func sign(message: Data)async throws  -> Data  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Imports a store that Wire's cryptobox wrote — its identity, prekeys and sessions, every
+     * id kept — in one commit (docs/migration.md). The store must be new, or already have the
+     * source's identity (then nothing changes and `alreadyImported` says so); another identity
+     * in use is `ImportIdentityMismatch` (111). Records that do not decode fail the import
+     * (`ImportBadRecords`, 112) unless `skipBadRecords`; an unreadable source is
+     * `ImportSourceUnreadable` (515). The source is only read.
+     */
+open func importCryptobox(source: CryptoboxSource, skipBadRecords: Bool = false, onProgress: ImportProgress? = nil)async throws  -> ImportReport  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_cryptobox(
+                        self.uniffiCloneHandle(),FfiConverterTypeCryptoboxSource_lower(source),FfiConverterBool.lower(skipBadRecords),FfiConverterOptionCallbackInterfaceImportProgress.lower(onProgress)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypeImportReport_lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -1851,6 +1885,75 @@ public func FfiConverterTypeClientOptions_lower(_ value: ClientOptions) -> RustB
 
 
 /**
+ * A session of a cryptobox store.
+ */
+public struct CryptoboxSession: Equatable, Hashable {
+    /**
+     * Its session id.
+     */
+    public let id: String
+    /**
+     * The session as Wire's Proteus serialised it.
+     */
+    public let bytes: Data
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * Its session id.
+         */id: String, 
+        /**
+         * The session as Wire's Proteus serialised it.
+         */bytes: Data) {
+        self.id = id
+        self.bytes = bytes
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension CryptoboxSession: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCryptoboxSession: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CryptoboxSession {
+        return
+            try CryptoboxSession(
+                id: FfiConverterString.read(from: &buf), 
+                bytes: FfiConverterData.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: CryptoboxSession, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterData.write(value.bytes, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCryptoboxSession_lift(_ buf: RustBuffer) throws -> CryptoboxSession {
+    return try FfiConverterTypeCryptoboxSession.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCryptoboxSession_lower(_ value: CryptoboxSession) -> RustBuffer {
+    return FfiConverterTypeCryptoboxSession.lower(value)
+}
+
+
+/**
  * One entry of the registry of error codes, as [`error_codes`] lists them: the generated
  * constants of Kotlin (`ProteusErrorCode`) and Swift (`ProteusErrorCode`) are checked against it.
  */
@@ -2038,6 +2141,105 @@ public func FfiConverterTypeFanoutResult_lift(_ buf: RustBuffer) throws -> Fanou
 #endif
 public func FfiConverterTypeFanoutResult_lower(_ value: FanoutResult) -> RustBuffer {
     return FfiConverterTypeFanoutResult.lower(value)
+}
+
+
+/**
+ * What an import did.
+ */
+public struct ImportReport: Equatable, Hashable {
+    /**
+     * The fingerprint of the identity the store now has (the source's).
+     */
+    public let fingerprint: String
+    /**
+     * Prekeys imported (the last-resort prekey included).
+     */
+    public let prekeys: Int32
+    /**
+     * Sessions imported.
+     */
+    public let sessions: Int32
+    /**
+     * Records not imported (with `skipBadRecords`).
+     */
+    public let skipped: [SkippedRecord]
+    /**
+     * The store already had the source's identity and was in use: nothing was written.
+     */
+    public let alreadyImported: Bool
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The fingerprint of the identity the store now has (the source's).
+         */fingerprint: String, 
+        /**
+         * Prekeys imported (the last-resort prekey included).
+         */prekeys: Int32, 
+        /**
+         * Sessions imported.
+         */sessions: Int32, 
+        /**
+         * Records not imported (with `skipBadRecords`).
+         */skipped: [SkippedRecord], 
+        /**
+         * The store already had the source's identity and was in use: nothing was written.
+         */alreadyImported: Bool) {
+        self.fingerprint = fingerprint
+        self.prekeys = prekeys
+        self.sessions = sessions
+        self.skipped = skipped
+        self.alreadyImported = alreadyImported
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ImportReport: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeImportReport: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ImportReport {
+        return
+            try ImportReport(
+                fingerprint: FfiConverterString.read(from: &buf), 
+                prekeys: FfiConverterInt32.read(from: &buf), 
+                sessions: FfiConverterInt32.read(from: &buf), 
+                skipped: FfiConverterSequenceTypeSkippedRecord.read(from: &buf), 
+                alreadyImported: FfiConverterBool.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ImportReport, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.fingerprint, into: &buf)
+        FfiConverterInt32.write(value.prekeys, into: &buf)
+        FfiConverterInt32.write(value.sessions, into: &buf)
+        FfiConverterSequenceTypeSkippedRecord.write(value.skipped, into: &buf)
+        FfiConverterBool.write(value.alreadyImported, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeImportReport_lift(_ buf: RustBuffer) throws -> ImportReport {
+    return try FfiConverterTypeImportReport.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeImportReport_lower(_ value: ImportReport) -> RustBuffer {
+    return FfiConverterTypeImportReport.lower(value)
 }
 
 
@@ -2322,6 +2524,191 @@ public func FfiConverterTypeQueuedMessage_lower(_ value: QueuedMessage) -> RustB
 
 
 /**
+ * A record of the source that was not imported.
+ */
+public struct SkippedRecord: Equatable, Hashable {
+    /**
+     * `keys`, `prekeys` or `sessions`.
+     */
+    public let table: String
+    /**
+     * Its id in the source (`#N`: the N-th of a list of records without ids).
+     */
+    public let id: String
+    /**
+     * The code of the error that reading or decoding it gave.
+     */
+    public let code: Int32
+    /**
+     * That error's message.
+     */
+    public let reason: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * `keys`, `prekeys` or `sessions`.
+         */table: String, 
+        /**
+         * Its id in the source (`#N`: the N-th of a list of records without ids).
+         */id: String, 
+        /**
+         * The code of the error that reading or decoding it gave.
+         */code: Int32, 
+        /**
+         * That error's message.
+         */reason: String) {
+        self.table = table
+        self.id = id
+        self.code = code
+        self.reason = reason
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension SkippedRecord: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSkippedRecord: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SkippedRecord {
+        return
+            try SkippedRecord(
+                table: FfiConverterString.read(from: &buf), 
+                id: FfiConverterString.read(from: &buf), 
+                code: FfiConverterInt32.read(from: &buf), 
+                reason: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: SkippedRecord, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.table, into: &buf)
+        FfiConverterString.write(value.id, into: &buf)
+        FfiConverterInt32.write(value.code, into: &buf)
+        FfiConverterString.write(value.reason, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSkippedRecord_lift(_ buf: RustBuffer) throws -> SkippedRecord {
+    return try FfiConverterTypeSkippedRecord.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSkippedRecord_lower(_ value: SkippedRecord) -> RustBuffer {
+    return FfiConverterTypeSkippedRecord.lower(value)
+}
+
+
+/**
+ * Where a cryptobox store is.
+ */
+
+public enum CryptoboxSource: Equatable, Hashable {
+    
+    /**
+     * A directory: Wire's Rust cryptobox's (Wire's Android and iOS apps before core-crypto:
+     * `identities/`, `prekeys/`, `sessions/`) or @wireapp/store-engine-fs's (`keys/`, …).
+     */
+    case directory(
+        /**
+         * The directory's path.
+         */path: String
+    )
+    /**
+     * Records the app read itself, as Wire's Proteus serialised them.
+     */
+    case records(
+        /**
+         * The identity key pair.
+         */identity: Data, 
+        /**
+         * The prekeys (each carries its id).
+         */prekeys: [Data], 
+        /**
+         * The sessions, with their ids.
+         */sessions: [CryptoboxSession]
+    )
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension CryptoboxSource: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeCryptoboxSource: FfiConverterRustBuffer {
+    typealias SwiftType = CryptoboxSource
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> CryptoboxSource {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .directory(path: try FfiConverterString.read(from: &buf)
+        )
+        
+        case 2: return .records(identity: try FfiConverterData.read(from: &buf), prekeys: try FfiConverterSequenceData.read(from: &buf), sessions: try FfiConverterSequenceTypeCryptoboxSession.read(from: &buf)
+        )
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: CryptoboxSource, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case let .directory(path):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(path, into: &buf)
+            
+        
+        case let .records(identity,prekeys,sessions):
+            writeInt(&buf, Int32(2))
+            FfiConverterData.write(identity, into: &buf)
+            FfiConverterSequenceData.write(prekeys, into: &buf)
+            FfiConverterSequenceTypeCryptoboxSession.write(sessions, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCryptoboxSource_lift(_ buf: RustBuffer) throws -> CryptoboxSource {
+    return try FfiConverterTypeCryptoboxSource.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeCryptoboxSource_lower(_ value: CryptoboxSource) -> RustBuffer {
+    return FfiConverterTypeCryptoboxSource.lower(value)
+}
+
+
+
+/**
  * The stable name of an error's condition (`ProteusError.kind`). A kind spans a few codes
  * only where positions of one condition are told apart (InvalidSignature 206/207/210).
  */
@@ -2368,6 +2755,14 @@ public enum ErrorKind: Equatable, Hashable {
      * Fewer one-time prekey ids are free than were asked for.
      */
     case preKeyIdsExhausted
+    /**
+     * The store holds another identity, already in use; a cryptobox store is imported only into a new store (or one with the source's identity).
+     */
+    case importIdentityMismatch
+    /**
+     * Records of the imported store do not decode; nothing was imported (the message names them by table and id).
+     */
+    case importBadRecords
     /**
      * A call made while another call of the same client delivers its results (re-entrancy), or that waited for it longer than the client's wait timeout.
      */
@@ -2525,6 +2920,10 @@ public enum ErrorKind: Equatable, Hashable {
      */
     case storeTampered
     /**
+     * The store to import cannot be read (a missing directory, an unknown layout, no identity, an I/O error).
+     */
+    case importSourceUnreadable
+    /**
      * A bug: a panic or trap inside the library. Close the client and open the store again.
      */
     case `internal`
@@ -2569,85 +2968,91 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
         
         case 10: return .preKeyIdsExhausted
         
-        case 11: return .clientBusy
+        case 11: return .importIdentityMismatch
         
-        case 12: return .callbackFailed
+        case 12: return .importBadRecords
         
-        case 13: return .clientClosed
+        case 13: return .clientBusy
         
-        case 14: return .notAPreKeyMessage
+        case 14: return .callbackFailed
         
-        case 15: return .remoteIdentityChanged
+        case 15: return .clientClosed
         
-        case 16: return .unknownSessionTag
+        case 16: return .notAPreKeyMessage
         
-        case 17: return .invalidSignature
+        case 17: return .remoteIdentityChanged
         
-        case 18: return .outdatedMessage
+        case 18: return .unknownSessionTag
         
-        case 19: return .duplicateMessage
+        case 19: return .invalidSignature
         
-        case 20: return .tooDistantFuture
+        case 20: return .outdatedMessage
         
-        case 21: return .messageKeyEvicted
+        case 21: return .duplicateMessage
         
-        case 22: return .localIdentityChanged
+        case 22: return .tooDistantFuture
         
-        case 23: return .unexpectedType
+        case 23: return .messageKeyEvicted
         
-        case 24: return .unknownMessageType
+        case 24: return .localIdentityChanged
         
-        case 25: return .invalidLength
+        case 25: return .unexpectedType
         
-        case 26: return .limitExceeded
+        case 26: return .unknownMessageType
         
-        case 27: return .duplicateField
+        case 27: return .invalidLength
         
-        case 28: return .truncated
+        case 28: return .limitExceeded
         
-        case 29: return .trailingBytes
+        case 29: return .duplicateField
         
-        case 30: return .unsupportedCbor
+        case 30: return .truncated
         
-        case 31: return .integerOutOfRange
+        case 31: return .trailingBytes
         
-        case 32: return .missingField
+        case 32: return .unsupportedCbor
         
-        case 33: return .tooDeep
+        case 33: return .integerOutOfRange
         
-        case 34: return .invalidKey
+        case 34: return .missingField
         
-        case 35: return .plaintextTooLong
+        case 35: return .tooDeep
         
-        case 36: return .preKeyStore
+        case 36: return .invalidKey
         
-        case 37: return .storeBusy
+        case 37: return .plaintextTooLong
         
-        case 38: return .storeCorrupt
+        case 38: return .preKeyStore
         
-        case 39: return .storeNotFound
+        case 39: return .storeBusy
         
-        case 40: return .storeAlreadyExists
+        case 40: return .storeCorrupt
         
-        case 41: return .unsupportedSchema
+        case 41: return .storeNotFound
         
-        case 42: return .storageFailure
+        case 42: return .storeAlreadyExists
         
-        case 43: return .wrongStoreKey
+        case 43: return .unsupportedSchema
         
-        case 44: return .storeNotSealed
+        case 44: return .storageFailure
         
-        case 45: return .storeKeyRequired
+        case 45: return .wrongStoreKey
         
-        case 46: return .storeRolledBack
+        case 46: return .storeNotSealed
         
-        case 47: return .storeConflict
+        case 47: return .storeKeyRequired
         
-        case 48: return .storeUnavailable
+        case 48: return .storeRolledBack
         
-        case 49: return .storeTampered
+        case 49: return .storeConflict
         
-        case 50: return .`internal`
+        case 50: return .storeUnavailable
+        
+        case 51: return .storeTampered
+        
+        case 52: return .importSourceUnreadable
+        
+        case 53: return .`internal`
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -2697,164 +3102,176 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
             writeInt(&buf, Int32(10))
         
         
-        case .clientBusy:
+        case .importIdentityMismatch:
             writeInt(&buf, Int32(11))
         
         
-        case .callbackFailed:
+        case .importBadRecords:
             writeInt(&buf, Int32(12))
         
         
-        case .clientClosed:
+        case .clientBusy:
             writeInt(&buf, Int32(13))
         
         
-        case .notAPreKeyMessage:
+        case .callbackFailed:
             writeInt(&buf, Int32(14))
         
         
-        case .remoteIdentityChanged:
+        case .clientClosed:
             writeInt(&buf, Int32(15))
         
         
-        case .unknownSessionTag:
+        case .notAPreKeyMessage:
             writeInt(&buf, Int32(16))
         
         
-        case .invalidSignature:
+        case .remoteIdentityChanged:
             writeInt(&buf, Int32(17))
         
         
-        case .outdatedMessage:
+        case .unknownSessionTag:
             writeInt(&buf, Int32(18))
         
         
-        case .duplicateMessage:
+        case .invalidSignature:
             writeInt(&buf, Int32(19))
         
         
-        case .tooDistantFuture:
+        case .outdatedMessage:
             writeInt(&buf, Int32(20))
         
         
-        case .messageKeyEvicted:
+        case .duplicateMessage:
             writeInt(&buf, Int32(21))
         
         
-        case .localIdentityChanged:
+        case .tooDistantFuture:
             writeInt(&buf, Int32(22))
         
         
-        case .unexpectedType:
+        case .messageKeyEvicted:
             writeInt(&buf, Int32(23))
         
         
-        case .unknownMessageType:
+        case .localIdentityChanged:
             writeInt(&buf, Int32(24))
         
         
-        case .invalidLength:
+        case .unexpectedType:
             writeInt(&buf, Int32(25))
         
         
-        case .limitExceeded:
+        case .unknownMessageType:
             writeInt(&buf, Int32(26))
         
         
-        case .duplicateField:
+        case .invalidLength:
             writeInt(&buf, Int32(27))
         
         
-        case .truncated:
+        case .limitExceeded:
             writeInt(&buf, Int32(28))
         
         
-        case .trailingBytes:
+        case .duplicateField:
             writeInt(&buf, Int32(29))
         
         
-        case .unsupportedCbor:
+        case .truncated:
             writeInt(&buf, Int32(30))
         
         
-        case .integerOutOfRange:
+        case .trailingBytes:
             writeInt(&buf, Int32(31))
         
         
-        case .missingField:
+        case .unsupportedCbor:
             writeInt(&buf, Int32(32))
         
         
-        case .tooDeep:
+        case .integerOutOfRange:
             writeInt(&buf, Int32(33))
         
         
-        case .invalidKey:
+        case .missingField:
             writeInt(&buf, Int32(34))
         
         
-        case .plaintextTooLong:
+        case .tooDeep:
             writeInt(&buf, Int32(35))
         
         
-        case .preKeyStore:
+        case .invalidKey:
             writeInt(&buf, Int32(36))
         
         
-        case .storeBusy:
+        case .plaintextTooLong:
             writeInt(&buf, Int32(37))
         
         
-        case .storeCorrupt:
+        case .preKeyStore:
             writeInt(&buf, Int32(38))
         
         
-        case .storeNotFound:
+        case .storeBusy:
             writeInt(&buf, Int32(39))
         
         
-        case .storeAlreadyExists:
+        case .storeCorrupt:
             writeInt(&buf, Int32(40))
         
         
-        case .unsupportedSchema:
+        case .storeNotFound:
             writeInt(&buf, Int32(41))
         
         
-        case .storageFailure:
+        case .storeAlreadyExists:
             writeInt(&buf, Int32(42))
         
         
-        case .wrongStoreKey:
+        case .unsupportedSchema:
             writeInt(&buf, Int32(43))
         
         
-        case .storeNotSealed:
+        case .storageFailure:
             writeInt(&buf, Int32(44))
         
         
-        case .storeKeyRequired:
+        case .wrongStoreKey:
             writeInt(&buf, Int32(45))
         
         
-        case .storeRolledBack:
+        case .storeNotSealed:
             writeInt(&buf, Int32(46))
         
         
-        case .storeConflict:
+        case .storeKeyRequired:
             writeInt(&buf, Int32(47))
         
         
-        case .storeUnavailable:
+        case .storeRolledBack:
             writeInt(&buf, Int32(48))
         
         
-        case .storeTampered:
+        case .storeConflict:
             writeInt(&buf, Int32(49))
         
         
-        case .`internal`:
+        case .storeUnavailable:
             writeInt(&buf, Int32(50))
+        
+        
+        case .storeTampered:
+            writeInt(&buf, Int32(51))
+        
+        
+        case .importSourceUnreadable:
+            writeInt(&buf, Int32(52))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(53))
         
         }
     }
@@ -3323,6 +3740,149 @@ public func FfiConverterCallbackInterfaceBatchDelivery_lower(_ v: BatchDelivery)
     return FfiConverterCallbackInterfaceBatchDelivery.lower(v)
 }
 
+
+
+
+/**
+ * Hears how far an import is. Called on the library's thread; return quickly.
+ */
+public protocol ImportProgress: AnyObject, Sendable {
+    
+    /**
+     * `done` of `total` records checked.
+     */
+    func progress(done: Int32, total: Int32) 
+    
+}
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceImportProgress {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceImportProgress = UniffiVTableCallbackInterfaceImportProgress(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterCallbackInterfaceImportProgress.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface ImportProgress: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterCallbackInterfaceImportProgress.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface ImportProgress: handle missing in uniffiClone")
+            }
+        },
+        progress: { (
+            uniffiHandle: UInt64,
+            done: Int32,
+            total: Int32,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterCallbackInterfaceImportProgress.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.progress(
+                     done: try FfiConverterInt32.lift(done),
+                     total: try FfiConverterInt32.lift(total)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceImportProgress> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceImportProgress>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitImportProgress() {
+    uniffi_proteus_uniffi_fn_init_callback_vtable_importprogress(UniffiCallbackInterfaceImportProgress.vtablePtr)
+}
+
+// FfiConverter protocol for callback interfaces
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterCallbackInterfaceImportProgress {
+    fileprivate static let handleMap = UniffiHandleMap<ImportProgress>()
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+extension FfiConverterCallbackInterfaceImportProgress : FfiConverter {
+    typealias SwiftType = ImportProgress
+    typealias FfiType = UInt64
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lift(_ handle: UInt64) throws -> SwiftType {
+        try handleMap.get(handle: handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lower(_ v: SwiftType) -> UInt64 {
+        return handleMap.insert(obj: v)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func write(_ v: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(v))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceImportProgress_lift(_ handle: UInt64) throws -> ImportProgress {
+    return try FfiConverterCallbackInterfaceImportProgress.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceImportProgress_lower(_ v: ImportProgress) -> UInt64 {
+    return FfiConverterCallbackInterfaceImportProgress.lower(v)
+}
+
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
@@ -3470,6 +4030,30 @@ fileprivate struct FfiConverterOptionTypeProteusError: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionCallbackInterfaceImportProgress: FfiConverterRustBuffer {
+    typealias SwiftType = ImportProgress?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterCallbackInterfaceImportProgress.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterCallbackInterfaceImportProgress.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceString: FfiConverterRustBuffer {
     typealias SwiftType = [String]
 
@@ -3537,6 +4121,31 @@ fileprivate struct FfiConverterSequenceTypeBatchResult: FfiConverterRustBuffer {
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeBatchResult.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeCryptoboxSession: FfiConverterRustBuffer {
+    typealias SwiftType = [CryptoboxSession]
+
+    public static func write(_ value: [CryptoboxSession], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeCryptoboxSession.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [CryptoboxSession] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [CryptoboxSession]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeCryptoboxSession.read(from: &buf))
         }
         return seq
     }
@@ -3662,6 +4271,31 @@ fileprivate struct FfiConverterSequenceTypeQueuedMessage: FfiConverterRustBuffer
         seq.reserveCapacity(Int(len))
         for _ in 0 ..< len {
             seq.append(try FfiConverterTypeQueuedMessage.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceTypeSkippedRecord: FfiConverterRustBuffer {
+    typealias SwiftType = [SkippedRecord]
+
+    public static func write(_ value: [SkippedRecord], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSkippedRecord.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [SkippedRecord] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [SkippedRecord]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSkippedRecord.read(from: &buf))
         }
         return seq
     }
@@ -3917,6 +4551,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_sign() != 45710) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_import_cryptobox() != 18983) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_decrypt() != 4785) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -3938,11 +4575,15 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_constructor_client_open() != 22634) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_importprogress_progress() != 15901) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_batchdelivery_deliver() != 62538) {
         return InitializationResult.apiChecksumMismatch
     }
 
     uniffiCallbackInitBatchDelivery()
+    uniffiCallbackInitImportProgress()
     return InitializationResult.ok
 }()
 

@@ -243,11 +243,27 @@ typedef void (*UniffiForeignFutureCompleteVoid)(uint64_t, UniffiForeignFutureRes
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_IMPORT_PROGRESS_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_IMPORT_PROGRESS_METHOD0
+typedef void (*UniffiCallbackInterfaceImportProgressMethod0)(uint64_t, int32_t, int32_t, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_BATCH_DELIVERY_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_BATCH_DELIVERY_METHOD0
 typedef void (*UniffiCallbackInterfaceBatchDeliveryMethod0)(uint64_t, RustBuffer, RustBuffer, int8_t* _Nonnull, 
         RustCallStatus *_Nonnull uniffiCallStatus
     );
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_IMPORT_PROGRESS
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_IMPORT_PROGRESS
+typedef struct UniffiVTableCallbackInterfaceImportProgress {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceImportProgressMethod0 _Nonnull progress;
+} UniffiVTableCallbackInterfaceImportProgress;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_BATCH_DELIVERY
@@ -379,6 +395,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(uint64_t ptr
 uint64_t uniffi_proteus_uniffi_fn_method_client_sign(uint64_t ptr, RustBuffer message
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_IMPORT_CRYPTOBOX
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_IMPORT_CRYPTOBOX
+uint64_t uniffi_proteus_uniffi_fn_method_client_import_cryptobox(uint64_t ptr, RustBuffer source, int8_t skip_bad_records, RustBuffer on_progress
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_DECRYPT
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_DECRYPT
 uint64_t uniffi_proteus_uniffi_fn_method_client_decrypt(uint64_t ptr, RustBuffer session_id, RustBuffer envelope
@@ -402,6 +423,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_encrypt_batch(uint64_t ptr, Rust
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_ENCRYPT_FOR
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_ENCRYPT_FOR
 uint64_t uniffi_proteus_uniffi_fn_method_client_encrypt_for(uint64_t ptr, RustBuffer session_ids, RustBuffer plaintext
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_IMPORTPROGRESS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_IMPORTPROGRESS
+void uniffi_proteus_uniffi_fn_init_callback_vtable_importprogress(const UniffiVTableCallbackInterfaceImportProgress* _Nonnull vtable
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_BATCHDELIVERY
@@ -937,6 +963,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_sign(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_IMPORT_CRYPTOBOX
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_IMPORT_CRYPTOBOX
+uint16_t uniffi_proteus_uniffi_checksum_method_client_import_cryptobox(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_DECRYPT
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_DECRYPT
 uint16_t uniffi_proteus_uniffi_checksum_method_client_decrypt(void
@@ -976,6 +1008,12 @@ uint16_t uniffi_proteus_uniffi_checksum_constructor_client_in_memory(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_CONSTRUCTOR_CLIENT_OPEN
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_CONSTRUCTOR_CLIENT_OPEN
 uint16_t uniffi_proteus_uniffi_checksum_constructor_client_open(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_IMPORTPROGRESS_PROGRESS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_IMPORTPROGRESS_PROGRESS
+uint16_t uniffi_proteus_uniffi_checksum_method_importprogress_progress(void
     
 );
 #endif
