@@ -7,6 +7,7 @@
 //!   `client_queue` bench and the `proteus-bench` runner), plus a scale test of up to 100,000
 //!   queued messages over 1000 sessions ([`scale`]);
 //! * sending one message to a large conversation ([`fanout`]);
+//! * importing a cryptobox store of 10,000 sessions ([`import`]);
 //! * the same scenarios on another engine, vodozemac's Olm, beside ours ([`peers`]);
 //! * the client's batch threads off and on, side by side ([`threads_ab`]).
 //!
@@ -22,6 +23,7 @@ pub mod fanout;
 pub mod fast_forward;
 pub mod forged;
 pub mod idle;
+pub mod import;
 pub mod memory;
 pub mod peers;
 pub mod run;

@@ -40,6 +40,7 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --fast-forward [--runs N]
        proteus-bench --forged [--runs N]
        proteus-bench --idle [--threads N]
+       proteus-bench --import [--runs N]
        proteus-bench --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
        proteus-bench --threads-ab [--threads N] [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 
@@ -56,6 +57,8 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
                  genuine, on a fresh copy of the session each run (default 15 runs)
   --forged       a forged message at the largest gap through the client: a CipherMessage and
                  a PreKeyMessage, each through decrypt and decrypt_batch (default 15 runs)
+  --import       importCryptobox of a store with 10,000 sessions and 100 prekeys, into a new
+                 store in memory and a new SQLite file
   --idle         the process's CPU time across one idle second before any batch and after a
                  1000-message batch, with --threads N batch threads (default 2)
   --peers        ours (memory store, or the one --store names) and vodozemac (Olm) on the
@@ -83,6 +86,7 @@ struct Options {
     scale: bool,
     fast_forward: bool,
     forged: bool,
+    import: bool,
     idle: bool,
     peers: bool,
     threads: Option<usize>,
@@ -110,6 +114,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         scale: false,
         fast_forward: false,
         forged: false,
+        import: false,
         idle: false,
         peers: false,
         threads: None,
@@ -123,6 +128,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
             "--scale" => options.scale = true,
             "--fast-forward" => options.fast_forward = true,
             "--forged" => options.forged = true,
+            "--import" => options.import = true,
             "--idle" => options.idle = true,
             "--peers" => options.peers = true,
             "--threads-ab" => options.threads_ab = true,
@@ -216,6 +222,7 @@ fn main() -> Result<(), BoxError> {
         Mode::Bench(options) if options.scale => scale(&options)?,
         Mode::Bench(options) if options.fast_forward => fast_forward(options.runs)?,
         Mode::Bench(options) if options.forged => forged(options.runs)?,
+        Mode::Bench(options) if options.import => import(options.runs)?,
         Mode::Bench(options) if options.idle => idle(options.threads.unwrap_or(2))?,
         Mode::Bench(options) if options.peers => peers(&options)?,
         Mode::Bench(options) => scenarios(&options)?,
@@ -403,6 +410,22 @@ fn forged(runs: Option<usize>) -> Result<(), BoxError> {
         one.get_or_insert(median);
         println!("  {:<44} {median:.1} ms{ratio}", path.name);
     }
+    Ok(())
+}
+
+/// importCryptobox of issue 34's store: the median into each kind of store.
+fn import(runs: Option<usize>) -> Result<(), BoxError> {
+    let result = proteus_bench::import::measure(runs.unwrap_or(11))?;
+    println!(
+        "importCryptobox of {} sessions and {} prekeys, median of {} runs (load average {}): \
+         into memory {:.1} ms, into a new SQLite store {:.1} ms",
+        proteus_bench::import::SESSIONS,
+        proteus_bench::import::PREKEYS + 1,
+        result.memory.len(),
+        proteus_bench::threads_ab::load_average(),
+        median_ms(result.memory.iter().copied()),
+        median_ms(result.sqlite.iter().copied())
+    );
     Ok(())
 }
 
