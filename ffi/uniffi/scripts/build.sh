@@ -29,15 +29,6 @@ bindgen=$cargo_target/uniffi-bindgen/uniffi-bindgen
 rm -rf "$out/kotlin" "$out/swift"
 "$bindgen" generate --no-format "$lib" --language kotlin --out-dir "$out/kotlin"
 "$bindgen" generate --no-format "$lib" --language swift --out-dir "$out/swift"
-# UniFFI 0.32 capitalises the cases of an error enum (`.Engine(...)`); Swift's convention, and
-# the one of every other enum it generates, is lowerCamel. The five family cases of ProteusError
-# are renamed where they are declared, made and matched; the check fails the build if UniFFI's
-# output ever stops matching the pattern.
-sed -i -E 's/(case |case let \.|return \.)(Engine|Decrypt|Decode|Input|System)\(/\1\l\2(/g' "$out/swift/Proteus.swift"
-if grep -qE '(case |case let \.|return \.)(Engine|Decrypt|Decode|Input|System)\(' "$out/swift/Proteus.swift" \
-  || [ "$(grep -cE 'case (engine|decrypt|decode|input|system)\(' "$out/swift/Proteus.swift")" != 5 ]; then
-  echo "the Swift error cases were not renamed to lowerCamel"; exit 1
-fi
 # JNA attaches a native thread to the JVM for each callback and detaches it afterwards unless the
 # callback has an initializer saying otherwise, read when the callback is first handed to native
 # code. The Kotlin library's initializer registers ours (kotlin/src/main/kotlin/proteus/

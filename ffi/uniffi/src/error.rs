@@ -51,7 +51,7 @@ pub fn error_codes() -> Vec<ErrorCodeEntry> {
 
 /// Every failure of the client, in Kotlin as `ProteusException` and in Swift as `ProteusError`:
 /// one variant per family (the hundreds digit of the code), so that an app can catch a family
-/// (`ProteusException.Decrypt`, `catch ProteusError.decrypt`) and branch on `kind`, an enum.
+/// (`ProteusException.Decrypt`, `catch ProteusError.Decrypt`) and branch on `kind`, an enum.
 ///
 /// `code` and `kind` are stable and the same in Rust (`ClientError::code`/`kind`), Kotlin, Swift
 /// and JavaScript: 1xx engine, 2xx decryption, 3xx decoding, 4xx input, 5xx system. `detail` is

@@ -3382,7 +3382,7 @@ public func FfiConverterTypeOpenMode_lower(_ value: OpenMode) -> RustBuffer {
 /**
  * Every failure of the client, in Kotlin as `ProteusException` and in Swift as `ProteusError`:
  * one variant per family (the hundreds digit of the code), so that an app can catch a family
- * (`ProteusException.Decrypt`, `catch ProteusError.decrypt`) and branch on `kind`, an enum.
+ * (`ProteusException.Decrypt`, `catch ProteusError.Decrypt`) and branch on `kind`, an enum.
  *
  * `code` and `kind` are stable and the same in Rust (`ClientError::code`/`kind`), Kotlin, Swift
  * and JavaScript: 1xx engine, 2xx decryption, 3xx decoding, 4xx input, 5xx system. `detail` is
@@ -3397,7 +3397,7 @@ enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
      * 1xx: the engine or the client refused the call (no session, a busy client, an aborted
      * batch, ...).
      */
-    case engine(
+    case Engine(
         /**
          * The stable numeric code.
          */code: Int32, 
@@ -3411,7 +3411,7 @@ enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     /**
      * 2xx: a message was rejected (duplicate, bad MAC, changed identity, ...).
      */
-    case decrypt(
+    case Decrypt(
         /**
          * The stable numeric code.
          */code: Int32, 
@@ -3425,7 +3425,7 @@ enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     /**
      * 3xx: bytes did not decode (or an integer argument was out of range, 309).
      */
-    case decode(
+    case Decode(
         /**
          * The stable numeric code.
          */code: Int32, 
@@ -3439,7 +3439,7 @@ enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     /**
      * 4xx: an input decoded but is not acceptable (an invalid key, a plaintext too long).
      */
-    case input(
+    case Input(
         /**
          * The stable numeric code.
          */code: Int32, 
@@ -3453,7 +3453,7 @@ enum ProteusError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     /**
      * 5xx: the store (busy, corrupt, wrong key, ...), the system, or a bug (599).
      */
-    case system(
+    case System(
         /**
          * The stable numeric code.
          */code: Int32, 
@@ -3493,27 +3493,27 @@ public struct FfiConverterTypeProteusError: FfiConverterRustBuffer {
         
 
         
-        case 1: return .engine(
+        case 1: return .Engine(
             code: try FfiConverterInt32.read(from: &buf), 
             kind: try FfiConverterTypeErrorKind.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 2: return .decrypt(
+        case 2: return .Decrypt(
             code: try FfiConverterInt32.read(from: &buf), 
             kind: try FfiConverterTypeErrorKind.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 3: return .decode(
+        case 3: return .Decode(
             code: try FfiConverterInt32.read(from: &buf), 
             kind: try FfiConverterTypeErrorKind.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 4: return .input(
+        case 4: return .Input(
             code: try FfiConverterInt32.read(from: &buf), 
             kind: try FfiConverterTypeErrorKind.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf)
             )
-        case 5: return .system(
+        case 5: return .System(
             code: try FfiConverterInt32.read(from: &buf), 
             kind: try FfiConverterTypeErrorKind.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf)
@@ -3530,35 +3530,35 @@ public struct FfiConverterTypeProteusError: FfiConverterRustBuffer {
 
         
         
-        case let .engine(code,kind,detail):
+        case let .Engine(code,kind,detail):
             writeInt(&buf, Int32(1))
             FfiConverterInt32.write(code, into: &buf)
             FfiConverterTypeErrorKind.write(kind, into: &buf)
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .decrypt(code,kind,detail):
+        case let .Decrypt(code,kind,detail):
             writeInt(&buf, Int32(2))
             FfiConverterInt32.write(code, into: &buf)
             FfiConverterTypeErrorKind.write(kind, into: &buf)
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .decode(code,kind,detail):
+        case let .Decode(code,kind,detail):
             writeInt(&buf, Int32(3))
             FfiConverterInt32.write(code, into: &buf)
             FfiConverterTypeErrorKind.write(kind, into: &buf)
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .input(code,kind,detail):
+        case let .Input(code,kind,detail):
             writeInt(&buf, Int32(4))
             FfiConverterInt32.write(code, into: &buf)
             FfiConverterTypeErrorKind.write(kind, into: &buf)
             FfiConverterString.write(detail, into: &buf)
             
         
-        case let .system(code,kind,detail):
+        case let .System(code,kind,detail):
             writeInt(&buf, Int32(5))
             FfiConverterInt32.write(code, into: &buf)
             FfiConverterTypeErrorKind.write(kind, into: &buf)

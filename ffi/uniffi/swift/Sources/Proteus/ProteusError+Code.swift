@@ -4,9 +4,9 @@
 extension ProteusError {
     private var parts: (code: Int32, kind: ErrorKind, detail: String) {
         switch self {
-        case let .engine(code, kind, detail), let .decrypt(code, kind, detail),
-             let .decode(code, kind, detail), let .input(code, kind, detail),
-             let .system(code, kind, detail):
+        case let .Engine(code, kind, detail), let .Decrypt(code, kind, detail),
+             let .Decode(code, kind, detail), let .Input(code, kind, detail),
+             let .System(code, kind, detail):
             return (code, kind, detail)
         }
     }

@@ -65,11 +65,11 @@ final class ErrorCodeTests: XCTestCase {
         var tampered = try await alice.encrypt(sessionId: "bob", plaintext: bytes("x"))
         tampered[tampered.count - 1] &+= 1
         let calls: [(String, () async throws -> Void)] = [
-            ("engine", { _ = try await alice.encrypt(sessionId: "nobody", plaintext: bytes("x")) }),
-            ("decrypt", { _ = try await bob.decrypt(sessionId: "alice", envelope: tampered) }),
-            ("decode", { _ = try await bob.decrypt(sessionId: "alice", envelope: Data([1])) }),
-            ("input", { _ = try await alice.encrypt(sessionId: "bob", plaintext: Data(count: 5 * 1024 * 1024)) }),
-            ("system", { _ = try await Client.open(path: tempStore(), mode: .existing) }),
+            ("Engine", { _ = try await alice.encrypt(sessionId: "nobody", plaintext: bytes("x")) }),
+            ("Decrypt", { _ = try await bob.decrypt(sessionId: "alice", envelope: tampered) }),
+            ("Decode", { _ = try await bob.decrypt(sessionId: "alice", envelope: Data([1])) }),
+            ("Input", { _ = try await alice.encrypt(sessionId: "bob", plaintext: Data(count: 5 * 1024 * 1024)) }),
+            ("System", { _ = try await Client.open(path: tempStore(), mode: .existing) }),
         ]
         for (family, call) in calls {
             do {
@@ -77,13 +77,13 @@ final class ErrorCodeTests: XCTestCase {
                 XCTFail("\(family): nothing thrown")
             } catch let e as ProteusError {
                 XCTAssertTrue(String(describing: e).hasPrefix(family + "("), "\(e)")
-                XCTAssertEqual(e.errorCode?.family.lowercased(), family)
+                XCTAssertEqual(e.errorCode?.family, family)
             }
         }
         // One catch for a whole family.
         do {
             _ = try await bob.decrypt(sessionId: "alice", envelope: Data([1]))
-        } catch ProteusError.decode(let code, _, _) {
+        } catch ProteusError.Decode(let code, _, _) {
             XCTAssertEqual(code / 100, 3)
         }
     }
