@@ -29,11 +29,14 @@ bindgen=$cargo_target/uniffi-bindgen/uniffi-bindgen
 rm -rf "$out/kotlin" "$out/swift"
 "$bindgen" generate --no-format "$lib" --language kotlin --out-dir "$out/kotlin"
 "$bindgen" generate --no-format "$lib" --language swift --out-dir "$out/swift"
+# The one edit of generated code, kept for what it measurably saves (issue 33 allows it only so).
 # JNA attaches a native thread to the JVM for each callback and detaches it afterwards unless the
 # callback has an initializer saying otherwise, read when the callback is first handed to native
-# code. The Kotlin library's initializer registers ours (kotlin/src/main/kotlin/proteus/
-# CallbackThreads.kt) before it hands over the first (the callback interfaces' vtables, the
-# first of which it is put before); the check fails the build if UniFFI's output stops matching.
+# code, and UniFFI offers no hook that runs before its library initializer hands over the
+# callback vtables. The call added there registers ours (kotlin/src/main/kotlin/proteus/
+# CallbackThreads.kt). Paired, BatchOverheadBench in memory: 1.66–2.08 ms per 1000-message
+# decryptBatch without it, 1.37–1.47 ms with it (docs/benchmarks.md, "Kotlin: the cost of
+# crossing the boundary"). The check fails the build if UniFFI's output stops matching.
 kt="$out/kotlin/proteus/proteus.kt"
 awk '!done && /^ *uniffiCallbackInterface[A-Za-z]+\.register\(this\)$/ {
   match($0, /^ */); print substr($0, 1, RLENGTH) "keepCallbackThreadsAttached()"; done = 1
