@@ -49,6 +49,35 @@ fn party_client(v: &Value, party: &str) -> Client {
     client
 }
 
+/// The same client, made by importing a directory in Wire's Rust cryptobox layout that holds
+/// the party's identity and prekeys from the vector file (`Client::import_cryptobox_directory`).
+#[cfg(feature = "cryptobox-directory")]
+fn party_client_from_cryptobox_directory(v: &Value, party: &str) -> Client {
+    let p = &v["parties"][party];
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("identities")).unwrap();
+    std::fs::create_dir_all(root.join("prekeys")).unwrap();
+    let mut identity = vec![0x01, 0xa1, 0x00];
+    identity.extend(hex_of(&p["identity_keypair"]));
+    std::fs::write(root.join("identities/local"), identity).unwrap();
+    for pk in p.get("prekeys").map(array_of).into_iter().flatten() {
+        let file = root.join(format!("prekeys/{}", u64_of(&pk["id"])));
+        std::fs::write(file, hex_of(&pk["bytes"])).unwrap();
+    }
+    let mut client = Client::in_memory().unwrap();
+    let report = client
+        .import_cryptobox_directory(root, proteus_client::ImportOptions::default(), &mut |_| {})
+        .unwrap();
+    assert_eq!(
+        report.fingerprint,
+        str_of(&p["fingerprint"]),
+        "{party}'s fingerprint"
+    );
+    assert_eq!(client.fingerprint(), str_of(&p["fingerprint"]));
+    client
+}
+
 fn one_time_prekeys(v: &Value, party: &str) -> usize {
     v["parties"][party].get("prekeys").map_or(0, |p| {
         array_of(p)
@@ -105,6 +134,18 @@ fn decryptable_without_snapshots(v: &Value) -> BTreeSet<u64> {
 /// prekeys removed.
 #[test]
 fn recorded_envelopes_decrypt_with_imported_identity_and_prekeys() {
+    replay_recorded_envelopes(party_client);
+}
+
+/// The same, with the identity and prekeys imported from a Rust cryptobox directory made of the
+/// vector file's records (Wire's serialisations, behind cryptobox's identity wrapper).
+#[cfg(feature = "cryptobox-directory")]
+#[test]
+fn recorded_envelopes_decrypt_after_a_rust_cryptobox_directory_import() {
+    replay_recorded_envelopes(party_client_from_cryptobox_directory);
+}
+
+fn replay_recorded_envelopes(make_client: fn(&Value, &str) -> Client) {
     let mut total = 0;
     for name in VECTOR_FILES {
         let v = load_vector(name);
@@ -118,7 +159,7 @@ fn recorded_envelopes_decrypt_with_imported_identity_and_prekeys() {
         assert!(!receivers.is_empty());
         let decryptable = decryptable_without_snapshots(&v);
         for receiver in receivers {
-            let mut client = party_client(&v, &receiver);
+            let mut client = make_client(&v, &receiver);
             let mut remaining = one_time_prekeys(&v, &receiver);
             assert_eq!(client.prekeys_remaining().unwrap(), remaining);
             let mut decrypted = 0;
