@@ -15,6 +15,9 @@
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo;
 #      tests/browser/sealed.mjs: sealed stores' raw records, keys, fan-out on a sealed store;
 #      tests/browser/relaxed.mjs: the browser killed after a relaxed decrypt commit, reopened;
+#      tests/browser/cryptobox.mjs: importCryptobox from the IndexedDB database the real
+#      @wireapp/cryptobox wrote (bundled by esbuild), reloads during an import, and its benchmark
+#      (10,000 sessions + 101 prekeys, printed);
 #      and examples/chat/tests/web/chromium.mjs: the chat's page against a terminal client
 #      node --test tests/browser/worker.mjs     Chromium: a batch in a module Worker, frames keep ticking
 #   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked), and
@@ -85,7 +88,8 @@ log "live interop with @wireapp/proteus"
 node --test tests/interop/wireapp.mjs
 
 log "headless Chromium ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
-CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs tests/browser/sealed.mjs tests/browser/relaxed.mjs
+CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs tests/browser/sealed.mjs tests/browser/relaxed.mjs \
+  tests/browser/cryptobox.mjs
 
 log "the chat's web client in headless Chromium against a terminal client (examples/chat)"
 cargo build --locked -p proteus-chat --manifest-path ../../Cargo.toml
