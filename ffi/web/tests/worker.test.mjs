@@ -134,6 +134,26 @@ describe('a client in a worker, over a MessageChannel', () => {
     await assert.rejects(bob.fingerprint(), { name: 'ProteusError', code: 122, kind: 'ClientClosed' });
   });
 
+  test('importCryptobox: the records of another store, imported in the worker; onProgress hears the end', async () => {
+    const worker = channel();
+    const old = await Client.inMemory();
+    const [{ bundle }] = await old.generatePrekeys(1);
+    const peer = await Client.inMemory();
+    await peer.createSession('old', bundle);
+    assert.equal(text(await old.decrypt('peer', await peer.encrypt('old', 'before'))), 'before');
+    const records = {
+      identity: await old.exportIdentity(),
+      sessions: [{ id: 'peer', bytes: await old.exportSession('peer') }],
+    };
+    const bob = await worker.inMemory();
+    const progress = [];
+    const report = await bob.importCryptobox({ records }, { onProgress: (p) => progress.push(p) });
+    assert.deepEqual(report, { fingerprint: await old.fingerprint(), prekeys: 0, sessions: 1, skipped: [], alreadyImported: false });
+    assert.deepEqual(progress, [{ done: 2, total: 2 }]);
+    assert.equal(text(await bob.decrypt('peer', await peer.encrypt('old', 'after'))), 'after');
+    await bob.close();
+  });
+
   test('errors are the package\'s: ProteusError with code and kind; bad arguments throw at once', async () => {
     const bob = await channel().inMemory();
     await assert.rejects(bob.encrypt('nobody', 'hello'), (e) => {
