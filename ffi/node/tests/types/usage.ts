@@ -13,6 +13,8 @@ export async function use(path: string, key: Uint8Array): Promise<string> {
   const which: 'native' | 'wasm' = backend;
   const client: Client = await Client.open(path, { storeKey: key, create: false });
   const created: boolean = client.created;
+  const { fingerprint, sessions } = await client.importCryptobox({ directory: '/var/lib/app/cryptobox' });
+  void [fingerprint, sessions];
   const bundles: PreKeyBundle[] = await client.generatePrekeys(10);
   await client.createSession('peer', bundles[0].bundle);
   const envelope: Uint8Array = await client.encrypt('peer', 'text');

@@ -22,6 +22,7 @@ import {
   type ErrorFamily,
   type ErrorKind,
   type FanoutResult,
+  type ImportReport,
   type StoreKey,
 } from '../../pkg/index.js';
 
@@ -36,6 +37,17 @@ export async function usage(): Promise<number> {
     throw e;
   });
   await existing?.close();
+  const report: ImportReport = await bob.importCryptobox({ indexedDB: 'wire-cryptobox' }, {
+    onProgress: ({ done, total }) => void (done <= total),
+    skipBadRecords: true,
+  });
+  const skipped: string[] = report.skipped.map((s) => `${s.table}/${s.id}: ${s.code} ${s.reason}`);
+  const moved: boolean = report.alreadyImported || report.sessions > 0;
+  void skipped;
+  void moved;
+  await bob.importCryptobox({ records: { identity: new Uint8Array(0), sessions: [{ id: 'peer', bytes: new Uint8Array(0) }] } });
+  // @ts-expect-error a source is one of indexedDB, directory or records
+  await bob.importCryptobox({ path: 'x' });
   const [{ id, bundle }] = await bob.generatePrekeys(1);
   const fp: string = bundleFingerprint(bundle);
   await alice.createSession('bob', bundle);
