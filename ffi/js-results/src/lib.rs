@@ -1,6 +1,11 @@
-//! A batch's decryption results packed for JavaScript, as the web package (wasm) and the Node
-//! addon hand them over and `ffi/web/js/delivery.js` (`readChunk`) reads them for both: a few
-//! conversions per chunk rather than several per message.
+//! What the web package (wasm) and the Node addon exchange with their shared JavaScript in packed
+//! form: a batch's decryption results, as both hand them over and `ffi/web/js/delivery.js`
+//! (`readChunk`) reads them (a few conversions per chunk rather than several per message), and
+//! the records of `importCryptobox` ([`unpack_cryptobox`]).
+
+mod records;
+
+pub use records::{Packed, split, unpack_cryptobox};
 
 use proteus_client::Decrypted;
 

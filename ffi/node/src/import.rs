@@ -5,8 +5,8 @@ use napi::Status;
 use napi::bindgen_prelude::{FnArgs, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-use proteus_client::{CryptoboxRecords, ImportOptions, ImportProgress, ImportReport, SourceRecord};
-use zeroize::Zeroizing;
+use proteus_client::{CryptoboxRecords, ImportOptions, ImportProgress, ImportReport};
+use proteus_js_results::{Packed, unpack_cryptobox};
 
 /// A record that was not imported.
 #[napi(object)]
@@ -57,40 +57,6 @@ impl From<ImportReport> for RawImportReport {
     }
 }
 
-/// The records `ids` names, their bytes one after the other in `bytes`, split by `lengths`.
-pub(crate) fn records(
-    ids: Vec<String>,
-    bytes: &[u8],
-    lengths: &[u32],
-) -> napi::Result<Vec<SourceRecord>> {
-    if ids.len() != lengths.len() {
-        return Err(napi::Error::new(
-            Status::InvalidArg,
-            "one length per record",
-        ));
-    }
-    let mut rest = bytes;
-    let mut records = Vec::with_capacity(ids.len());
-    for (id, len) in ids.into_iter().zip(lengths) {
-        let (record, after) = usize::try_from(*len)
-            .ok()
-            .and_then(|len| rest.split_at_checked(len))
-            .ok_or_else(|| napi::Error::new(Status::InvalidArg, "the lengths exceed the bytes"))?;
-        records.push(SourceRecord::new(id, record));
-        rest = after;
-    }
-    Ok(records)
-}
-
-/// The source, from the identity and the records.
-pub(crate) fn source(
-    identity: &[u8],
-    prekeys: Vec<SourceRecord>,
-    sessions: Vec<SourceRecord>,
-) -> CryptoboxRecords {
-    CryptoboxRecords::new(Zeroizing::new(identity.to_vec()), prekeys, sessions)
-}
-
 /// `onProgress(done, total)`, called from the import's thread without waiting for JS.
 pub(crate) type Progress =
     ThreadsafeFunction<FnArgs<(u32, u32)>, (), FnArgs<(u32, u32)>, Status, false>;
@@ -102,6 +68,16 @@ pub(crate) fn progress(
     on_progress
         .map(|f| f.build_threadsafe_function().build())
         .transpose()
+}
+
+/// The source the shared JS method packed.
+pub(crate) fn source(
+    identity: &[u8],
+    prekeys: Packed<'_>,
+    sessions: Packed<'_>,
+) -> napi::Result<CryptoboxRecords> {
+    unpack_cryptobox(identity, prekeys, sessions)
+        .map_err(|e| napi::Error::new(Status::InvalidArg, e))
 }
 
 /// The options of one import, as the client takes them.

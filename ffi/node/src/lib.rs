@@ -405,9 +405,9 @@ impl RawClient {
     ) -> napi::Result<AsyncTask<Call<import::RawImportReport>>> {
         let source = import::source(
             &identity,
-            import::records(prekey_ids, &prekeys, &prekey_lengths)?,
-            import::records(session_ids, &sessions, &session_lengths)?,
-        );
+            (prekey_ids, &prekeys, &prekey_lengths),
+            (session_ids, &sessions, &session_lengths),
+        )?;
         let progress = import::progress(on_progress.as_ref())?;
         Ok(run(&self.shared, move |c| {
             let report = c.import_cryptobox(&source, import::options(skip_bad_records), &mut |p| {

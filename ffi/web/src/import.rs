@@ -2,9 +2,9 @@
 //! [`proteus_client::Client::import_cryptobox`]). The JS side reads the source (IndexedDB, a
 //! directory) and packs its records.
 
-use proteus_client::{CryptoboxRecords, ImportOptions, ImportReport, SourceRecord};
+use proteus_client::{CryptoboxRecords, ImportOptions, ImportReport};
+use proteus_js_results::{Packed, unpack_cryptobox};
 use wasm_bindgen::prelude::*;
-use zeroize::Zeroizing;
 
 use crate::js;
 
@@ -18,30 +18,13 @@ extern "C" {
     fn call(this: &ImportProgress, this_arg: &JsValue, done: u32, total: u32);
 }
 
-/// The records `ids` names, their bytes one after the other in `bytes`, split by `lengths`.
-pub(crate) fn records(
-    ids: Vec<String>,
-    bytes: &[u8],
-    lengths: &[u32],
-) -> Result<Vec<SourceRecord>, JsValue> {
-    let parts = crate::split(bytes, lengths)?;
-    if parts.len() != ids.len() {
-        return Err(js::range_error("one length per record"));
-    }
-    Ok(ids
-        .into_iter()
-        .zip(parts)
-        .map(|(id, b)| SourceRecord::new(id, b))
-        .collect())
-}
-
-/// The source, from the identity and the records.
+/// The source the shared JS method packed.
 pub(crate) fn source(
     identity: &[u8],
-    prekeys: Vec<SourceRecord>,
-    sessions: Vec<SourceRecord>,
-) -> CryptoboxRecords {
-    CryptoboxRecords::new(Zeroizing::new(identity.to_vec()), prekeys, sessions)
+    prekeys: Packed<'_>,
+    sessions: Packed<'_>,
+) -> Result<CryptoboxRecords, JsValue> {
+    unpack_cryptobox(identity, prekeys, sessions).map_err(js::range_error)
 }
 
 pub(crate) fn options(skip_bad_records: bool) -> ImportOptions {

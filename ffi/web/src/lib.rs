@@ -56,17 +56,8 @@ fn store_error(error: StoreError) -> JsValue {
 }
 
 /// Splits the concatenated `bytes` into parts of `lengths`.
-fn split<'a>(mut bytes: &'a [u8], lengths: &[u32]) -> Result<Vec<&'a [u8]>, JsValue> {
-    let mut parts = Vec::with_capacity(lengths.len());
-    for len in lengths {
-        let len = usize::try_from(*len).map_err(|_| js::range_error("length"))?;
-        let (part, rest) = bytes
-            .split_at_checked(len)
-            .ok_or_else(|| js::range_error("lengths exceed the bytes"))?;
-        parts.push(part);
-        bytes = rest;
-    }
-    Ok(parts)
+fn split<'a>(bytes: &'a [u8], lengths: &[u32]) -> Result<Vec<&'a [u8]>, JsValue> {
+    proteus_js_results::split(bytes, lengths).map_err(js::range_error)
 }
 
 /// The session id of each message: `ids[index[i]]`.
@@ -469,9 +460,9 @@ impl RawClient {
     ) -> Result<JsValue, JsValue> {
         let source = import::source(
             identity,
-            import::records(prekey_ids, prekeys, prekey_lengths)?,
-            import::records(session_ids, sessions, session_lengths)?,
-        );
+            (prekey_ids, prekeys, prekey_lengths),
+            (session_ids, sessions, session_lengths),
+        )?;
         let report = self
             .client
             .import_cryptobox(&source, import::options(skip_bad_records), &mut |p| {
