@@ -22,7 +22,10 @@
 #      node --test tests/browser/worker.mjs     Chromium: a batch in a module Worker, frames keep ticking
 #   6. the benchmark, one timed run per scenario (a smoke test: every plaintext is checked), and
 #      the fast-forward worst case once (forged refused, genuine decrypted)
-#   7. the .wasm size, raw and gzipped, against its budget
+#   7. Bun 1.4.5 and Deno 2.9.6 (npm packages, pinned in tests/runtimes): every tests/*.test.mjs under
+#      `bun test` and `deno test`, and the consumer project (the packed tarball) under each;
+#      tests/runtimes/run.mjs lists what is known to fail there, and why
+#   8. the .wasm size, raw and gzipped, against its budget
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -104,6 +107,11 @@ log "the worst case of a long absence: one message at a gap of 100,000, forged a
 node bench/fast-forward.mjs --runs 1
 log "what the worker costs a 10,000-message batch: Client in this thread and RemoteClient in a worker thread (smoke)"
 node bench/worker.mjs --runs 1
+
+# --- Bun and Deno (issue 37) -------------------------------------------------------------------
+log "Bun and Deno: tests/*.test.mjs under bun test and deno test, the consumer project under each"
+npm_ci tests/runtimes
+timed "bun and deno" node tests/runtimes/run.mjs
 
 log "size"
 size_check() { # module budget
