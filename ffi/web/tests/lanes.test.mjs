@@ -4,7 +4,9 @@
 // Run: node --test tests/ (after ./build.sh).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
 const pkg = new URL('../pkg/', import.meta.url);
@@ -24,7 +26,15 @@ function inNewProcess(body) {
     const { Client, init } = await import(pkg + 'index.js');
     const { initLanes, lanesWasm } = await import(pkg + 'lanes.js');
   `;
-  return execFileSync(process.execPath, ['--input-type=module', '-e', prelude + body], { env, encoding: 'utf8' });
+  // A module file rather than `--input-type=module -e`, which Deno's Node command line ignores.
+  const dir = mkdtempSync(join(tmpdir(), 'proteus-lanes-'));
+  const file = join(dir, 'case.mjs');
+  writeFileSync(file, prelude + body);
+  try {
+    return execFileSync(process.execPath, [file], { env, encoding: 'utf8' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 test('initLanes() loads the package module, and the API works on it', () => {

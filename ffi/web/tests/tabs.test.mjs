@@ -255,6 +255,8 @@ describe('a batch commit that lost its compare-and-swap', () => {
 
 describe('without Web Locks', () => {
   test('open refuses unless the caller opts in', async () => {
+    // A host without Web Locks (Node has none; Deno and browsers have them).
+    withNavigator({});
     const indexedDB = new IDBFactory();
     await assert.rejects(Client.open('nolocks', { indexedDB }), (e) => {
       assert.equal(e.name, 'WebLocksUnavailableError');

@@ -35,46 +35,7 @@ const FILE_TIMEOUT_MS = 300_000; // one test file under one runtime; Node's whol
 
 /** The failures that are expected, and why. `test` is the leaf's full name (describe > test). */
 const KNOWN = [
-  {
-    runtime: 'deno',
-    file: 'lanes.test.mjs',
-    test: 'initLanes() loads the package module, and the API works on it',
-    error: /SyntaxError: await is only valid in async functions and the top level bodies of modules/,
-    why:
-      'the test runs each case in a new process as `process.execPath --input-type=module -e BODY`; ' +
-      "under Deno process.execPath is deno, whose translation of Node's command line ignores " +
-      '--input-type=module and evaluates BODY as a classic script (vm.runInThisContext), so its ' +
-      'top-level await is a SyntaxError before any package code runs. initLanes() and the API on ' +
-      "the package's module run under Deno in the consumer check (lanes.mjs)",
-  },
-  {
-    runtime: 'deno',
-    file: 'lanes.test.mjs',
-    test: 'initLanes() after the module loaded resolves: it is the same module',
-    error: /SyntaxError: await is only valid in async functions and the top level bodies of modules/,
-    why: 'as the test above (a new process through `deno --input-type=module -e`)',
-  },
-  {
-    runtime: 'deno',
-    file: 'tabs.test.mjs',
-    test: 'without Web Locks > open refuses unless the caller opts in',
-    error: /AssertionError: Missing expected rejection/,
-    why:
-      'Deno 2 implements Web Locks (navigator.locks), so Client.open there takes the real lock and ' +
-      "opens, as in a browser; the test's first assertion expects the refusal of a host without " +
-      'Web Locks (Node). The rest of the test, under a navigator without locks, is not reached',
-  },
-  ...['bun', 'deno'].map((runtime) => ({
-    runtime,
-    consumer: 'use.mjs',
-    error: /\+\s+code: 'ERR_MODULE_NOT_FOUND'\s*\n\s*-\s+code: 'ERR_PACKAGE_PATH_NOT_EXPORTED'/,
-    why:
-      "its last assertion (the internal proteus_web.js is not importable) expects Node's error " +
-      `code ERR_PACKAGE_PATH_NOT_EXPORTED; ${runtime === 'bun' ? 'Bun' : 'Deno'} refuses the ` +
-      'import too, honouring the exports map, but with ERR_MODULE_NOT_FOUND. Everything before ' +
-      'it passed (it is the only assertion naming that code); refused.mjs checks the refusal ' +
-      'without the code',
-  })),
+  // None: every test file and the consumer check pass under Bun and Deno.
 ];
 
 // --- the runtimes ------------------------------------------------------------------------------
