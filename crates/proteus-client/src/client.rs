@@ -212,6 +212,18 @@ impl Client {
         Ok(bundles)
     }
 
+    /// Generates one-time prekeys until `target` are stored (none if there are as many already)
+    /// and returns the new ones' bundles, to publish. Ids go on from the last one handed out,
+    /// wrapping around after 65534 and skipping stored ones, so an id comes back only after
+    /// every other id was handed out: a message in flight to a used prekey never meets a new
+    /// prekey of the same id. [`prekeys_remaining`](Self::prekeys_remaining) is the stock.
+    pub fn top_up_prekeys(&mut self, target: usize) -> Result<Vec<PreKeyBundle>, ClientError> {
+        self.operation(|this| {
+            let missing = target.saturating_sub(this.prekeys_remaining()?);
+            this.generate_prekeys_op(missing)
+        })
+    }
+
     /// The bundle of the last-resort prekey (id 65535), which is never used up.
     pub fn last_resort_bundle(&self) -> Result<PreKeyBundle, ClientError> {
         self.prekey_bundle(PreKeyId::LAST_RESORT)
@@ -252,6 +264,37 @@ impl Client {
         let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
         self.sessions.insert_new(session_id, session);
         self.commit_sessions(&[session_id], &SortedSet::new())
+    }
+
+    /// Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
+    /// bundle), in one commit: the old session's states, staged keys and sending chain are gone
+    /// and the next message starts the new one. Returns whether the peer's identity differs
+    /// from the old session's (show the user the new fingerprint then).
+    ///
+    /// Messages the peer sent on the old session and not yet decrypted fail from then on with a
+    /// stable code, never silently: a CipherMessage with `UnknownSessionTag` (205), a
+    /// PreKeyMessage to a one-time prekey already used with `PreKeyNotFound` (101). `SessionNotFound`
+    /// (104) if there is no session to replace.
+    pub fn reset_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<bool, ClientError> {
+        self.operation(|this| this.reset_session_op(session_id, bundle))
+    }
+
+    fn reset_session_op(&mut self, session_id: &str, bundle: &[u8]) -> Result<bool, ClientError> {
+        check_session_id(session_id)?;
+        let old_identity = *self.session(session_id)?.remote_identity();
+        let bundle = PreKeyBundle::from_bytes(bundle)?;
+        let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
+        let changed = session.remote_identity() != &old_identity;
+        // The old session's staged keys and chain record go; the new record replaces its record.
+        let mut writes = Vec::new();
+        self.delete_staged_records(session_id, &mut writes)?;
+        let mut cache = crate::session_cache::SessionCache::default();
+        cache.set_config(self.sessions.config());
+        cache.insert_new(session_id, session);
+        cache.writes_for(session_id, &mut writes);
+        self.storage.commit(&writes)?;
+        self.sessions.evict(session_id);
+        Ok(changed)
     }
 
     /// Whether a session with this id exists.
@@ -300,6 +343,19 @@ impl Client {
             table: Table::Sessions,
             key: session_id.as_bytes().to_vec(),
         }];
+        self.delete_staged_records(session_id, &mut writes)?;
+        self.storage.commit(&writes)?;
+        self.sessions.evict(session_id);
+        Ok(())
+    }
+
+    /// Adds to `writes` the deletion of a session's records besides its own: its staged keys
+    /// and its send chain record.
+    fn delete_staged_records(
+        &self,
+        session_id: &str,
+        writes: &mut Vec<Write>,
+    ) -> Result<(), ClientError> {
         for (key, _) in self
             .storage
             .scan(Table::StagedKeys, &staged_prefix(session_id))?
@@ -309,8 +365,6 @@ impl Client {
                 key,
             });
         }
-        self.storage.commit(&writes)?;
-        self.sessions.evict(session_id);
         Ok(())
     }
 

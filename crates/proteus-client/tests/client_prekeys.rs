@@ -345,3 +345,58 @@ fn an_absurd_prekey_count_is_refused_without_allocating_for_it() {
         "{e:?}"
     );
 }
+
+#[test]
+fn topping_up_fills_the_stock_to_the_target_and_no_further() {
+    let storage = TestStorage::new();
+    let mut bob = storage.client();
+    let first = bob.top_up_prekeys(5).unwrap();
+    assert_eq!(first.len(), 5);
+    assert_eq!(bob.prekeys_remaining().unwrap(), 5);
+    assert!(
+        bob.top_up_prekeys(5).unwrap().is_empty(),
+        "the stock is full"
+    );
+    assert!(
+        bob.top_up_prekeys(3).unwrap().is_empty(),
+        "above the target"
+    );
+
+    // Two are used up; the top-up makes two, with ids not handed out before.
+    for (i, bundle) in first.iter().take(2).enumerate() {
+        let mut sender = Client::in_memory().unwrap();
+        sender.create_session("bob", &bundle.to_bytes()).unwrap();
+        bob.decrypt(&format!("s{i}"), &sender.encrypt("bob", b"x").unwrap())
+            .unwrap();
+    }
+    assert_eq!(bob.prekeys_remaining().unwrap(), 3);
+    let more = bob.top_up_prekeys(5).unwrap();
+    let ids: Vec<u16> = more.iter().map(|b| b.prekey_id().value()).collect();
+    assert_eq!(ids, [5, 6]);
+    assert_eq!(bob.prekeys_remaining().unwrap(), 5);
+
+    // Near the end of the id space it wraps around, skipping the ids still stored (2, 3, 4).
+    storage.put_raw(Table::Meta, b"next_prekey_id", &65534u16.to_be_bytes());
+    for bundle in &more {
+        let mut sender = Client::in_memory().unwrap();
+        sender.create_session("bob", &bundle.to_bytes()).unwrap();
+        bob.decrypt(
+            &format!("t{}", bundle.prekey_id().value()),
+            &sender.encrypt("bob", b"x").unwrap(),
+        )
+        .unwrap();
+    }
+    let wrapped = bob.top_up_prekeys(5).unwrap();
+    let ids: Vec<u16> = wrapped.iter().map(|b| b.prekey_id().value()).collect();
+    assert_eq!(ids, [65534, 0]);
+    assert_eq!(
+        code_of(&bob.top_up_prekeys(usize::from(u16::MAX) + 1)),
+        110,
+        "more one-time prekeys than there are ids"
+    );
+    assert_eq!(
+        bob.prekeys_remaining().unwrap(),
+        5,
+        "and nothing was stored"
+    );
+}

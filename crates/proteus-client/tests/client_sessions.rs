@@ -335,3 +335,62 @@ fn a_rejected_encrypt_changes_nothing() {
     assert_eq!(bob.decrypt("alice", &b).unwrap(), b"b");
     assert_eq!(bob.decrypt("alice", &a).unwrap(), b"a");
 }
+
+#[test]
+fn a_reset_session_starts_over_and_says_whether_the_identity_changed() {
+    let mut alice = Client::in_memory().unwrap();
+    let mut bob = Client::in_memory().unwrap();
+    connect(&mut alice, "alice", &mut bob, "bob");
+    let old = encrypt_n(&mut bob, "alice", "old", 2);
+
+    // The same Bob, a fresh bundle: his identity is the same.
+    assert!(!alice.reset_session("bob", &bundle_of(&mut bob)).unwrap());
+    let hello = alice.encrypt("bob", b"new session").unwrap();
+    assert_eq!(bob.decrypt("alice", &hello).unwrap(), b"new session");
+    let reply = bob.encrypt("alice", b"reply").unwrap();
+    assert_eq!(alice.decrypt("bob", &reply).unwrap(), b"reply");
+    // Bob's messages on the old session fail with a stable code, never silently.
+    assert_eq!(code_of(&alice.decrypt("bob", &old[0])), 205);
+
+    // Someone else behind the id now: the identity changed, and the session is theirs.
+    let mut mallory = Client::in_memory().unwrap();
+    assert!(
+        alice
+            .reset_session("bob", &bundle_of(&mut mallory))
+            .unwrap()
+    );
+    assert_eq!(
+        alice.remote_fingerprint("bob").unwrap(),
+        mallory.fingerprint()
+    );
+}
+
+#[test]
+fn a_reset_leaves_no_staged_key_of_the_old_session() {
+    let storage = TestStorage::new();
+    let mut alice = storage.client();
+    let mut bob = Client::in_memory().unwrap();
+    connect(&mut alice, "alice", &mut bob, "bob");
+    // Out of order: the two skipped messages' keys are staged.
+    let sent = encrypt_n(&mut bob, "alice", "m", 3);
+    alice.decrypt("bob", &sent[2]).unwrap();
+    assert!(storage.count(Table::StagedKeys) > 0);
+    alice.reset_session("bob", &bundle_of(&mut bob)).unwrap();
+    assert_eq!(storage.count(Table::StagedKeys), 0);
+    assert_eq!(code_of(&alice.decrypt("bob", &sent[0])), 205);
+}
+
+#[test]
+fn a_reset_that_cannot_be_done_changes_nothing() {
+    let mut alice = Client::in_memory().unwrap();
+    let mut bob = Client::in_memory().unwrap();
+    assert_eq!(
+        code_of(&alice.reset_session("bob", &bundle_of(&mut bob))),
+        104
+    );
+    connect(&mut alice, "alice", &mut bob, "bob");
+    assert_eq!(code_of(&alice.reset_session("bob", b"not a bundle")), 301);
+    // The old session still works.
+    let m = bob.encrypt("alice", b"still here").unwrap();
+    assert_eq!(alice.decrypt("bob", &m).unwrap(), b"still here");
+}

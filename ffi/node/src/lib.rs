@@ -191,6 +191,19 @@ impl RawClient {
         })
     }
 
+    /// Generates one-time prekeys until `target` are stored; the new ones' bundles.
+    #[napi]
+    pub fn top_up_prekeys(&self, target: u32) -> AsyncTask<Call<Vec<RawPrekeyBundle>>> {
+        run(&self.shared, move |c| {
+            let target = usize::try_from(target)
+                .map_err(|_| internal("target does not fit this platform"))?;
+            Ok(js(c.top_up_prekeys(target))?
+                .iter()
+                .map(bundle_object)
+                .collect())
+        })
+    }
+
     /// The bundle of the last-resort prekey (id 65535).
     #[napi]
     pub fn last_resort_bundle(&self) -> AsyncTask<Call<Uint8Array>> {
@@ -228,6 +241,16 @@ impl RawClient {
         let bundle = bundle.to_vec();
         run(&self.shared, move |c| {
             js(c.create_session(&session_id, &bundle))
+        })
+    }
+
+    /// Replaces a session with a new one from a prekey bundle; whether the peer's identity
+    /// changed.
+    #[napi]
+    pub fn reset_session(&self, session_id: String, bundle: Uint8Array) -> AsyncTask<Call<bool>> {
+        let bundle = bundle.to_vec();
+        run(&self.shared, move |c| {
+            js(c.reset_session(&session_id, &bundle))
         })
     }
 

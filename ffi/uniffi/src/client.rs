@@ -318,6 +318,21 @@ impl Client {
         .await
     }
 
+    /// Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
+    /// for publishing (none if the stock is full). Ids go on from the last one handed out and
+    /// wrap around after 65534, so a message in flight to a used prekey never meets a new one of
+    /// the same id. `prekeysRemaining` is the stock.
+    pub async fn top_up_prekeys(&self, target: i32) -> Result<Vec<PreKeyBundle>, ProteusError> {
+        let target = self::count("target", target, usize::MAX)?;
+        self.run(move |c| {
+            Ok(c.top_up_prekeys(target)?
+                .into_iter()
+                .map(PreKeyBundle::from)
+                .collect())
+        })
+        .await
+    }
+
     /// The bundle of the last-resort prekey (id 65535), which is never used up.
     pub async fn last_resort_bundle(&self) -> Result<PreKeyBundle, ProteusError> {
         self.run(|c| c.last_resort_bundle().map(PreKeyBundle::from))
@@ -345,6 +360,20 @@ impl Client {
         bundle: Bytes,
     ) -> Result<(), ProteusError> {
         self.run(move |c| c.create_session(&session_id, &bundle))
+            .await
+    }
+
+    /// Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
+    /// bundle), in one commit; returns whether the peer's identity differs from the old
+    /// session's. Messages sent on the old session and not yet decrypted then fail with
+    /// `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage to a used
+    /// prekey. `SessionNotFound` (104) if there is no session to replace.
+    pub async fn reset_session(
+        &self,
+        session_id: String,
+        bundle: Bytes,
+    ) -> Result<bool, ProteusError> {
+        self.run(move |c| c.reset_session(&session_id, &bundle))
             .await
     }
 

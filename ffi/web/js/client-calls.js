@@ -55,6 +55,16 @@ export function defineClientCalls(Client, run, { readsDirectories = false } = {}
       return run(this, (raw) => raw.generatePrekeys(n));
     },
 
+    /**
+     * Generates one-time prekeys until `target` are stored; resolves to the new ones' `[{id,
+     * bundle}]`, for publishing (none if the stock is full). Ids go on from the last one handed
+     * out, wrapping after 65534, so a message in flight to a used prekey never meets a new one.
+     */
+    topUpPrekeys(target) {
+      integer(target, 'target', 0xffff);
+      return run(this, (raw) => raw.topUpPrekeys(target));
+    },
+
     /** The last-resort prekey (id 65535, never used up): `{ id, bundle }`, as generatePrekeys. */
     lastResortBundle() {
       return run(this, (raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
@@ -76,6 +86,17 @@ export function defineClientCalls(Client, run, { readsDirectories = false } = {}
       sessionId(id);
       const b = bytes(bundle, 'bundle');
       return run(this, (raw) => raw.createSession(id, b));
+    },
+
+    /**
+     * Replaces a session with a new one from the peer's fresh `bundle`, in one commit; resolves
+     * to whether the peer's identity changed. Messages sent on the old session and not yet
+     * decrypted then fail with UnknownSessionTag (205), or PreKeyNotFound (101).
+     */
+    resetSession(id, bundle) {
+      sessionId(id);
+      const b = bytes(bundle, 'bundle');
+      return run(this, (raw) => raw.resetSession(id, b));
     },
 
     /** Whether a session with this id exists. */

@@ -274,6 +274,16 @@ export class Client implements AsyncDisposable {
     ) => boolean | void | Promise<boolean | void>,
   ): Promise<BatchResult[]>;
 
+  /**
+   * Generates one-time prekeys until `target` are stored; the new ones' bundles, to publish
+   * (none if the stock is full). Ids wrap around after 65534 and never meet a prekey in flight.
+   */
+  topUpPrekeys(target: number): Promise<PreKeyBundle[]>;
+  /**
+   * Replaces a session with a new one from the peer's fresh bundle, in one commit; whether the
+   * peer's identity changed. Messages on the old session then fail with UnknownSessionTag (205).
+   */
+  resetSession(sessionId: string, bundle: Uint8Array): Promise<boolean>;
   importIdentity(identity: Uint8Array): Promise<void>;
   /** Resolves to the prekey's id. */
   importPrekey(prekey: Uint8Array): Promise<number>;

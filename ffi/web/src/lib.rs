@@ -231,6 +231,17 @@ impl RawClient {
         Ok(bundles.iter().map(bundle_object).collect())
     }
 
+    /// Generates one-time prekeys until `target` are stored; the new ones' `{id, bundle}`.
+    #[wasm_bindgen(js_name = topUpPrekeys)]
+    pub fn top_up_prekeys(&mut self, target: u32) -> Result<Vec<JsValue>, JsValue> {
+        let target = usize::try_from(target).map_err(|_| js::range_error("target"))?;
+        let bundles = self
+            .client
+            .top_up_prekeys(target)
+            .map_err(|e| js_error(&e))?;
+        Ok(bundles.iter().map(bundle_object).collect())
+    }
+
     /// The bundle of the last-resort prekey (id 65535).
     #[wasm_bindgen(js_name = lastResortBundle)]
     pub fn last_resort_bundle(&self) -> Result<Vec<u8>, JsValue> {
@@ -260,6 +271,15 @@ impl RawClient {
     pub fn create_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), JsValue> {
         self.client
             .create_session(session_id, bundle)
+            .map_err(|e| js_error(&e))
+    }
+
+    /// Replaces a session with a new one from a prekey bundle; whether the peer's identity
+    /// changed.
+    #[wasm_bindgen(js_name = resetSession)]
+    pub fn reset_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<bool, JsValue> {
+        self.client
+            .reset_session(session_id, bundle)
             .map_err(|e| js_error(&e))
     }
 

@@ -117,6 +117,26 @@ describe('identity and prekeys', () => {
     assert.throws(() => c.sign(42), TypeError);
   });
 
+  test('topUpPrekeys fills the stock to the target; resetSession starts over and says whether the identity changed', async () => {
+    const c = await Client.inMemory();
+    const first = await c.topUpPrekeys(3);
+    assert.deepEqual(first.map((b) => b.id), [0, 1, 2]);
+    assert.deepEqual(await c.topUpPrekeys(3), [], 'the stock is full');
+    assert.equal(await c.prekeysRemaining(), 3);
+    assert.throws(() => c.topUpPrekeys(-1), RangeError);
+
+    const { alice, bob } = await pair();
+    const old = await bob.encrypt('alice', 'on the old session');
+    const [fresh] = await bob.generatePrekeys(1);
+    assert.equal(await alice.resetSession('bob', fresh.bundle), false, 'the same identity');
+    assert.equal(text(await bob.decrypt('alice', await alice.encrypt('bob', 'new'))), 'new');
+    await assert.rejects(alice.decrypt('bob', old), (e) => e instanceof ProteusError && e.code === 205 && e.kind === 'UnknownSessionTag');
+    const [other] = await c.generatePrekeys(1);
+    assert.equal(await alice.resetSession('bob', other.bundle), true, 'another identity');
+    assert.equal(await alice.remoteFingerprint('bob'), await c.fingerprint());
+    await assert.rejects(alice.resetSession('nobody', other.bundle), (e) => e instanceof ProteusError && e.code === 104);
+  });
+
   test('generatePrekeys returns distinct ids and bundles of our identity', async () => {
     const c = await Client.inMemory();
     const bundles = await c.generatePrekeys(5);

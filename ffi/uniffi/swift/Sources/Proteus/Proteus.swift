@@ -714,6 +714,15 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func remoteFingerprint(sessionId: String) async throws  -> String
     
     /**
+     * Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
+     * bundle), in one commit; returns whether the peer's identity differs from the old
+     * session's. Messages sent on the old session and not yet decrypted then fail with
+     * `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage to a used
+     * prekey. `SessionNotFound` (104) if there is no session to replace.
+     */
+    func resetSession(sessionId: String, bundle: Data) async throws  -> Bool
+    
+    /**
      * The ids of all sessions.
      */
     func sessionIds() async throws  -> [String]
@@ -731,6 +740,14 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * with a context string of your own: the identity key also signs prekey bundles.
      */
     func sign(message: Data) async throws  -> Data
+    
+    /**
+     * Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
+     * for publishing (none if the stock is full). Ids go on from the last one handed out and
+     * wrap around after 65534, so a message in flight to a used prekey never meets a new one of
+     * the same id. `prekeysRemaining` is the stock.
+     */
+    func topUpPrekeys(target: Int32) async throws  -> [PreKeyBundle]
     
     /**
      * Imports a store that Wire's cryptobox wrote — its identity, prekeys and sessions, every
@@ -1226,6 +1243,29 @@ open func remoteFingerprint(sessionId: String)async throws  -> String  {
 }
     
     /**
+     * Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
+     * bundle), in one commit; returns whether the peer's identity differs from the old
+     * session's. Messages sent on the old session and not yet decrypted then fail with
+     * `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage to a used
+     * prekey. `SessionNotFound` (104) if there is no session to replace.
+     */
+open func resetSession(sessionId: String, bundle: Data)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_reset_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(bundle)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
      * The ids of all sessions.
      */
 open func sessionIds()async throws  -> [String]  {
@@ -1282,6 +1322,28 @@ open func sign(message: Data)async throws  -> Data  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
+     * for publishing (none if the stock is full). Ids go on from the last one handed out and
+     * wrap around after 65534, so a message in flight to a used prekey never meets a new one of
+     * the same id. `prekeysRemaining` is the stock.
+     */
+open func topUpPrekeys(target: Int32)async throws  -> [PreKeyBundle]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_top_up_prekeys(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(target)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -4542,6 +4604,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_remote_fingerprint() != 13750) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_reset_session() != 29276) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_session_ids() != 14943) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4549,6 +4614,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_sign() != 45710) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys() != 41886) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_import_cryptobox() != 18983) {

@@ -380,6 +380,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_prekeys_remaining(uint64_t ptr
 uint64_t uniffi_proteus_uniffi_fn_method_client_remote_fingerprint(uint64_t ptr, RustBuffer session_id
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_RESET_SESSION
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_RESET_SESSION
+uint64_t uniffi_proteus_uniffi_fn_method_client_reset_session(uint64_t ptr, RustBuffer session_id, RustBuffer bundle
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_SESSION_IDS
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_SESSION_IDS
 uint64_t uniffi_proteus_uniffi_fn_method_client_session_ids(uint64_t ptr
@@ -393,6 +398,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(uint64_t ptr
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_SIGN
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_SIGN
 uint64_t uniffi_proteus_uniffi_fn_method_client_sign(uint64_t ptr, RustBuffer message
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_TOP_UP_PREKEYS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_TOP_UP_PREKEYS
+uint64_t uniffi_proteus_uniffi_fn_method_client_top_up_prekeys(uint64_t ptr, int32_t target
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_IMPORT_CRYPTOBOX
@@ -945,6 +955,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_remote_fingerprint(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_RESET_SESSION
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_RESET_SESSION
+uint16_t uniffi_proteus_uniffi_checksum_method_client_reset_session(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_SESSION_IDS
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_SESSION_IDS
 uint16_t uniffi_proteus_uniffi_checksum_method_client_session_ids(void
@@ -960,6 +976,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_set_max_counter_gap(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_SIGN
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_SIGN
 uint16_t uniffi_proteus_uniffi_checksum_method_client_sign(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_TOP_UP_PREKEYS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_TOP_UP_PREKEYS
+uint16_t uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys(void
     
 );
 #endif

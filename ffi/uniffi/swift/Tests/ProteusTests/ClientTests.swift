@@ -144,4 +144,22 @@ final class SessionTests: XCTestCase {
         try await copy.importSession(sessionId: "bob", session: try await alice.exportSession(sessionId: "bob"))
         await assertEqual(text(try await bob.decrypt(sessionId: "alice", envelope: try await copy.encrypt(sessionId: "bob", plaintext: bytes("from the copy")))), "from the copy")
     }
+
+    func testTopUpPrekeysFillsTheStockAndResetSessionStartsOver() async throws {
+        let carol = try await Client.inMemory()
+        await assertEqual(try await carol.topUpPrekeys(target: 3).map(\.id), [0, 1, 2])
+        await assertEqual(try await carol.topUpPrekeys(target: 3).count, 0)
+        await assertEqual(try await carol.prekeysRemaining(), 3)
+
+        let (alice, bob) = try await establishedPair()
+        let old = try await bob.encrypt(sessionId: "alice", plaintext: bytes("on the old session"))
+        let fresh = try await bob.generatePrekeys(count: 1)[0]
+        await assertEqual(try await alice.resetSession(sessionId: "bob", bundle: fresh.bytes), false)
+        let hello = try await alice.encrypt(sessionId: "bob", plaintext: bytes("new"))
+        await assertEqual(text(try await bob.decrypt(sessionId: "alice", envelope: hello)), "new")
+        await expectError(205, .unknownSessionTag) { _ = try await alice.decrypt(sessionId: "bob", envelope: old) }
+        let other = try await carol.generatePrekeys(count: 1)[0]
+        await assertEqual(try await alice.resetSession(sessionId: "bob", bundle: other.bytes), true)
+        await assertEqual(try await alice.remoteFingerprint(sessionId: "bob"), try await carol.fingerprint())
+    }
 }

@@ -87,4 +87,21 @@ class SessionsTest {
         assertEquals("from the copy", text(bob.decrypt("alice", copy.encrypt("bob", bytes("from the copy")))))
         assertEquals("to the copy", text(copy.decrypt("bob", bob.encrypt("alice", bytes("to the copy")))))
     }
+
+    @Test
+    fun `topUpPrekeys fills the stock and resetSession starts over`() = runTest {
+        val carol = Client.inMemory()
+        assertEquals(listOf(0, 1, 2), carol.topUpPrekeys(3).map { it.id })
+        assertEquals(emptyList(), carol.topUpPrekeys(3))
+        assertEquals(3, carol.prekeysRemaining())
+
+        val (alice, bob) = establishedPair()
+        val old = bob.encrypt("alice", bytes("on the old session"))
+        assertEquals(false, alice.resetSession("bob", bob.generatePrekeys(1).single().bytes))
+        assertEquals("new", text(bob.decrypt("alice", alice.encrypt("bob", bytes("new")))))
+        expectError(205, ErrorKind.UNKNOWN_SESSION_TAG) { alice.decrypt("bob", old) }
+        assertEquals(true, alice.resetSession("bob", carol.generatePrekeys(1).single().bytes))
+        assertEquals(carol.fingerprint(), alice.remoteFingerprint("bob"))
+        expectError(104, ErrorKind.SESSION_NOT_FOUND) { alice.resetSession("nobody", carol.lastResortBundle().bytes) }
+    }
 }
