@@ -8,6 +8,7 @@
 //!   queued messages over 1000 sessions ([`scale`]);
 //! * sending one message to a large conversation ([`fanout`]);
 //! * importing a cryptobox store of 10,000 sessions ([`import`]);
+//! * a notification extension's cold open, one message and close ([`extension`]);
 //! * the same scenarios on another engine, vodozemac's Olm, beside ours ([`peers`]);
 //! * the client's batch threads off and on, side by side ([`threads_ab`]).
 //!
@@ -19,6 +20,7 @@ use std::error::Error;
 
 pub mod chat;
 pub mod core_queue;
+pub mod extension;
 pub mod fanout;
 pub mod fast_forward;
 pub mod forged;

@@ -41,6 +41,7 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --forged [--runs N]
        proteus-bench --idle [--threads N]
        proteus-bench --import [--runs N]
+       proteus-bench --extension [--runs N]
        proteus-bench --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
        proteus-bench --threads-ab [--threads N] [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 
@@ -59,6 +60,9 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
                  a PreKeyMessage, each through decrypt and decrypt_batch (default 15 runs)
   --import       importCryptobox of a store with 10,000 sessions and 100 prekeys, into a new
                  store in memory and a new SQLite file
+  --extension    a notification extension's path: a cold process opens a store of 10,000
+                 (then 100,000) sessions and 1000 prekeys, decrypts one message, closes; time
+                 and peak memory growth, the page cache dropped first where allowed (root)
   --idle         the process's CPU time across one idle second before any batch and after a
                  1000-message batch, with --threads N batch threads (default 2)
   --peers        ours (memory store, or the one --store names) and vodozemac (Olm) on the
@@ -87,6 +91,7 @@ struct Options {
     fast_forward: bool,
     forged: bool,
     import: bool,
+    extension: bool,
     idle: bool,
     peers: bool,
     threads: Option<usize>,
@@ -102,6 +107,11 @@ enum Mode {
         count: usize,
         batch: usize,
     },
+    ExtensionChild {
+        store: PathBuf,
+        envelope: PathBuf,
+        session_id: String,
+    },
     Help,
 }
 
@@ -115,6 +125,7 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
         fast_forward: false,
         forged: false,
         import: false,
+        extension: false,
         idle: false,
         peers: false,
         threads: None,
@@ -129,6 +140,14 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
             "--fast-forward" => options.fast_forward = true,
             "--forged" => options.forged = true,
             "--import" => options.import = true,
+            "--extension" => options.extension = true,
+            "--extension-child" => {
+                return Ok(Mode::ExtensionChild {
+                    store: value()?.into(),
+                    envelope: value()?.into(),
+                    session_id: value()?.clone(),
+                });
+            }
             "--idle" => options.idle = true,
             "--peers" => options.peers = true,
             "--threads-ab" => options.threads_ab = true,
@@ -223,6 +242,15 @@ fn main() -> Result<(), BoxError> {
         Mode::Bench(options) if options.fast_forward => fast_forward(options.runs)?,
         Mode::Bench(options) if options.forged => forged(options.runs)?,
         Mode::Bench(options) if options.import => import(options.runs)?,
+        Mode::Bench(options) if options.extension => extension(options.runs)?,
+        Mode::ExtensionChild {
+            store,
+            envelope,
+            session_id,
+        } => {
+            let result = proteus_bench::extension::measure(&store, &envelope, &session_id)?;
+            println!("{}", serde_json::to_string(&result)?);
+        }
         Mode::Bench(options) if options.idle => idle(options.threads.unwrap_or(2))?,
         Mode::Bench(options) if options.peers => peers(&options)?,
         Mode::Bench(options) => scenarios(&options)?,
@@ -409,6 +437,68 @@ fn forged(runs: Option<usize>) -> Result<(), BoxError> {
         });
         one.get_or_insert(median);
         println!("  {:<44} {median:.1} ms{ratio}", path.name);
+    }
+    Ok(())
+}
+
+/// A notification extension's path, each run in a child process: the median time, the worst
+/// memory growth.
+fn extension(runs: Option<usize>) -> Result<(), BoxError> {
+    use proteus_bench::extension::{
+        EXTENSION_PREKEYS, EXTENSION_SESSIONS, EXTENSION_SESSIONS_LARGE, ExtensionResult,
+        ExtensionSetup, drop_page_cache,
+    };
+    let runs = runs.unwrap_or(11);
+    let exe = std::env::current_exe()?;
+    for sessions in [EXTENSION_SESSIONS, EXTENSION_SESSIONS_LARGE] {
+        let setup = ExtensionSetup::create(sessions)?;
+        let mut results: Vec<ExtensionResult> = Vec::with_capacity(runs);
+        let mut cold = true;
+        for run in 0..runs {
+            let (store, envelope) = setup.fresh(run)?;
+            // PROTEUS_BENCH_WARM=1: the page cache left as it is (to tell the disk from the rest).
+            cold &= std::env::var_os("PROTEUS_BENCH_WARM").is_none() && drop_page_cache();
+            let output = Command::new(&exe)
+                .arg("--extension-child")
+                .arg(&store)
+                .arg(&envelope)
+                .arg(&setup.session_id)
+                .output()?;
+            if !output.status.success() {
+                return Err(format!(
+                    "the extension child failed ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                )
+                .into());
+            }
+            results.push(serde_json::from_slice(&output.stdout)?);
+            std::fs::remove_file(&store)?;
+        }
+        let median = |f: fn(&ExtensionResult) -> f64| {
+            let mut v: Vec<f64> = results.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let worst = results.iter().map(|r| r.rss_growth_mib).fold(0.0, f64::max);
+        let session_id = setup.session_id.clone();
+        setup.keep_if_asked();
+        println!(
+            "notification extension, {sessions} sessions and {} prekeys, {} (load average {}), \
+             median of {runs}: {:.2} ms (open {:.2}, decrypt {:.2}, close {:.2}); peak memory \
+             growth at most {worst:.2} MiB (message for {session_id})",
+            EXTENSION_PREKEYS + 1,
+            if cold {
+                "page cache dropped"
+            } else {
+                "page cache NOT dropped (not root)"
+            },
+            proteus_bench::threads_ab::load_average(),
+            median(|r| r.total_ms),
+            median(|r| r.open_ms),
+            median(|r| r.decrypt_ms),
+            median(|r| r.close_ms),
+        );
     }
     Ok(())
 }
