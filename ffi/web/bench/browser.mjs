@@ -22,7 +22,7 @@ import { loadavg } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from './scenarios.mjs';
-import { launch } from '../tests/support/chromium.mjs';
+import { ENGINE, launch } from '../tests/support/browser.mjs';
 import { serve } from '../tests/support/serve.mjs';
 
 function parse(argv) {
@@ -41,6 +41,7 @@ function parse(argv) {
     else throw new Error(`unknown argument ${a}`);
   }
   if (!(o.runs >= 1) || !(o.cold >= 0)) throw new Error('--runs must be at least 1, --cold at least 0');
+  if (o.profile && ENGINE !== 'Chromium') throw new Error(`--profile records a CPU profile through the Chrome DevTools protocol: Chromium only, not ${ENGINE}`);
   return o;
 }
 
@@ -213,9 +214,9 @@ async function main() {
     for (const s of servers) await s.close();
   }
   load.push(loadavg()[0]);
-  const version = browser.context.browser()?.version?.() ?? 'chromium';
+  const version = browser.context.browser()?.version?.() ?? ENGINE;
   for (const s of sides) {
-    const line = { impl: 'ours (Chromium, IndexedDB)', pkg: s.dir, scenario: '1x1000est', warm: summary(s.warm), memory: summary(s.memory), cold: o.cold ? summary(s.cold) : undefined, load_average: load.map((x) => Math.round(x * 100) / 100) };
+    const line = { impl: `ours (${ENGINE}, IndexedDB)`, pkg: s.dir, scenario: '1x1000est', warm: summary(s.warm), memory: summary(s.memory), cold: o.cold ? summary(s.cold) : undefined, load_average: load.map((x) => Math.round(x * 100) / 100) };
     if (o.json) console.log(JSON.stringify(line));
     else {
       console.log(`${s.dir} (${version}, load average ${line.load_average.join(' → ')})`);

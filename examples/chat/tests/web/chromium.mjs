@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CHROMIUM, launch } from '../../../../ffi/web/tests/support/chromium.mjs';
+import { ENGINE, EXECUTABLE, launch } from '../../../../ffi/web/tests/support/browser.mjs';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const BIN = process.env.PROTEUS_CHAT_BIN ?? path.join(process.env.CARGO_TARGET_DIR ?? path.join(REPO, 'target'), 'debug/proteus-chat');
@@ -90,7 +90,7 @@ before(async () => {
   for (const [what, file] of [
     ['the proteus-chat binary (cargo build -p proteus-chat)', BIN],
     ['the web package (ffi/web/build.sh)', path.join(PKG, 'index.js')],
-    ['chromium', CHROMIUM],
+    [ENGINE, EXECUTABLE],
   ]) {
     assert.ok(existsSync(file), `missing ${what}: ${file}`);
   }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Client } from '../../pkg/index.js';
-import { launch } from '../support/chromium.mjs';
+import { ENGINE, launch } from '../support/browser.mjs';
 import { serve } from '../support/serve.mjs';
 
 const text = (bytes) => new TextDecoder().decode(bytes);
@@ -44,7 +44,7 @@ async function reload(page) {
 
 const call = (page, fn, ...args) => page.evaluate(([f, a]) => window.harness[f](...a), [fn, args]);
 
-describe('Chromium', () => {
+describe(ENGINE, () => {
   test('the page has IndexedDB and Web Locks', async () => {
     const page = await harnessPage();
     assert.deepEqual(await call(page, 'features'), { locks: true, indexedDB: true });

@@ -15,7 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { launch } from '../support/chromium.mjs';
+import { ENGINE, launch } from '../support/browser.mjs';
 import { serve } from '../support/serve.mjs';
 
 const STORES = fileURLToPath(new URL('../../../../tests/cryptobox/stores.mjs', import.meta.url));
@@ -124,7 +124,7 @@ async function continues(t, s, peerIds, round) {
   assert.deepEqual(await call(t, (cbx, m) => cbx.targetDecrypt(m), peerIds.map((id, i) => [id, replies[i]])), back.map(([, text]) => text));
 }
 
-describe('Chromium: importCryptobox from the IndexedDB database of the real @wireapp/cryptobox', () => {
+describe(`${ENGINE}: importCryptobox from the IndexedDB database of the real @wireapp/cryptobox`, () => {
   test('a store cryptobox wrote imports into a durable client; its queue decrypts, its sessions go on, a reload keeps it', { timeout: TIMEOUT }, async () => {
     const s = await page();
     const t = await page();
@@ -252,7 +252,7 @@ describe('Chromium: importCryptobox from the IndexedDB database of the real @wir
     const median = [...runs].sort((a, b) => a - b)[1];
     const fmt = (ms) => ms.toFixed(0);
     console.log(
-      `importCryptobox 10,000 sessions + 101 prekeys, IndexedDB → IndexedDB, Chromium: median ${fmt(median)} ms of 3 (runs: ${runs.map(fmt).join(', ')})`,
+      `importCryptobox 10,000 sessions + 101 prekeys, IndexedDB → IndexedDB, ${ENGINE}: median ${fmt(median)} ms of 3 (runs: ${runs.map(fmt).join(', ')})`,
     );
     await t.close();
   });

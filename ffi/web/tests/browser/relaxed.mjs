@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { Client, DUPLICATE_MESSAGE } from '../../pkg/index.js';
-import { launch } from '../support/chromium.mjs';
+import { launch } from '../support/browser.mjs';
 import { serve } from '../support/serve.mjs';
 
 const b64 = (bytes) => Buffer.from(bytes).toString('base64');

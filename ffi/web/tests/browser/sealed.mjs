@@ -5,7 +5,7 @@
 // Run: node --test tests/browser/sealed.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { launch } from '../support/chromium.mjs';
+import { ENGINE, launch } from '../support/browser.mjs';
 import { serve } from '../support/serve.mjs';
 
 let server;
@@ -81,7 +81,7 @@ function inspect(p, name, sealed) {
   );
 }
 
-describe('Chromium: sealed stores', () => {
+describe(`${ENGINE}: sealed stores`, () => {
   test('the raw IndexedDB records of a sealed store hold no identity secret and no session id', async () => {
     const p = await page();
     const plain = await inspect(p, 'plain-store', false);

@@ -6,7 +6,7 @@
 // Run: node --test tests/browser/worker.mjs (after ./build.sh).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { launch } from '../support/chromium.mjs';
+import { ENGINE, launch } from '../support/browser.mjs';
 import { serve } from '../support/serve.mjs';
 
 const BACKLOG = 20_000;
@@ -44,7 +44,7 @@ async function page() {
   return p;
 }
 
-describe('Chromium: a client in a module Worker', () => {
+describe(`${ENGINE}: a client in a module Worker`, () => {
   test(`the page stays responsive during a ${BACKLOG}-message batch (${WHERE})`, async (t) => {
     const p = await page();
     const seen = await p.evaluate(([where, n]) => window.harness.backlog(where, `raf-${where}`, n), [WHERE, BACKLOG]);

@@ -11,7 +11,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { Client } from '../../pkg/index.js';
-import { launch } from '../support/chromium.mjs';
+import { launch } from '../support/browser.mjs';
 import { serve } from '../support/serve.mjs';
 
 const pkg = fileURLToPath(new URL('../../pkg/', import.meta.url));
