@@ -29,6 +29,21 @@ export interface OpenOptions {
    * Default: the processor's parallelism, at most 4. No effect on the wasm fallback.
    */
   batchThreads?: number;
+  /**
+   * The app's count of the store's commits, kept where a restored copy of the store does not
+   * roll it back. With it, a store restored from an older copy is refused with StoreRolledBack
+   * (511), when it opens and at every later call, and never wiped. `load()` is awaited once, at
+   * open; `store(count)` is called after each commit, without waiting for it. On one machine a
+   * counter in another file only helps against a copy of the store alone: see the README.
+   */
+  commitCounter?: CommitCounter;
+}
+
+/** Where the app keeps its count of the store's commits (see OpenOptions.commitCounter). */
+export interface CommitCounter {
+  /** The count stored last, 0 if none. */
+  load(): number | Promise<number>;
+  store(count: number): void | Promise<void>;
 }
 
 /**

@@ -70,6 +70,30 @@ function storeKey(key) {
   return b;
 }
 
+/**
+ * The `commitCounter` option: the count its `load()` gives now, and a `store(count)` that the
+ * addon calls after each commit without waiting (a count that fails to store is stored by the
+ * next commit; the store is on disk already).
+ */
+async function commitCounter(counter) {
+  if (counter === undefined) return [];
+  if (counter === null || typeof counter.load !== 'function' || typeof counter.store !== 'function') {
+    throw new TypeError('commitCounter must have load() and store(count)');
+  }
+  const loaded = await counter.load();
+  if (!Number.isSafeInteger(loaded) || loaded < 0) {
+    throw new TypeError('commitCounter.load() must give a count: an integer from 0');
+  }
+  const store = (count) => {
+    try {
+      Promise.resolve(counter.store(count)).catch(() => {});
+    } catch {
+      // As a rejection: the next commit stores its count again.
+    }
+  };
+  return [loaded, store];
+}
+
 function storePath(path) {
   if (typeof path !== 'string' || path === '') throw new TypeError('a store path must be a non-empty string');
   return path;
@@ -113,7 +137,8 @@ export class Client {
     storePath(path);
     const key = storeKey(options.storeKey);
     const threads = batchThreads(options.batchThreads) ?? null;
-    const raw = await call(addon.openStore(path, key, options.create !== false, threads));
+    const counter = await commitCounter(options.commitCounter);
+    const raw = await call(addon.openStore(path, key, options.create !== false, threads, ...counter));
     return new Client(CONSTRUCT, raw);
   }
 

@@ -79,6 +79,36 @@ impl Client {
         Self::with_storage(Box::new(crate::SealedStorage::open(storage, key)?))
     }
 
+    /// Opens the SQLite store at `path` as `mode` says, sealed with `key` if there is one (as
+    /// [`open_sealed`](Self::open_sealed)), and with `counter` under a
+    /// [`RollbackGuard`](crate::RollbackGuard): a store restored from an older copy is refused
+    /// with [`StoreError::RolledBack`] when it opens and at every later call. The guard is
+    /// outside the sealing, so that the count is sealed too.
+    #[cfg(all(feature = "sqlite", feature = "sealed"))]
+    pub fn open_guarded(
+        path: impl AsRef<std::path::Path>,
+        mode: crate::OpenMode,
+        options: &crate::SqliteOptions,
+        key: Option<&crate::StoreKey>,
+        counter: Option<Box<dyn crate::CommitCounter>>,
+    ) -> Result<Self, ClientError> {
+        fn guarded<S: Storage + 'static>(
+            storage: S,
+            counter: Option<Box<dyn crate::CommitCounter>>,
+        ) -> Result<Box<dyn Storage>, StoreError> {
+            Ok(match counter {
+                Some(counter) => Box::new(crate::RollbackGuard::open(storage, counter)?),
+                None => Box::new(storage),
+            })
+        }
+        let storage = crate::SqliteStorage::open(path, mode, options)?;
+        let storage = match key {
+            Some(key) => guarded(crate::SealedStorage::open(storage, key)?, counter)?,
+            None => guarded(storage, counter)?,
+        };
+        Self::with_storage(storage)
+    }
+
     /// A client whose state lives in memory only.
     pub fn in_memory() -> Result<Self, ClientError> {
         Self::with_storage(Box::new(MemoryStorage::new()))

@@ -95,23 +95,41 @@ pub async fn in_memory(batch_threads: Option<u32>) -> napi::Result<Outcome<RawCl
 /// Opens the SQLite store at `path`, sealed with `store_key` (32 bytes) if given; creates it
 /// with a new identity if there is none and `create` is true (else StoreNotFound, 504).
 /// `batch_threads` (checked 1 to 256 by the JS layer) sets the client's batch threads
-/// (default: the processor's parallelism, at most 4).
-#[napi]
-pub async fn open_store(
+/// (default: the processor's parallelism, at most 4). With the app's commit counter (the count
+/// its `load()` gave, and its `store`), a store restored from an older copy is refused
+/// (StoreRolledBack, 511).
+#[napi(
+    ts_args_type = "path: string, storeKey: Uint8Array | undefined | null, create: boolean, batchThreads: number | undefined | null, counterLoaded?: number, counterStore?: (count: number) => void",
+    ts_return_type = "Promise<RawClient | RawFailure>"
+)]
+pub fn open_store<'env>(
+    env: &'env Env,
     path: String,
     store_key: Option<Uint8Array>,
     create: bool,
     batch_threads: Option<u32>,
-) -> napi::Result<Outcome<RawClient>> {
+    counter_loaded: Option<i64>,
+    counter_store: Option<Function<'_, FnArgs<(i64,)>, ()>>,
+) -> napi::Result<PromiseRaw<'env, Outcome<RawClient>>> {
     let key = store_key.map(|k| store::key(&k)).transpose()?;
-    let opened = match spawn_blocking(move || store::open(&path, key.as_ref(), create)).await {
-        Ok(opened) => js(opened),
-        Err(e) => Err(internal(&e.to_string())),
+    let counter = match (counter_loaded, counter_store.as_ref()) {
+        (Some(loaded), Some(store)) => Some(store::JsCounter::new(loaded, store)?),
+        _ => None,
     };
-    outcome(opened.map(|(mut client, created)| {
-        store::set_batch_threads(&mut client, batch_threads);
-        RawClient::new(client, created)
-    }))
+    env.spawn_future(async move {
+        let opened = match spawn_blocking(move || {
+            store::open(&path, key.as_ref(), create, counter.as_ref())
+        })
+        .await
+        {
+            Ok(opened) => js(opened),
+            Err(e) => Err(internal(&e.to_string())),
+        };
+        outcome(opened.map(|(mut client, created)| {
+            store::set_batch_threads(&mut client, batch_threads);
+            RawClient::new(client, created)
+        }))
+    })
 }
 
 /// The id batch results carry for an envelope (lowercase hex of its MAC).

@@ -1,9 +1,54 @@
 //! The native store's functions: open (sealed or not), seal, rekey, delete.
 
 use crate::error::{Outcome, internal, outcome};
-use napi::bindgen_prelude::{Uint8Array, spawn_blocking};
+use napi::Status;
+use napi::bindgen_prelude::{FnArgs, Function, Uint8Array, spawn_blocking};
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-use proteus_client::{Client, ClientError, OpenMode, SqliteOptions, StoreError, StoreKey};
+use proteus_client::{
+    Client, ClientError, CommitCounter, CounterError, OpenMode, SqliteOptions, StoreError, StoreKey,
+};
+use std::sync::Arc;
+
+/// `commitCounter.store(count)`, called from the library's thread without waiting for JS.
+type StoreCount = ThreadsafeFunction<FnArgs<(i64,)>, (), FnArgs<(i64,)>, Status, false>;
+
+/// The app's commit counter (`commitCounter` of `Client.open`): the JS layer awaited its
+/// `load()` before opening; each count is handed to its `store` as the commits go.
+#[derive(Clone)]
+pub(crate) struct JsCounter {
+    loaded: u64,
+    store: Arc<StoreCount>,
+}
+
+impl JsCounter {
+    pub(crate) fn new(loaded: i64, store: &Function<'_, FnArgs<(i64,)>, ()>) -> napi::Result<Self> {
+        let loaded = u64::try_from(loaded)
+            .map_err(|_| napi::Error::new(Status::InvalidArg, "a commit count is not negative"))?;
+        let store = Arc::new(store.build_threadsafe_function().build()?);
+        Ok(Self { loaded, store })
+    }
+}
+
+impl CommitCounter for JsCounter {
+    fn load(&mut self) -> Result<u64, CounterError> {
+        Ok(self.loaded)
+    }
+
+    fn store(&mut self, count: u64) -> Result<(), CounterError> {
+        self.loaded = count;
+        let count = i64::try_from(count)?;
+        match self.store.call(
+            FnArgs::from((count,)),
+            ThreadsafeFunctionCallMode::NonBlocking,
+        ) {
+            Status::Ok => Ok(()),
+            status => {
+                Err(format!("the count could not be queued for JavaScript ({status})").into())
+            }
+        }
+    }
+}
 
 /// A 32-byte store key (the JS layer checks the length first).
 pub(crate) fn key(bytes: &[u8]) -> napi::Result<StoreKey> {
@@ -18,11 +63,12 @@ pub(crate) fn open(
     path: &str,
     key: Option<&StoreKey>,
     create: bool,
+    counter: Option<&JsCounter>,
 ) -> Result<(Client, bool), ClientError> {
     let options = SqliteOptions::default();
-    let open = |mode| match key {
-        Some(key) => Client::open_sealed(path, mode, &options, key),
-        None => Client::open_with(path, mode, &options),
+    let open = |mode| {
+        let counter = counter.map(|c| Box::new(c.clone()) as Box<dyn CommitCounter>);
+        Client::open_guarded(path, mode, &options, key, counter)
     };
     match open(OpenMode::Existing) {
         Err(ClientError::Store(StoreError::NotFound(_))) if create => match open(OpenMode::New) {

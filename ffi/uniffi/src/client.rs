@@ -14,6 +14,7 @@ use proteus_core::PreKeyId;
 use crate::bytes::{Bytes, SecretBytes};
 use crate::error::ProteusError;
 use crate::gate::Gate;
+use crate::rollback::{AppCounter, CommitCounter};
 use crate::types::PreKeyBundle;
 use crate::worker::{self, Cancel};
 
@@ -176,12 +177,16 @@ impl Client {
     /// created sealed. A sealed store opened without its key fails with `StoreKeyRequired`
     /// (510), with another key `WrongStoreKey` (508), an unsealed one given a key
     /// `StoreNotSealed` (509); none of them changes anything. `mode` null is `ExistingOrNew`.
-    #[uniffi::constructor(default(store_key = None, mode = None, options))]
+    /// With `commit_counter` (the app's count of the store's commits, kept outside it: see
+    /// `CommitCounter`) a store restored from an older copy is refused with `StoreRolledBack`
+    /// (511), when it opens and at every later call.
+    #[uniffi::constructor(default(store_key = None, mode = None, commit_counter = None, options))]
     pub async fn open(
         path: String,
         store_key: Option<SecretBytes>,
         mode: Option<OpenMode>,
         options: ClientOptions,
+        commit_counter: Option<Box<dyn CommitCounter>>,
     ) -> Result<Arc<Self>, ProteusError> {
         let sqlite = SqliteOptions {
             busy_timeout: millis("busyTimeoutMs", options.busy_timeout_ms)?,
@@ -191,10 +196,10 @@ impl Client {
         let key = store_key.as_deref().map(self::store_key).transpose()?;
         let threads = batch_threads(options.batch_threads)?;
         let client = worker::spawn(move |_| {
-            let mut client = match key {
-                Some(key) => proteus_client::Client::open_sealed(path, mode, &sqlite, &key)?,
-                None => proteus_client::Client::open_with(path, mode, &sqlite)?,
-            };
+            let counter = commit_counter
+                .map(|c| Box::new(AppCounter(c)) as Box<dyn proteus_client::CommitCounter>);
+            let mut client =
+                proteus_client::Client::open_guarded(path, mode, &sqlite, key.as_ref(), counter)?;
             client.set_batch_threads(threads);
             Ok(client)
         })

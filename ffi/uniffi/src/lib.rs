@@ -25,6 +25,7 @@ mod gate;
 mod import;
 mod kind;
 mod messages;
+mod rollback;
 mod types;
 mod worker;
 
@@ -38,6 +39,7 @@ pub use error::{
 };
 pub use import::{CryptoboxSession, CryptoboxSource, ImportProgress, ImportReport, SkippedRecord};
 pub use kind::ErrorKind;
+pub use rollback::CommitCounter;
 pub use types::{
     BatchDelivery, BatchProgress, BatchResult, BatchSummary, FanoutResult, OutgoingMessage,
     PreKeyBundle, QueuedMessage,

@@ -323,11 +323,12 @@ fn stores_open_close_and_refuse_as_documented() {
         None,
         Some(OpenMode::Existing),
         ClientOptions::default(),
+        None,
     )
     .wait()
     .unwrap_err();
     assert_eq!(missing.code(), 504);
-    let client = Client::open(path.clone(), None, None, ClientOptions::default())
+    let client = Client::open(path.clone(), None, None, ClientOptions::default(), None)
         .wait()
         .unwrap();
     let fingerprint = client.fingerprint().wait().unwrap();
@@ -337,6 +338,7 @@ fn stores_open_close_and_refuse_as_documented() {
         None,
         Some(OpenMode::ExistingOrNew),
         ClientOptions::default(),
+        None,
     )
     .wait()
     .unwrap();
@@ -364,6 +366,7 @@ fn stores_open_close_and_refuse_as_documented() {
                     None,
                     Some(OpenMode::ExistingOrNew),
                     options,
+                    None,
                 )
                 .wait()
                 .unwrap_err();
@@ -383,14 +386,21 @@ fn stores_open_close_and_refuse_as_documented() {
         None,
         Some(OpenMode::Existing),
         ClientOptions::default(),
+        None,
     )
     .wait()
     .unwrap();
     assert_eq!(again.fingerprint().wait().unwrap(), fingerprint);
     drop(again);
-    let exists = Client::open(path, None, Some(OpenMode::New), ClientOptions::default())
-        .wait()
-        .unwrap_err();
+    let exists = Client::open(
+        path,
+        None,
+        Some(OpenMode::New),
+        ClientOptions::default(),
+        None,
+    )
+    .wait()
+    .unwrap_err();
     assert_eq!(exists.code(), 505);
 }
 
@@ -529,4 +539,60 @@ fn batch_threads_is_an_option_of_the_client() {
             );
         }
     }
+}
+
+/// The app's commit counter, in memory (the Keychain, in an app).
+struct Counter(Arc<Mutex<i64>>);
+
+impl proteus_uniffi::CommitCounter for Counter {
+    fn load(&self) -> Result<i64, ProteusError> {
+        Ok(*self.0.lock().unwrap())
+    }
+
+    fn store(&self, count: i64) -> Result<(), ProteusError> {
+        *self.0.lock().unwrap() = count;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_store_restored_from_an_older_copy_is_refused_with_the_apps_counter() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db").to_string_lossy().into_owned();
+    let backup = dir.path().join("backup.db");
+    let count = Arc::new(Mutex::new(0));
+    let open = |count: &Arc<Mutex<i64>>| {
+        let counter: Box<dyn proteus_uniffi::CommitCounter> = Box::new(Counter(count.clone()));
+        Client::open(
+            path.clone(),
+            None,
+            None,
+            ClientOptions::default(),
+            Some(counter),
+        )
+        .wait()
+    };
+    let client = open(&count).unwrap();
+    client.generate_prekeys(2).wait().unwrap();
+    client.close().wait().unwrap();
+    let stored = *count.lock().unwrap();
+    assert!(stored >= 2, "the identity, then the prekeys: {stored}");
+    std::fs::copy(&path, &backup).unwrap();
+
+    let client = open(&count).unwrap();
+    client.generate_prekeys(1).wait().unwrap();
+    client.close().wait().unwrap();
+    assert!(*count.lock().unwrap() > stored);
+
+    // The backup comes back: refused, and left as it is.
+    std::fs::copy(&backup, &path).unwrap();
+    let e = open(&count).unwrap_err();
+    assert_eq!((e.code(), e.kind().name()), (511, "StoreRolledBack"));
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        std::fs::read(&backup).unwrap()
+    );
+    // Without the counter the same file opens (the app decides).
+    let plain = Client::open(path.clone(), None, None, ClientOptions::default(), None).wait();
+    assert!(plain.is_ok());
 }

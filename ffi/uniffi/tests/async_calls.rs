@@ -149,7 +149,7 @@ fn sealed_stores_open_with_their_key_and_rotate() {
         SecretBytes::from(vec![9; 32]),
     );
     let open = |key: Option<SecretBytes>| {
-        Client::open(path.clone(), key, None, ClientOptions::default()).wait()
+        Client::open(path.clone(), key, None, ClientOptions::default(), None).wait()
     };
     let fingerprint = open(Some(SecretBytes::from(vec![7; 32])))
         .unwrap()
@@ -183,6 +183,7 @@ fn sealed_stores_open_with_their_key_and_rotate() {
         None,
         Some(OpenMode::Existing),
         ClientOptions::default(),
+        None,
     )
     .wait()
     .unwrap_err();

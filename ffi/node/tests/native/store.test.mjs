@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, existsSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -37,6 +37,30 @@ test('open with create: false on a missing store fails with StoreNotFound (504),
   const path = storePath('missing');
   await assert.rejects(Client.open(path, { create: false }), (e) => e instanceof ProteusError && e.code === 504 && e.kind === 'StoreNotFound');
   assert.equal(existsSync(path), false);
+});
+
+test('commitCounter: a store restored from an older copy is refused with StoreRolledBack (511)', async () => {
+  const path = storePath('rollback');
+  let count = 0;
+  const counter = { load: async () => count, store: (n) => void (count = n) };
+  // store(count) is queued for this thread during the commit, so it has run by the time a later
+  // call's round trip (close) comes back.
+  let c = await Client.open(path, { commitCounter: counter });
+  await c.generatePrekeys(2);
+  await c.close();
+  assert.ok(count >= 2, `the identity, then the prekeys: ${count}`);
+  copyFileSync(path, `${path}.backup`);
+  c = await Client.open(path, { commitCounter: counter });
+  await c.generatePrekeys(1);
+  await c.close();
+  copyFileSync(`${path}.backup`, path);
+  await assert.rejects(
+    Client.open(path, { commitCounter: counter }),
+    (e) => e instanceof ProteusError && e.code === 511 && e.kind === 'StoreRolledBack',
+  );
+  assert.ok(readFileSync(path).equals(readFileSync(`${path}.backup`)), 'left as it was');
+  await assert.rejects(Client.open(path, { commitCounter: { load: () => -1, store() {} } }), TypeError);
+  await assert.rejects(Client.open(path, { commitCounter: {} }), TypeError);
 });
 
 test('a failed decrypt changes nothing stored', async () => {

@@ -891,12 +891,15 @@ public static func inMemory(options: ClientOptions = ClientOptions())async throw
      * created sealed. A sealed store opened without its key fails with `StoreKeyRequired`
      * (510), with another key `WrongStoreKey` (508), an unsealed one given a key
      * `StoreNotSealed` (509); none of them changes anything. `mode` null is `ExistingOrNew`.
+     * With `commit_counter` (the app's count of the store's commits, kept outside it: see
+     * `CommitCounter`) a store restored from an older copy is refused with `StoreRolledBack`
+     * (511), when it opens and at every later call.
      */
-public static func `open`(path: String, storeKey: Data? = nil, mode: OpenMode? = nil, options: ClientOptions = ClientOptions())async throws  -> Client  {
+public static func `open`(path: String, storeKey: Data? = nil, mode: OpenMode? = nil, options: ClientOptions = ClientOptions(), commitCounter: CommitCounter? = nil)async throws  -> Client  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_constructor_client_open(FfiConverterString.lower(path),FfiConverterOptionData.lower(storeKey),FfiConverterOptionTypeOpenMode.lower(mode),FfiConverterTypeClientOptions_lower(options)
+                uniffi_proteus_uniffi_fn_constructor_client_open(FfiConverterString.lower(path),FfiConverterOptionData.lower(storeKey),FfiConverterOptionTypeOpenMode.lower(mode),FfiConverterTypeClientOptions_lower(options),FfiConverterOptionCallbackInterfaceCommitCounter.lower(commitCounter)
                 )
             },
             pollFunc: ffi_proteus_uniffi_rust_future_poll_u64,
@@ -3806,6 +3809,182 @@ public func FfiConverterCallbackInterfaceBatchDelivery_lower(_ v: BatchDelivery)
 
 
 /**
+ * Where the app keeps the store's commit count, outside the store: somewhere a restored copy
+ * of the store (a device backup, a file copied back) does not roll back — the Keychain on iOS
+ * (in the access group the app and its extensions share), Android Keystore-backed storage. A
+ * store behind the count is refused with `StoreRolledBack` (511), never wiped. Called on the
+ * library's thread.
+ */
+public protocol CommitCounter: AnyObject, Sendable {
+    
+    /**
+     * The count stored last; 0 if none was ever stored. What this throws fails the open with
+     * `StorageFailure` (507), its message naming the commit counter.
+     */
+    func load() throws  -> Int64
+    
+    /**
+     * Stores `count`, after every durable commit of the store. What this throws does not fail
+     * the commit (it is on disk already); the next commit stores its count again.
+     */
+    func store(count: Int64) throws 
+    
+}
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceCommitCounter {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceCommitCounter = UniffiVTableCallbackInterfaceCommitCounter(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterCallbackInterfaceCommitCounter.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface CommitCounter: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterCallbackInterfaceCommitCounter.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface CommitCounter: handle missing in uniffiClone")
+            }
+        },
+        load: { (
+            uniffiHandle: UInt64,
+            uniffiOutReturn: UnsafeMutablePointer<Int64>,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> Int64 in
+                guard let uniffiObj = try? FfiConverterCallbackInterfaceCommitCounter.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.load(
+                )
+            }
+
+            
+            let writeReturn = { uniffiOutReturn.pointee = FfiConverterInt64.lower($0) }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeProteusError_lower
+            )
+        },
+        store: { (
+            uniffiHandle: UInt64,
+            count: Int64,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterCallbackInterfaceCommitCounter.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return try uniffiObj.store(
+                     count: try FfiConverterInt64.lift(count)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCallWithError(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn,
+                lowerError: FfiConverterTypeProteusError_lower
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceCommitCounter> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceCommitCounter>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitCommitCounter() {
+    uniffi_proteus_uniffi_fn_init_callback_vtable_commitcounter(UniffiCallbackInterfaceCommitCounter.vtablePtr)
+}
+
+// FfiConverter protocol for callback interfaces
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterCallbackInterfaceCommitCounter {
+    fileprivate static let handleMap = UniffiHandleMap<CommitCounter>()
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+extension FfiConverterCallbackInterfaceCommitCounter : FfiConverter {
+    typealias SwiftType = CommitCounter
+    typealias FfiType = UInt64
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lift(_ handle: UInt64) throws -> SwiftType {
+        try handleMap.get(handle: handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lower(_ v: SwiftType) -> UInt64 {
+        return handleMap.insert(obj: v)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func write(_ v: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(v))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceCommitCounter_lift(_ handle: UInt64) throws -> CommitCounter {
+    return try FfiConverterCallbackInterfaceCommitCounter.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceCommitCounter_lower(_ v: CommitCounter) -> UInt64 {
+    return FfiConverterCallbackInterfaceCommitCounter.lower(v)
+}
+
+
+
+
+/**
  * Hears how far an import is. Called on the library's thread; return quickly.
  */
 public protocol ImportProgress: AnyObject, Sendable {
@@ -4084,6 +4263,30 @@ fileprivate struct FfiConverterOptionTypeProteusError: FfiConverterRustBuffer {
         switch try readInt(&buf) as Int8 {
         case 0: return nil
         case 1: return try FfiConverterTypeProteusError.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterOptionCallbackInterfaceCommitCounter: FfiConverterRustBuffer {
+    typealias SwiftType = CommitCounter?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterCallbackInterfaceCommitCounter.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterCallbackInterfaceCommitCounter.read(from: &buf)
         default: throw UniffiInternalError.unexpectedOptionalTag
         }
     }
@@ -4640,10 +4843,16 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_constructor_client_in_memory() != 30509) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_constructor_client_open() != 22634) {
+    if (uniffi_proteus_uniffi_checksum_constructor_client_open() != 37680) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_importprogress_progress() != 15901) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_commitcounter_load() != 7383) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_commitcounter_store() != 36677) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_batchdelivery_deliver() != 62538) {
@@ -4651,6 +4860,7 @@ private let initializationResult: InitializationResult = {
     }
 
     uniffiCallbackInitBatchDelivery()
+    uniffiCallbackInitCommitCounter()
     uniffiCallbackInitImportProgress()
     return InitializationResult.ok
 }()

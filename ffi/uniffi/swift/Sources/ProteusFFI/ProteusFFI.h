@@ -250,6 +250,20 @@ typedef void (*UniffiCallbackInterfaceImportProgressMethod0)(uint64_t, int32_t, 
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_COMMIT_COUNTER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_COMMIT_COUNTER_METHOD0
+typedef void (*UniffiCallbackInterfaceCommitCounterMethod0)(uint64_t, int64_t* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_COMMIT_COUNTER_METHOD1
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_COMMIT_COUNTER_METHOD1
+typedef void (*UniffiCallbackInterfaceCommitCounterMethod1)(uint64_t, int64_t, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_BATCH_DELIVERY_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_BATCH_DELIVERY_METHOD0
 typedef void (*UniffiCallbackInterfaceBatchDeliveryMethod0)(uint64_t, RustBuffer, RustBuffer, int8_t* _Nonnull, 
@@ -264,6 +278,16 @@ typedef struct UniffiVTableCallbackInterfaceImportProgress {
     UniffiCallbackInterfaceClone _Nonnull uniffiClone;
     UniffiCallbackInterfaceImportProgressMethod0 _Nonnull progress;
 } UniffiVTableCallbackInterfaceImportProgress;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_COMMIT_COUNTER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_COMMIT_COUNTER
+typedef struct UniffiVTableCallbackInterfaceCommitCounter {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceCommitCounterMethod0 _Nonnull load;
+    UniffiCallbackInterfaceCommitCounterMethod1 _Nonnull store;
+} UniffiVTableCallbackInterfaceCommitCounter;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_BATCH_DELIVERY
@@ -292,7 +316,7 @@ uint64_t uniffi_proteus_uniffi_fn_constructor_client_in_memory(RustBuffer option
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_CONSTRUCTOR_CLIENT_OPEN
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_CONSTRUCTOR_CLIENT_OPEN
-uint64_t uniffi_proteus_uniffi_fn_constructor_client_open(RustBuffer path, RustBuffer store_key, RustBuffer mode, RustBuffer options
+uint64_t uniffi_proteus_uniffi_fn_constructor_client_open(RustBuffer path, RustBuffer store_key, RustBuffer mode, RustBuffer options, RustBuffer commit_counter
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_CLOSE
@@ -438,6 +462,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_encrypt_for(uint64_t ptr, RustBu
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_IMPORTPROGRESS
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_IMPORTPROGRESS
 void uniffi_proteus_uniffi_fn_init_callback_vtable_importprogress(const UniffiVTableCallbackInterfaceImportProgress* _Nonnull vtable
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_COMMITCOUNTER
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_COMMITCOUNTER
+void uniffi_proteus_uniffi_fn_init_callback_vtable_commitcounter(const UniffiVTableCallbackInterfaceCommitCounter* _Nonnull vtable
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_BATCHDELIVERY
@@ -1036,6 +1065,18 @@ uint16_t uniffi_proteus_uniffi_checksum_constructor_client_open(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_IMPORTPROGRESS_PROGRESS
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_IMPORTPROGRESS_PROGRESS
 uint16_t uniffi_proteus_uniffi_checksum_method_importprogress_progress(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_COMMITCOUNTER_LOAD
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_COMMITCOUNTER_LOAD
+uint16_t uniffi_proteus_uniffi_checksum_method_commitcounter_load(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_COMMITCOUNTER_STORE
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_COMMITCOUNTER_STORE
+uint16_t uniffi_proteus_uniffi_checksum_method_commitcounter_store(void
     
 );
 #endif

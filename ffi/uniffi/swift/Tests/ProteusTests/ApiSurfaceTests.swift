@@ -50,7 +50,7 @@ final class ApiSurfaceTests: XCTestCase {
     /// Each entry of the list, referenced with its Swift shape: this file does not compile if
     /// one is missing or changed.
     func testEveryListedCallExistsWithItsShape() {
-        let _: (String, Data?, OpenMode?, ClientOptions) async throws -> Client = Client.open
+        let _: (String, Data?, OpenMode?, ClientOptions, CommitCounter?) async throws -> Client = Client.open
         let _: (ClientOptions) async throws -> Client = Client.inMemory
         let _: (String) async throws -> Void = Client.deleteStore
         let _: (String, Data) async throws -> Void = Client.sealStore
@@ -60,10 +60,12 @@ final class ApiSurfaceTests: XCTestCase {
         let _: (Client) -> (Data) async throws -> Data = Client.sign
         let _: (Client) -> (Int32) async throws -> Void = Client.setMaxCounterGap
         let _: (Client) -> (Int32) async throws -> [PreKeyBundle] = Client.generatePrekeys
+        let _: (Client) -> (Int32) async throws -> [PreKeyBundle] = Client.topUpPrekeys
         let _: (Client) -> () async throws -> PreKeyBundle = Client.lastResortBundle
         let _: (Client) -> (Int32) async throws -> PreKeyBundle = Client.prekeyBundle
         let _: (Client) -> () async throws -> Int32 = Client.prekeysRemaining
         let _: (Client) -> (String, Data) async throws -> Void = Client.createSession
+        let _: (Client) -> (String, Data) async throws -> Bool = Client.resetSession
         let _: (Client) -> (String) async throws -> Bool = Client.hasSession
         let _: (Client) -> () async throws -> [String] = Client.sessionIds
         let _: (Client) -> (String) async throws -> String = Client.remoteFingerprint
@@ -76,6 +78,7 @@ final class ApiSurfaceTests: XCTestCase {
         let _: (Client) -> (Data) async throws -> Void = Client.importIdentity
         let _: (Client) -> (Data) async throws -> Int32 = Client.importPrekey
         let _: (Client) -> (String, Data) async throws -> Void = Client.importSession
+        let _: (Client) -> (CryptoboxSource, Bool, ImportProgress?) async throws -> ImportReport = Client.importCryptobox
         let _: (Client) -> () async throws -> Data = Client.exportIdentity
         let _: (Client) -> (String) async throws -> Data = Client.exportSession
         let _: (Client) -> () async throws -> Void = Client.close

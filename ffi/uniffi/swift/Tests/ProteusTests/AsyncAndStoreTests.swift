@@ -172,3 +172,36 @@ final class FanoutTests: XCTestCase {
         await assertEqual(hexString(key), try await alice.fingerprint())
     }
 }
+
+/// The app's commit counter, in memory (the Keychain, in an app).
+private final class MemoryCounter: CommitCounter, @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int64 = 0
+    func load() throws -> Int64 {
+        lock.lock(); defer { lock.unlock() }
+        return value
+    }
+    func store(count: Int64) throws {
+        lock.lock(); defer { lock.unlock() }
+        value = count
+    }
+}
+
+final class RollbackTests: XCTestCase {
+    func testAStoreRestoredFromAnOlderCopyIsRefusedWithTheAppsCounter() async throws {
+        let path = tempStore()
+        let backup = path + ".backup"
+        let counter = MemoryCounter()
+        var client = try await Client.open(path: path, commitCounter: counter)
+        _ = try await client.generatePrekeys(count: 2)
+        try await client.close()
+        try FileManager.default.copyItem(atPath: path, toPath: backup)
+        client = try await Client.open(path: path, commitCounter: counter)
+        _ = try await client.generatePrekeys(count: 1)
+        try await client.close()
+        try FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: backup, toPath: path)
+        await expectError(511, .storeRolledBack) { _ = try await Client.open(path: path, commitCounter: counter) }
+    }
+}
+

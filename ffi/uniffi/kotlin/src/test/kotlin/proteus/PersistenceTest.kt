@@ -72,4 +72,32 @@ class PersistenceTest {
         kotlin.test.assertFailsWith<IllegalStateException> { client.fingerprint() }
         Client.open(path).use { assertEquals(64, it.fingerprint().length) }
     }
+
+    /** The app's commit counter, in memory (Android Keystore-backed storage, in an app). */
+    class MemoryCounter : CommitCounter {
+        @Volatile var value = 0L
+        override fun load(): Long = value
+        override fun store(count: Long) {
+            value = count
+        }
+    }
+
+    @Test
+    fun `a store restored from an older copy is refused with the app's counter`() = runTest {
+        val path = tempStore()
+        val backup = path.resolveSibling("backup.db")
+        val counter = MemoryCounter()
+        Client.open(path.toString(), commitCounter = counter).use { it.generatePrekeys(2) }
+        Files.copy(path, backup)
+        Client.open(path.toString(), commitCounter = counter).use { it.generatePrekeys(1) }
+        Files.copy(backup, path, java.nio.file.StandardCopyOption.REPLACE_EXISTING)
+        expectError(511, ErrorKind.STORE_ROLLED_BACK) { Client.open(path.toString(), commitCounter = counter) }
+        // A counter that cannot be read fails the open (StorageFailure, naming the counter).
+        val broken = object : CommitCounter {
+            override fun load(): Long = throw IllegalStateException("no keychain")
+            override fun store(count: Long) {}
+        }
+        val e = expectError(507, ErrorKind.STORAGE_FAILURE) { Client.open(path.toString(), commitCounter = broken) }
+        assertTrue(e.message!!.contains("commit counter"), e.message)
+    }
 }
