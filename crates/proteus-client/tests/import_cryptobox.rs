@@ -358,6 +358,7 @@ fn progress_counts_every_record_up_to_the_total() {
     assert_eq!(seen, [(256, 603), (512, 603), (603, 603)]);
 }
 
+#[cfg(all(feature = "sqlite", feature = "sealed"))]
 #[test]
 fn a_sealed_store_takes_an_import() {
     let mut old = old_store();
