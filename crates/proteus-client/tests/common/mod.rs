@@ -2,6 +2,8 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+pub mod cryptobox;
+
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
