@@ -46,8 +46,8 @@ pub const PROGRESS_EVERY: usize = 256;
 #[derive(Default)]
 pub struct CryptoboxRecords {
     /// The local identity key pair, as Wire's Proteus serialises it, or as Wire's Rust
-    /// cryptobox's `identities/local` holds it (behind a kind and a map: see
-    /// [`identity_key_pair`]).
+    /// cryptobox's `identities/local` holds it: a kind (1, a key pair; 2, only the public key,
+    /// which cannot be imported) and the key in a one-entry map under 0.
     pub identity: Zeroizing<Vec<u8>>,
     /// The prekeys (each carries its own id; `id` is the source's name for the record).
     pub prekeys: Vec<SourceRecord>,
