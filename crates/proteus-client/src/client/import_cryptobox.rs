@@ -55,23 +55,22 @@ impl Client {
         options: ImportOptions,
         progress: &mut dyn FnMut(ImportProgress),
     ) -> Result<ImportReport, ClientError> {
+        // The identity is never skipped: without it nothing can be imported.
         let identity = identity_key_pair(&source.identity)
-            .map_err(|reason| {
-                let id = LOCAL_IDENTITY.to_owned();
-                let code = ClientCode::ImportBadRecords.number();
-                let reason = reason.to_owned();
-                ImportError::BadRecords(vec![BadRecord {
-                    table: SourceTable::Identity,
-                    id,
-                    code,
-                    reason,
-                }])
-            })
+            .map_err(|reason| (ClientCode::ImportBadRecords.number(), reason.to_owned()))
             .and_then(|key_pair| {
                 IdentityKeyPair::from_bytes(key_pair).map_err(|e| {
                     let e = ClientError::from(e);
-                    ImportError::BadRecords(vec![bad(SourceTable::Identity, LOCAL_IDENTITY, &e)])
+                    (e.code(), e.to_string())
                 })
+            })
+            .map_err(|(code, reason)| {
+                ImportError::BadRecords(vec![BadRecord {
+                    table: SourceTable::Identity,
+                    id: LOCAL_IDENTITY.to_owned(),
+                    code,
+                    reason,
+                }])
             })?;
         let fingerprint = identity.public_key().fingerprint();
         let same_identity = identity.public_key() == self.identity.public_key();
@@ -102,7 +101,7 @@ impl Client {
         for record in &source.sessions {
             plan.session(&identity, &mut cache, record);
         }
-        plan.finish();
+        plan.report();
         let Plan {
             mut writes,
             mut bad,
@@ -248,10 +247,6 @@ impl<'a> Plan<'a> {
         if self.done.is_multiple_of(PROGRESS_EVERY) {
             self.report();
         }
-    }
-
-    fn finish(&mut self) {
-        self.report();
     }
 
     fn report(&mut self) {
