@@ -184,7 +184,7 @@ needs_of() {
 install_system() { # Debian packages, then the Swift chroot (network and disk)
   local packages=()
   selected chat && packages+=(tmux)
-  selected web && packages+=(chromium)
+  selected web && packages+=(chromium firefox-esr)
   selected node && packages+=(sqlite3)
   selected swift && packages+=(debootstrap)
   apt_install "${packages[@]}"
@@ -198,7 +198,8 @@ install_toolchains() { # rustup: toolchains and targets (network)
 }
 
 install_packages() { # npm and Maven dependencies (network)
-  if selected web || selected node; then npm_ci ffi/web; fi
+  if selected web || selected node; then npm_ci ffi/web && npm_ci tests/cryptobox; fi
+  if selected web; then npm_ci ffi/web/tests/runtimes; fi
   if selected node; then npm_ci ffi/node; fi
   if selected kotlin && command -v mvn >/dev/null; then
     mvn -B -ntp -q -f ffi/uniffi/kotlin/pom.xml dependency:go-offline

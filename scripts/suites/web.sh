@@ -30,7 +30,7 @@
 #      the fast-forward worst case once (forged refused, genuine decrypted)
 #   7. Bun 1.4.5 and Deno 2.9.6 (npm packages, pinned in tests/runtimes): every tests/*.test.mjs under
 #      `bun test` and `deno test`, and the consumer project (the packed tarball) under each;
-#      tests/runtimes/run.mjs lists what is known to fail there, and why
+#      everything passes there (tests/runtimes/run.mjs would list a known failure with its reason)
 #   8. the .wasm size, raw and gzipped, against its budget
 set -euo pipefail
 cd "$(dirname "$0")/../.."
