@@ -35,7 +35,7 @@ fn alice_knows_bob(dir: &Path, reset: bool) -> std::path::PathBuf {
     alice.wait_for(|l| l == "bob: hi alice", T);
     if reset {
         alice.type_line("/reset");
-        alice.wait_for(|l| l.starts_with("* the session with bob is deleted"), T);
+        alice.wait_for(|l| l.starts_with("* the session with bob starts over"), T);
     }
     assert!(bob.quit().success());
     assert!(alice.quit().success());
@@ -47,8 +47,8 @@ fn alice_knows_bob(dir: &Path, reset: bool) -> std::path::PathBuf {
 fn after_reset_an_impostors_first_message_waits_for_the_identity_check() {
     let dir = tempfile::tempdir().unwrap();
     let alice_data = alice_knows_bob(dir.path(), true);
-    // A relay where "bob" is someone else: with no session left, the engine alone would
-    // accept the impostor's prekey message.
+    // A relay where "bob" is someone else: the chat's identity check holds the impostor's
+    // prekey message, whatever the engine's session.
     let (_relay, addr) = Proc::relay(&dir.path().join("relay-2"), &[]);
     let mut alice = Proc::chat("alice", "bob", &addr, &alice_data);
     let mut impostor = Proc::chat("bob", "alice", &addr, &dir.path().join("impostor"));

@@ -290,3 +290,26 @@ fn a_changed_identity_is_a_warning_and_nothing_is_sent_until_accepted() {
     assert!(alice.quit().success());
     assert!(bob.quit().success());
 }
+
+#[test]
+fn reset_starts_the_session_over_and_the_conversation_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_relay, addr) = Proc::relay(dir.path(), &[]);
+    let mut alice = Proc::chat("alice", "bob", &addr, dir.path());
+    let mut bob = Proc::chat("bob", "alice", &addr, dir.path());
+    alice.type_line("/reset");
+    alice.wait_for(|l| l.starts_with("* there is no session with bob yet"), T);
+    alice.type_line("before");
+    bob.wait_for(|l| l == "alice: before", T);
+    bob.type_line("reply");
+    alice.wait_for(|l| l == "bob: reply", T);
+
+    alice.type_line("/reset");
+    alice.wait_for(|l| l == "* the session with bob starts over", T);
+    alice.type_line("after the reset");
+    bob.wait_for(|l| l == "alice: after the reset", T);
+    bob.type_line("still here");
+    alice.wait_for(|l| l == "bob: still here", T);
+    assert!(alice.quit().success());
+    assert!(bob.quit().success());
+}

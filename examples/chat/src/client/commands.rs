@@ -15,7 +15,7 @@ impl Chat {
                     "* type a line and Enter to send it to the peer",
                     "* /fingerprint   both identity fingerprints, to compare over another channel",
                     "* /accept        trust the peer's changed identity key",
-                    "* /reset         delete the session with the peer; the next line starts a new one",
+                    "* /reset         start the session with the peer over, from a fresh prekey bundle",
                     "* /status        outbox and prekeys",
                     "* /quit          leave (Ctrl-C and Ctrl-D too)",
                 ] {
@@ -24,13 +24,7 @@ impl Chat {
             }
             "/fingerprint" | "/fp" => self.fingerprints()?,
             "/accept" => self.accept()?,
-            "/reset" => {
-                let peer = self.peer.clone();
-                self.client().delete_session(&peer)?;
-                say(format!(
-                    "* the session with {peer} is deleted: the next line starts a new one"
-                ));
-            }
+            "/reset" => self.reset().await?,
             "/status" => {
                 let waiting = self.db.outbox()?.len();
                 let (received, sent) = self.db.counts(&self.peer)?;
@@ -48,5 +42,27 @@ impl Chat {
             _ => self.send(line).await?,
         }
         Ok(true)
+    }
+
+    /// `/reset`: the session with the peer starts over from a fresh prekey bundle, in one commit
+    /// (the engine's `reset_session`); messages the peer sent on the old one and that are not read
+    /// yet fail from then on with a stable code.
+    async fn reset(&mut self) -> Result<(), ChatError> {
+        let peer = self.peer.clone();
+        if !self.client().has_session(&peer)? {
+            say(format!(
+                "* there is no session with {peer} yet: the next line starts one"
+            ));
+            return Ok(());
+        }
+        let Some(bundle) = self.claim_bundle(&peer, "not reset").await? else {
+            return Ok(());
+        };
+        let changed = self.client().reset_session(&peer, &bundle)?;
+        say(format!(
+            "* the session with {peer} starts over{}",
+            if changed { " with a new identity" } else { "" }
+        ));
+        Ok(())
     }
 }

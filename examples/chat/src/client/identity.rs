@@ -11,8 +11,9 @@ use proteus_client::{QueuedMessage, claimed_sender};
 
 impl Chat {
     /// Splits a page before anything is decrypted: a prekey message that claims an identity
-    /// other than its sender's pinned one is held, unread (after a `/reset` too, when there is
-    /// no session that would make the engine refuse it); the rest goes to the engine.
+    /// other than its sender's pinned one is held, unread (also when there is no session that
+    /// would make the engine refuse it, e.g. after the session was deleted); the rest goes to
+    /// the engine.
     pub(super) fn screen<'e>(
         &self,
         envelopes: &'e [(String, Vec<u8>)],

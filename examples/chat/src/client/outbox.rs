@@ -27,51 +27,64 @@ impl Chat {
             say("! not sent");
             return Ok(());
         }
-        let has_session = self.client().has_session(&peer)?;
-        if !has_session {
-            let (bundle, _) = match self.relay.claim(&peer).await {
-                Ok(b) => b,
-                Err(e)
-                    if matches!(
-                        e.code(),
-                        Some(ErrorCode::UnknownUser | ErrorCode::NoPrekeys)
-                    ) =>
-                {
-                    say(format!(
-                        "! not sent: {peer} has not joined the relay yet (run `proteus-chat {peer} {}`)",
-                        self.me
-                    ));
-                    return Ok(());
-                }
-                Err(e) => {
-                    say(format!("! not sent: {e}"));
-                    return Ok(());
-                }
-            };
-            let fingerprint = match PreKeyBundle::from_bytes(&bundle) {
-                Ok(b) => b.identity_key().fingerprint(),
-                Err(e) => {
-                    say(format!(
-                        "! not sent: the relay gave a bad bundle for {peer}: {e}"
-                    ));
-                    return Ok(());
-                }
-            };
-            let notes = self.db_check_identity(&peer, &fingerprint)?;
-            let blocked = self.db.peer(&peer)?.is_some_and(|p| p.pending.is_some());
-            for l in notes {
-                say(l);
-            }
-            if blocked {
-                say("! not sent");
+        if !self.client().has_session(&peer)? {
+            let Some(bundle) = self.claim_bundle(&peer, "not sent").await? else {
                 return Ok(());
-            }
+            };
             self.client().create_session(&peer, &bundle)?;
         }
         let envelope = self.client().encrypt(&peer, text.as_bytes())?;
         self.db.record_sent(&peer, text, &envelope)?;
         self.flush_outbox().await;
         Ok(())
+    }
+
+    /// Claims one of `peer`'s prekey bundles at the relay and checks its identity against the
+    /// one pinned for `peer`: the bundle, or `None` after saying why not (`what`: "not sent",
+    /// say) when the relay has none or the identity changed and waits for `/accept`.
+    pub(super) async fn claim_bundle(
+        &mut self,
+        peer: &str,
+        what: &str,
+    ) -> Result<Option<Vec<u8>>, ChatError> {
+        let (bundle, _) = match self.relay.claim(peer).await {
+            Ok(b) => b,
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some(ErrorCode::UnknownUser | ErrorCode::NoPrekeys)
+                ) =>
+            {
+                say(format!(
+                    "! {what}: {peer} has not joined the relay yet (run `proteus-chat {peer} {}`)",
+                    self.me
+                ));
+                return Ok(None);
+            }
+            Err(e) => {
+                say(format!("! {what}: {e}"));
+                return Ok(None);
+            }
+        };
+        let fingerprint = match PreKeyBundle::from_bytes(&bundle) {
+            Ok(b) => b.identity_key().fingerprint(),
+            Err(e) => {
+                say(format!(
+                    "! {what}: the relay gave a bad bundle for {peer}: {e}"
+                ));
+                return Ok(None);
+            }
+        };
+        let notes = self.db_check_identity(peer, &fingerprint)?;
+        let blocked = self.db.peer(peer)?.is_some_and(|p| p.pending.is_some());
+        for l in notes {
+            say(l);
+        }
+        if blocked {
+            say(format!("! {what}"));
+            return Ok(None);
+        }
+        Ok(Some(bundle))
     }
 
     /// Sends what waits in the outbox, in order; stops at the first failure to retry later.

@@ -343,8 +343,7 @@ describe('the web client against a terminal client', () => {
   });
 
   test('after the session is deleted, a changed identity is still checked before its first message is shown', async () => {
-    // What /reset does in the terminal: with no session, the engine alone would accept any
-    // identity's prekey message.
+    // With no session, the engine alone would accept any identity's prekey message.
     await newRelay('relay-4');
     const tool = await context.newPage();
     await tool.goto(`${url}pkg/index.js`);
