@@ -96,8 +96,8 @@ impl From<ClientError> for ChatError {
 
 /// Refill the relay's one-time prekeys when fewer than this are left…
 pub const LOW_PREKEYS: u64 = 25;
-/// …with this many.
-pub const PREKEY_BATCH: usize = 100;
+/// …up to this many.
+pub const PREKEY_STOCK: usize = 100;
 /// The longest line sent, in bytes.
 pub const MAX_TEXT: usize = 4000;
 const PAGE: u64 = 1000;

@@ -1,7 +1,7 @@
 //! Our name and prekeys at the relay: registration, and one-time prekeys refilled in time.
 
 use super::terminal::say;
-use super::{Chat, ChatError, LOW_PREKEYS, PREKEY_BATCH};
+use super::{Chat, ChatError, LOW_PREKEYS, PREKEY_STOCK};
 use crate::api::ErrorCode;
 
 impl Chat {
@@ -30,13 +30,18 @@ impl Chat {
         }
     }
 
-    /// Publishes new one-time prekeys if the relay has fewer than [`LOW_PREKEYS`] left.
+    /// Publishes new one-time prekeys if the relay has fewer than [`LOW_PREKEYS`] left, so that
+    /// it holds [`PREKEY_STOCK`] again: the engine's `top_up_prekeys`, with the prekeys claimed at
+    /// the relay whose first messages have not arrived yet (still stored here) counted apart.
     pub(super) async fn top_up(&mut self, remaining: u64, with_last_resort: bool) {
         if remaining >= LOW_PREKEYS && !with_last_resort {
             return;
         }
         let bundles = if remaining < LOW_PREKEYS {
-            match self.client().generate_prekeys(PREKEY_BATCH) {
+            let in_flight = self.client().prekeys_remaining().map(|stored| {
+                stored.saturating_sub(usize::try_from(remaining).unwrap_or(usize::MAX))
+            });
+            match in_flight.and_then(|n| self.client().top_up_prekeys(n + PREKEY_STOCK)) {
                 Ok(b) => b,
                 Err(e) => {
                     say(format!("! could not make prekeys: {e}"));
