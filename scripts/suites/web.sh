@@ -16,6 +16,8 @@
 #   5. node --test tests/browser/chromium.mjs   Chromium: IndexedDB + reload, two pages, the demo;
 #      tests/browser/sealed.mjs: sealed stores' raw records, keys, fan-out on a sealed store;
 #      tests/browser/relaxed.mjs: the browser killed after a relaxed decrypt commit, reopened;
+#      tests/browser/faults.mjs: quota exceeded, a transaction aborted, the page closed and the
+#      Worker terminated at every request of a decryptBatch's and an encrypt's commit (Chromium only);
 #      tests/browser/cryptobox.mjs: importCryptobox from the IndexedDB database the real
 #      @wireapp/cryptobox wrote (bundled by esbuild), reloads during an import, and its benchmark
 #      (10,000 sessions + 101 prekeys, printed);
@@ -101,7 +103,7 @@ node --test tests/interop/wireapp.mjs
 
 log "headless Chromium ($("$CHROMIUM" --version 2>/dev/null | head -n1))"
 CHROMIUM=$CHROMIUM node --test tests/browser/chromium.mjs tests/browser/sealed.mjs tests/browser/relaxed.mjs \
-  tests/browser/cryptobox.mjs
+  tests/browser/cryptobox.mjs tests/browser/faults.mjs
 
 log "the chat's web client in headless Chromium against a terminal client (examples/chat)"
 cargo build --locked -p proteus-chat --manifest-path ../../Cargo.toml
