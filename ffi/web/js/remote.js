@@ -44,6 +44,16 @@ class WorkerConnection {
     };
     if (typeof target.addEventListener === 'function') target.addEventListener('error', failed);
     else target.on?.('error', failed);
+    // A worker terminated by the page answers nothing more, and a browser's Worker fires no event
+    // for it: its calls fail the same way (what the worker had not committed, it never will).
+    if (typeof target.terminate === 'function') {
+      const terminate = target.terminate.bind(target);
+      target.terminate = (...args) => {
+        const done = terminate(...args);
+        failed({ message: 'it was terminated' });
+        return done;
+      };
+    }
   }
 
   #receive(message) {

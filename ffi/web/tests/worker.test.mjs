@@ -282,6 +282,20 @@ describe('a client in a worker thread', () => {
     await thread.terminate();
   });
 
+  test('a worker the page terminates fails its calls in progress and later ones with WorkerError', async () => {
+    const thread = new Worker(new URL('./support/node-worker.mjs', import.meta.url));
+    const worker = connectWorker(thread);
+    const bob = await worker.inMemory();
+    const { queue } = await queued(bob, 3 * CHUNK);
+    let terminated;
+    const batch = bob.decryptBatch(queue, () => {
+      terminated ??= thread.terminate();
+    });
+    await assert.rejects(batch, { name: 'WorkerError', message: /terminated/ });
+    await terminated;
+    await assert.rejects(bob.fingerprint(), { name: 'WorkerError' });
+  });
+
   test('decrypts a batch on its own thread while this one keeps running', async () => {
     const thread = new Worker(new URL('./support/node-worker.mjs', import.meta.url));
     try {

@@ -10,6 +10,7 @@
 // What Firefox cannot do here, and the callers refuse it: the Chrome DevTools protocol (the
 // browser bench's --profile, a CPU profile through CDP).
 
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -82,8 +83,20 @@ export async function launch(prefix = 'proteus-firefox-', { profile } = {}) {
       process.kill(child.pid, 'SIGKILL');
       await exited;
       await browser.close().catch(() => {});
+      // puppeteer puts the profile's own prefs files back once the process has exited, without
+      // waiting for it: a browser started on the profile meanwhile finds them half moved.
+      await until(() => ['user.js', 'prefs.js'].every((f) => !existsSync(path.join(dir, `${f}.puppeteer`))));
     },
   };
+}
+
+/** Resolves once `condition()` holds; a bound against a hang, not a timing. */
+async function until(condition, boundMs = 120_000) {
+  const start = Date.now();
+  while (!condition()) {
+    if (Date.now() - start > boundMs) throw new Error(`waited ${boundMs} ms for the profile`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /** playwright's glob of a URL: `**` any characters, `*` any but `/`, `?` a literal. */
