@@ -371,6 +371,9 @@ export class IdbStore {
   async #updateAhead(step, durability, ranOn) {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability });
     const finished = done(tx);
+    // Awaited below; if a request throws first (the browser aborted the transaction), the call
+    // fails with that error and this one must not be left unhandled.
+    finished.catch(() => {});
     const sync = tx.objectStore(SYNC);
     const commits = sync.get(COMMITS);
     const seal = sync.get(SEAL);
@@ -388,7 +391,6 @@ export class IdbStore {
       if (commit !== undefined) this.#write(tx, plainEntries(commit[0]), commit[2]);
     } catch (e) {
       // Nothing is stored; the transaction's own failure is this one.
-      finished.catch(() => {});
       try {
         tx.abort();
       } catch {
@@ -421,6 +423,8 @@ export class IdbStore {
   async #transaction(expected, write, durability = 'strict') {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readwrite', { durability });
     const finished = done(tx);
+    // As in #updateAhead: handled where it is awaited, never left unhandled by a throw before.
+    finished.catch(() => {});
     let refused;
     let failed;
     const sync = tx.objectStore(SYNC);
