@@ -4,15 +4,9 @@
 // ./cryptobox-bundle/stores.js) and keeps her peers; the target side is a durable Client. Bytes
 // cross to the test as base64.
 import { Client } from '../../pkg/index.js';
+import { b64, text, unb64 } from './page-bytes.js';
 
 const TABLES = ['keys', 'prekeys', 'sessions'];
-const b64 = (bytes) => {
-  let s = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-};
-const unb64 = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
-const text = (bytes) => new TextDecoder().decode(bytes);
 
 function request(r) {
   return new Promise((resolve, reject) => {

@@ -4,14 +4,8 @@
 import { faults } from './faults-hook.js';
 import { Client, init } from '../../pkg/index.js';
 import { connectWorker } from '../../pkg/remote.js';
+import { b64, text, unb64 } from './page-bytes.js';
 
-const b64 = (bytes) => {
-  let s = '';
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(s);
-};
-const unb64 = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
-const text = (bytes) => new TextDecoder().decode(bytes);
 const plain = (r) => ({ messageId: r.messageId, plaintext: r.plaintext ? text(r.plaintext) : null, errorCode: r.errorCode ?? 0 });
 const failed = (e) => ({ ok: false, code: e?.code, kind: e?.kind, error: `${e?.name}: ${e?.message}` });
 const messages = (queue) => queue.map(([sessionId, envelope]) => ({ sessionId, envelope: unb64(envelope) }));
