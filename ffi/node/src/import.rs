@@ -5,7 +5,7 @@ use napi::Status;
 use napi::bindgen_prelude::{FnArgs, Function};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
-use proteus_client::{CryptoboxRecords, ImportOptions, ImportProgress, ImportReport};
+use proteus_client::{CryptoboxRecords, ImportProgress, ImportReport};
 use proteus_js_results::{Packed, unpack_cryptobox};
 
 /// A record that was not imported.
@@ -78,11 +78,6 @@ pub(crate) fn source(
 ) -> napi::Result<CryptoboxRecords> {
     unpack_cryptobox(identity, prekeys, sessions)
         .map_err(|e| napi::Error::new(Status::InvalidArg, e))
-}
-
-/// The options of one import, as the client takes them.
-pub(crate) fn options(skip_bad_records: bool) -> ImportOptions {
-    ImportOptions::default().skip_bad_records(skip_bad_records)
 }
 
 /// Reports `p` to JS if it listens; never waits for it.

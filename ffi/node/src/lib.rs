@@ -30,7 +30,7 @@ use napi::bindgen_prelude::{
     AsyncTask, Buffer, FnArgs, Function, PromiseRaw, Uint8Array, Uint32Array, spawn_blocking,
 };
 use napi_derive::napi;
-use proteus_client::{Client, ClientError, MessageId};
+use proteus_client::{Client, ClientError, ImportOptions, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
 
 use crate::batch::RawBatchChunk;
@@ -451,9 +451,11 @@ impl RawClient {
         )?;
         let progress = import::progress(on_progress.as_ref())?;
         Ok(run(&self.shared, move |c| {
-            let report = c.import_cryptobox(&source, import::options(skip_bad_records), &mut |p| {
-                import::report(progress.as_ref(), p)
-            });
+            let report = c.import_cryptobox(
+                &source,
+                ImportOptions::default().skip_bad_records(skip_bad_records),
+                &mut |p| import::report(progress.as_ref(), p),
+            );
             Ok(js(report)?.into())
         }))
     }
@@ -471,10 +473,11 @@ impl RawClient {
     ) -> napi::Result<AsyncTask<Call<import::RawImportReport>>> {
         let progress = import::progress(on_progress.as_ref())?;
         Ok(run(&self.shared, move |c| {
-            let report =
-                c.import_cryptobox_directory(&path, import::options(skip_bad_records), &mut |p| {
-                    import::report(progress.as_ref(), p)
-                });
+            let report = c.import_cryptobox_directory(
+                &path,
+                ImportOptions::default().skip_bad_records(skip_bad_records),
+                &mut |p| import::report(progress.as_ref(), p),
+            );
             Ok(js(report)?.into())
         }))
     }

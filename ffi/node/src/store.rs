@@ -36,7 +36,6 @@ impl CommitCounter for JsCounter {
     }
 
     fn store(&mut self, count: u64) -> Result<(), CounterError> {
-        self.loaded = count;
         let count = i64::try_from(count)?;
         match self.store.call(
             FnArgs::from((count,)),

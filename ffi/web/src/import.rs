@@ -2,7 +2,7 @@
 //! [`proteus_client::Client::import_cryptobox`]). The JS side reads the source (IndexedDB, a
 //! directory) and packs its records.
 
-use proteus_client::{CryptoboxRecords, ImportOptions, ImportReport};
+use proteus_client::{CryptoboxRecords, ImportReport};
 use proteus_js_results::{Packed, unpack_cryptobox};
 use wasm_bindgen::prelude::*;
 
@@ -25,10 +25,6 @@ pub(crate) fn source(
     sessions: Packed<'_>,
 ) -> Result<CryptoboxRecords, JsValue> {
     unpack_cryptobox(identity, prekeys, sessions).map_err(js::range_error)
-}
-
-pub(crate) fn options(skip_bad_records: bool) -> ImportOptions {
-    ImportOptions::default().skip_bad_records(skip_bad_records)
 }
 
 /// Reports to `on_progress`, if there is one.

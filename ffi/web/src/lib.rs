@@ -24,7 +24,8 @@ mod js;
 use std::ops::ControlFlow;
 
 use proteus_client::{
-    BatchError, Chunking, Client, ClientError, Journal, MessageId, QueuedMessage, StoreError,
+    BatchError, Chunking, Client, ClientError, ImportOptions, Journal, MessageId, QueuedMessage,
+    StoreError,
 };
 use proteus_core::{PreKeyBundle, PreKeyId};
 use wasm_bindgen::prelude::*;
@@ -485,9 +486,11 @@ impl RawClient {
         )?;
         let report = self
             .client
-            .import_cryptobox(&source, import::options(skip_bad_records), &mut |p| {
-                import::report_progress(progress.as_ref(), p)
-            })
+            .import_cryptobox(
+                &source,
+                ImportOptions::default().skip_bad_records(skip_bad_records),
+                &mut |p| import::report_progress(progress.as_ref(), p),
+            )
             .map_err(|e| js_error(&e))?;
         Ok(import::report(&report))
     }
