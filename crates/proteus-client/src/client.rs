@@ -5,10 +5,11 @@ use proteus_core::{
 };
 use zeroize::Zeroizing;
 
-use crate::batch::{Executor, Lent, decrypt_one};
+use crate::batch::{BatchSummary, Executor, Lent, decrypt_one};
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::{OrderedIds, SortedSet};
 use crate::error::{ClientError, StoreError};
+use crate::logging::{LOG_TARGET, LogIds, PREKEY_LOW_WATER};
 use crate::prekeys::{allocate_ids, load_prekey};
 use crate::records::{META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix};
 use crate::replay_guard::ReplayGuard;
@@ -39,6 +40,10 @@ pub struct Client {
     in_operation: bool,
     /// Where a batch's independent work runs (see [`Executor`]).
     executor: Executor,
+    /// What the last batch that committed did.
+    last_batch: Option<BatchSummary>,
+    /// The key of this client's session tags in the log.
+    log_ids: LogIds,
 }
 
 impl Client {
@@ -118,7 +123,12 @@ impl Client {
     /// if the storage holds nothing yet. Storage that holds records but no identity is corrupt
     /// and is refused, never reinitialised.
     pub fn with_storage(mut storage: Box<dyn Storage>) -> Result<Self, ClientError> {
-        let identity = operation::open_identity(&mut *storage)?;
+        let (identity, created) = operation::open_identity(&mut *storage)?;
+        log::info!(
+            target: LOG_TARGET,
+            "client opened: {} identity",
+            if created { "new" } else { "existing" }
+        );
         Ok(Self {
             storage,
             identity,
@@ -127,6 +137,8 @@ impl Client {
             identities: CheckedIdentities::default(),
             in_operation: false,
             executor: Executor::Inline,
+            last_batch: None,
+            log_ids: LogIds::new(),
         })
     }
 
@@ -324,6 +336,12 @@ impl Client {
         cache.writes_for(session_id, &mut writes);
         self.storage.commit(&writes)?;
         self.sessions.evict(session_id);
+        log::info!(
+            target: LOG_TARGET,
+            "session {} reset: {} identity",
+            self.log_ids.session(session_id),
+            if changed { "a new" } else { "the same" }
+        );
         Ok(changed)
     }
 
@@ -519,6 +537,9 @@ impl Client {
                     self.sessions.committed(a);
                 }
                 self.replay_guard.committed();
+                if removed.iter().next().is_some() {
+                    self.log_prekey_stock();
+                }
                 Ok(())
             }
             Err(e) => {
@@ -533,6 +554,34 @@ impl Client {
 
     /// Forgets what the cache holds of `session_ids` and the replay guard's unsaved records:
     /// after a failed batch, memory matches the store again.
+    /// Warns when a commit that used up one-time prekeys left fewer than [`PREKEY_LOW_WATER`]
+    /// (the stock is counted only when warnings are logged).
+    fn log_prekey_stock(&self) {
+        if log::log_enabled!(target: LOG_TARGET, log::Level::Warn)
+            && let Ok(left) = self.prekeys_remaining()
+            && left < PREKEY_LOW_WATER
+        {
+            log::warn!(
+                target: LOG_TARGET,
+                "{left} one-time prekeys left (low water {PREKEY_LOW_WATER}): top the stock up"
+            );
+        }
+    }
+
+    /// Keeps a committed batch's summary and logs it.
+    pub(crate) fn batch_done(&mut self, summary: BatchSummary) {
+        log::info!(target: LOG_TARGET, "batch: {summary}");
+        self.last_batch = Some(summary);
+    }
+
+    /// What the last batch that committed did ([`decrypt_batch`](Self::decrypt_batch),
+    /// [`decrypt_batch_chunked`](Self::decrypt_batch_chunked)): its outcomes counted and where
+    /// its time went, for telemetry. `None` before the first; a batch that fails leaves the
+    /// last one's.
+    pub fn last_batch_summary(&self) -> Option<&BatchSummary> {
+        self.last_batch.as_ref()
+    }
+
     pub(crate) fn forget(&mut self, session_ids: &[&str]) {
         self.replay_guard.rolled_back();
         for id in session_ids {

@@ -136,6 +136,7 @@ pub mod codes;
 mod collections;
 mod cryptobox;
 mod error;
+mod logging;
 mod prekeys;
 mod records;
 mod replay_guard;
@@ -143,7 +144,8 @@ mod session_cache;
 mod storage;
 
 pub use batch::{
-    BatchError, Chunking, Decrypted, Executor, MessageId, Progress, QueuedMessage, claimed_sender,
+    BatchError, BatchSummary, Chunking, Decrypted, Executor, MessageId, Progress, QueuedMessage,
+    claimed_sender,
 };
 pub use client::Client;
 #[cfg(feature = "cryptobox-directory")]
@@ -153,6 +155,7 @@ pub use cryptobox::{
     LOCAL_IDENTITY, MAX_NAMED_BAD_RECORDS, PROGRESS_EVERY, SourceRecord, SourceTable,
 };
 pub use error::{ClientError, StoreError, Tamper};
+pub use logging::{LOG_TARGET, PREKEY_LOW_WATER};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
 pub use session_cache::SessionConfig;

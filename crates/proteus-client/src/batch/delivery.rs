@@ -7,6 +7,7 @@ use std::ops::ControlFlow;
 use proteus_core::{DecodeError, DecryptError, Envelope, Message, PreKeyId};
 
 use super::QueuedMessage;
+use super::summary::{BatchSummary, Stopwatch, elapsed};
 use super::types::{BatchError, Chunking, Decrypted, HandOverClock, MessageId, Progress};
 use crate::collections::{OrderedIds, SortedSet};
 use crate::error::{ClientError, StoreError};
@@ -18,6 +19,8 @@ pub(crate) struct BatchState<'q> {
     pub(crate) removed: SortedSet<PreKeyId>,
     /// Sessions with a decrypted message, in the order of their first one.
     pub(crate) touched: OrderedIds<'q>,
+    /// The outcomes counted, and the time in `deliver` (the rest is filled in at the end).
+    pub(crate) summary: BatchSummary,
     total: usize,
     handed_over: usize,
     chunking: Chunking,
@@ -30,6 +33,7 @@ impl<'q> BatchState<'q> {
             results: Vec::with_capacity(total),
             removed: SortedSet::new(),
             touched: OrderedIds::default(),
+            summary: BatchSummary::default(),
             total,
             handed_over: 0,
             chunking,
@@ -72,6 +76,7 @@ impl<'q> BatchState<'q> {
             ) => Some(pkm.identity_key),
             _ => None,
         };
+        self.summary.count(&outcome);
         self.results.push(Decrypted {
             message_id,
             session_id: queued.session_id.to_owned(),
@@ -89,10 +94,12 @@ impl<'q> BatchState<'q> {
         {
             return Ok(());
         }
+        let delivering = Stopwatch::start();
         let answer = deliver(
             self.results.get(self.handed_over..).unwrap_or_default(),
             progress,
         );
+        self.summary.delivery_time += elapsed(delivering);
         self.handed_over = self.results.len();
         self.clock.handed_over();
         match answer {

@@ -20,6 +20,7 @@ mod delivery;
 mod executor;
 mod plan;
 mod run;
+mod summary;
 mod types;
 
 use std::convert::Infallible;
@@ -29,12 +30,14 @@ use proteus_core::{IdentityCache, IdentityKeyPair};
 
 pub use executor::Executor;
 pub(crate) use run::decrypt_one;
+pub use summary::BatchSummary;
 pub use types::{
     BatchError, Chunking, Decrypted, MessageId, Progress, QueuedMessage, claimed_sender,
 };
 
 use self::delivery::{BatchState, decode};
 use self::plan::{Plan, Slot};
+use self::summary::{Stopwatch, elapsed};
 use crate::checked_identities::CheckedIdentities;
 use crate::client::Client;
 use crate::error::ClientError;
@@ -109,13 +112,20 @@ impl Client {
         F: FnMut(&[Decrypted], Progress) -> Result<ControlFlow<()>, E>,
     {
         // The operation ends (without a commit) whichever way the batch fails.
+        let started = Stopwatch::start();
         self.operation(|this| {
             let mut batch = BatchState::new(queue.len(), chunking);
             if let Err(e) = decrypt_windows(&mut this.lend(), queue, &mut batch, &mut deliver) {
                 this.forget(batch.touched.as_slice());
                 return Ok(Err(e));
             }
+            let decrypted = elapsed(started);
+            let committing = Stopwatch::start();
             this.commit_sessions(batch.touched.as_slice(), &batch.removed)?;
+            let mut summary = batch.summary;
+            summary.commit_time = elapsed(committing);
+            summary.decrypt_time = decrypted.saturating_sub(summary.delivery_time);
+            this.batch_done(summary);
             Ok(Ok(batch.results))
         })
         .unwrap_or_else(|e| Err(BatchError::Client(e)))

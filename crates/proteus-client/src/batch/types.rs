@@ -6,6 +6,7 @@ use std::time::Duration;
 use proteus_core::{DecodeError, Envelope, IdentityKey, Message};
 use sha2::{Digest, Sha256};
 
+use super::summary::Stopwatch;
 use crate::error::ClientError;
 
 /// A stable id of a received message: the MAC of its envelope.
@@ -172,39 +173,31 @@ impl Chunking {
 /// Whether a chunk is due because its interval has passed. The clock is read every 8 results
 /// only (a few microseconds of decryption), and never where there is none.
 pub(crate) struct HandOverClock {
-    #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-    last: Option<(std::time::Instant, Duration)>,
+    last: Option<(Stopwatch, Duration)>,
 }
 
 impl HandOverClock {
     pub(crate) fn start(chunking: Chunking) -> Self {
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        return Self {
+        Self {
             last: chunking
                 .interval
-                .map(|interval| (std::time::Instant::now(), interval)),
-        };
-        #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
-        {
-            let _ = chunking;
-            Self {}
+                .and_then(|interval| Some((Stopwatch::start()?, interval))),
         }
     }
 
     /// Whether `waiting` results should be handed over now because the interval has passed.
     pub(crate) fn due(&self, waiting: usize) -> bool {
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        if let Some((last, interval)) = self.last {
-            return waiting.is_multiple_of(8) && last.elapsed() >= interval;
+        match &self.last {
+            Some((last, interval)) => waiting.is_multiple_of(8) && last.elapsed() >= *interval,
+            None => false,
         }
-        let _ = waiting;
-        false
     }
 
     pub(crate) fn handed_over(&mut self) {
-        #[cfg(not(all(target_arch = "wasm32", target_os = "unknown")))]
-        if let Some((last, _)) = &mut self.last {
-            *last = std::time::Instant::now();
+        if let Some((last, _)) = &mut self.last
+            && let Some(now) = Stopwatch::start()
+        {
+            *last = now;
         }
     }
 }

@@ -134,6 +134,12 @@ impl Client {
         // Nothing cached belongs to the new identity's store.
         self.sessions.clear();
         self.replay_guard = ReplayGuard::default();
+        log::info!(
+            target: crate::LOG_TARGET,
+            "imported a cryptobox store: {sessions} sessions, {prekeys} prekeys, {} records \
+             skipped",
+            bad.len()
+        );
         Ok(ImportReport {
             fingerprint,
             prekeys,

@@ -34,11 +34,15 @@ impl Client {
     /// `end_operation`): `operation` is instantiated for every call of the client, and only its
     /// few lines are copied each time.
     fn begin_operation(&mut self) -> Result<(), ClientError> {
-        if self.storage.begin()? == Freshness::Stale
-            && let Err(e) = self.reload()
-        {
-            let _ = self.storage.end();
-            return Err(e);
+        if self.storage.begin()? == Freshness::Stale {
+            log::info!(
+                target: crate::LOG_TARGET,
+                "another process or tab committed: reloading"
+            );
+            if let Err(e) = self.reload() {
+                let _ = self.storage.end();
+                return Err(e);
+            }
         }
         self.in_operation = true;
         Ok(())
@@ -90,11 +94,16 @@ impl Client {
 
 /// Loads the identity, or creates one (with a last-resort prekey) if the storage holds nothing
 /// yet, as one operation: two processes opening a new store at once make one identity.
-pub(super) fn open_identity(storage: &mut dyn Storage) -> Result<IdentityKeyPair, ClientError> {
+pub(super) fn open_identity(
+    storage: &mut dyn Storage,
+) -> Result<(IdentityKeyPair, bool), ClientError> {
     let _ = storage.begin()?;
     let identity = match load_identity(storage) {
-        Ok(Some(identity)) => storage.end().map(|()| identity).map_err(Into::into),
-        Ok(None) => create_identity(storage),
+        Ok(Some(identity)) => storage
+            .end()
+            .map(|()| (identity, false))
+            .map_err(Into::into),
+        Ok(None) => create_identity(storage).map(|identity| (identity, true)),
         Err(e) => Err(e),
     };
     if identity.is_err() {

@@ -91,6 +91,7 @@ impl<S: Storage> RollbackGuard<S> {
             None => 0,
         };
         if count < expected {
+            log_refused(count, expected);
             return Err(StoreError::RolledBack {
                 store: count,
                 expected,
@@ -189,10 +190,13 @@ impl<S: Storage> Storage for RollbackGuard<S> {
             // No count: a new store (it continues from the application's count), or one made
             // without a guard (only while none was kept).
             None if self.count == 0 || is_empty(&self.inner)? => Ok(self.count),
-            stored => Err(StoreError::RolledBack {
-                store: stored.unwrap_or(0),
-                expected: self.count,
-            }),
+            stored => {
+                log_refused(stored.unwrap_or(0), self.count);
+                Err(StoreError::RolledBack {
+                    store: stored.unwrap_or(0),
+                    expected: self.count,
+                })
+            }
         });
         match count {
             Ok(count) => {
@@ -216,4 +220,12 @@ impl<S: Storage> Storage for RollbackGuard<S> {
     fn erase_deleted(&mut self) -> Result<bool, StoreError> {
         self.inner.erase_deleted()
     }
+}
+
+fn log_refused(store: u64, expected: u64) {
+    log::error!(
+        target: crate::LOG_TARGET,
+        "store refused: it was rolled back (its commit count is {store}, the application's \
+         {expected})"
+    );
 }

@@ -149,6 +149,17 @@ impl SqliteStorage {
         if !exists {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
+        // The WAL is emptied after every commit: one with frames in it was left by a process
+        // that ended mid-commit (SQLite recovers it now) or is another's, open at this moment.
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            log::info!(
+                target: crate::LOG_TARGET,
+                "the store's write-ahead log holds frames: the last process ended without \
+                 closing the store (SQLite recovers them), or another one has it open"
+            );
+        }
         let conn = Connection::open_with_flags(path, flags).map_err(backend)?;
         conn.busy_timeout(options.busy_timeout).map_err(backend)?;
         let mut storage = Self {
@@ -161,6 +172,11 @@ impl SqliteStorage {
         };
         storage.prepare(!exists)?;
         storage.seen_version = storage.data_version()?;
+        log::info!(
+            target: crate::LOG_TARGET,
+            "SQLite store {}",
+            if exists { "opened" } else { "created" }
+        );
         Ok(storage)
     }
 
@@ -219,6 +235,12 @@ impl SqliteStorage {
         let version: i64 = tx
             .query_row("PRAGMA user_version", [], |r| r.get(0))
             .map_err(backend)?;
+        if version > 0 && version < SCHEMA_VERSION {
+            log::info!(
+                target: crate::LOG_TARGET,
+                "migrating the store from schema {version} to {SCHEMA_VERSION}"
+            );
+        }
         for (from, sql) in MIGRATIONS
             .iter()
             .enumerate()
@@ -315,7 +337,7 @@ impl SqliteStorage {
     /// Tries the checkpoint again, without waiting, if one is owed (see [`SqliteStorage`]).
     fn retry_checkpoint(&mut self) {
         if self.checkpoint_owed && !self.in_operation {
-            self.checkpoint_owed = self.checkpoint(Duration::ZERO).is_err();
+            self.checkpoint_owed = owed(self.checkpoint(Duration::ZERO));
         }
     }
 
@@ -362,6 +384,22 @@ impl SqliteStorage {
     /// The file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// Whether a checkpoint is still owed after this attempt. One held up by another connection is
+/// ordinary (two processes share the store); one that failed otherwise is logged.
+fn owed(checkpoint: Result<(), StoreError>) -> bool {
+    match checkpoint {
+        Ok(()) => false,
+        Err(StoreError::Busy) => true,
+        Err(e) => {
+            log::warn!(
+                target: crate::LOG_TARGET,
+                "a checkpoint failed ({e}); it is tried again after the next operation"
+            );
+            true
+        }
     }
 }
 
@@ -463,7 +501,7 @@ impl Storage for SqliteStorage {
         //    share a store): a returned commit, visible to others, could be lost in a power cut;
         // 3. the checkpoint's own WAL sync before it copies frames: redundant after 2, but SQLite
         //    derives it from the same setting and has no switch for it.
-        self.checkpoint_owed = self.checkpoint(Duration::ZERO).is_err();
+        self.checkpoint_owed = owed(self.checkpoint(Duration::ZERO));
         Ok(())
     }
 
