@@ -24,3 +24,4 @@ export const Client = impl.Client;
 export const messageId = impl.messageId;
 export const bundleFingerprint = impl.bundleFingerprint;
 export const prekeyMessageFingerprint = impl.prekeyMessageFingerprint;
+export const setLogger = impl.setLogger;

@@ -9,6 +9,7 @@ import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS,
 import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
 import { packQueue } from './queue.js';
 import { readChunk } from './wasm/delivery.js';
+import { batchLine, log, logs, setLogger as setWebLogger } from './wasm/log.js';
 import { defineClientCalls } from './wasm/client-calls.js';
 
 /** Loads the addon; set by index.js. */
@@ -24,8 +25,26 @@ export function useAddon(loaded) {
  * whichever backend runs).
  */
 function value(result) {
+  passLog();
   if (result instanceof addon.RawFailure) throw new ProteusError(result.message, result.code, result.kind);
   return result;
+}
+
+const LOG_LEVELS = ['off', 'error', 'warn', 'info', 'debug', 'trace'];
+
+/**
+ * The web package's setLogger (the same checks and levels), for the addon's log too: the addon
+ * keeps its lines (src/log.rs) and they are passed on after each call, on this thread.
+ */
+export function setLogger(fn, level = 'info') {
+  setWebLogger(fn, level);
+  addon.setLogLevel(fn == null ? 0 : LOG_LEVELS.indexOf(level));
+}
+
+/** Hands the lines the addon kept to the app's logger. */
+function passLog() {
+  if (!logs('error')) return;
+  for (const { level, message } of addon.takeLog()) log(level, message);
 }
 
 async function call(promise) {
@@ -255,7 +274,9 @@ export class Client {
         return each === undefined || each(result, i);
       });
     };
-    if (onMessage === undefined) return this.#fed(packed, unpack, release).then(() => results);
+    if (onMessage === undefined) {
+      return this.#fed(packed, unpack, release).then((summary) => Object.defineProperty(results, 'summary', { value: summary }));
+    }
     return this.#run(async (raw) => {
       const pending = [];
       let thrown;
@@ -286,7 +307,7 @@ export class Client {
       };
       this.#delivering = true;
       try {
-        value(await raw.decryptBatchTo(...packed, sink));
+        Object.defineProperty(results, 'summary', { value: value(await raw.decryptBatchTo(...packed, sink)) });
       } catch (e) {
         for (const p of pending) Promise.resolve(p).catch(() => {});
         if (thrown !== undefined) throw thrown;
@@ -316,17 +337,33 @@ export class Client {
           // Called once, after the commit: with the results, or with the error that kept Node
           // from making their JS values. Whatever fails here rejects, or the promise would
           // never settle (and the client would wait for it for good).
+          // Settled once both came, in either order: the results (`feed`) and the call's end,
+          // with the batch's summary.
+          let fed = false;
+          let lost;
+          let summary;
+          const settle = () => {
+            if (!fed || summary === undefined) return;
+            if (lost !== undefined) reject(lost);
+            else resolve(summary);
+          };
           const feed = (error, chunk) => {
             try {
               if (error) throw error;
               unpack(chunk);
-              resolve();
             } catch (e) {
-              reject(lostResults(e));
+              lost = lostResults(e);
             }
+            fed = true;
+            settle();
           };
           ended = this.#raw.decryptBatch(...packed, feed);
-          ended.then(value).catch(reject);
+          ended
+            .then((outcome) => {
+              summary = value(outcome);
+              settle();
+            })
+            .catch(reject);
         }),
     );
     const settled = committed.then(

@@ -11,6 +11,7 @@
 //! Without a sink (`decryptBatch`), all the results go to JS as one chunk once committed, through
 //! a threadsafe function (see [`feed`](crate::feed)).
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ use napi::Status;
 use napi::bindgen_prelude::{Buffer, Promise, Uint32Array, block_on};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
-use proteus_client::{BatchError, Chunking, Client, Decrypted, QueuedMessage};
+use proteus_client::{BatchError, BatchSummary, Chunking, Client, Decrypted, QueuedMessage};
 use proteus_js_results::PackedResults;
 
 use crate::error::Failure;
@@ -133,9 +134,70 @@ impl Packed {
     }
 }
 
+/// What a batch did (`Client::last_batch_summary`), as the web package's `BatchSummary`.
+#[napi(object)]
+pub struct RawBatchSummary {
+    /// Messages in the batch.
+    pub total: u32,
+    /// Messages that decrypted.
+    pub decrypted: u32,
+    /// Duplicates and outdated messages.
+    pub already_seen: u32,
+    /// Messages whose key had been evicted (214).
+    pub key_evicted: u32,
+    /// The other rejections: the sum of `failed_by_code`.
+    pub failed: u32,
+    /// Code (as a string key) to count.
+    pub failed_by_code: HashMap<String, u32>,
+    /// Milliseconds decrypting.
+    pub decrypt_ms: f64,
+    /// Milliseconds in the delivery callback.
+    pub delivery_ms: f64,
+    /// Milliseconds committing.
+    pub commit_ms: f64,
+}
+
+impl RawBatchSummary {
+    /// The summary of the batch `client` just committed.
+    pub(crate) fn of(client: &Client) -> Self {
+        let summary = client.last_batch_summary().cloned().unwrap_or_default();
+        let int = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        let BatchSummary {
+            total,
+            decrypted,
+            already_seen,
+            key_evicted,
+            ref failed,
+            decrypt_time,
+            delivery_time,
+            commit_time,
+            ..
+        } = summary;
+        Self {
+            total: int(total),
+            decrypted: int(decrypted),
+            already_seen: int(already_seen),
+            key_evicted: int(key_evicted),
+            failed: int(summary.failed_total()),
+            failed_by_code: failed
+                .iter()
+                .map(|(code, n)| (code.to_string(), int(*n)))
+                .collect(),
+            decrypt_ms: ms(decrypt_time),
+            delivery_ms: ms(delivery_time),
+            commit_ms: ms(commit_time),
+        }
+    }
+}
+
 /// Runs the batch on `client`, handing the results to `sink` in chunks before the commit (on a
 /// worker thread: this blocks while JS handles each chunk).
-pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> Result<(), Failure> {
+pub(crate) fn decrypt_to(
+    client: &mut Client,
+    packed: &Packed,
+    sink: &Sink,
+) -> Result<RawBatchSummary, Failure> {
     let queue = packed.queue()?;
     let result = client.decrypt_batch_chunked(
         &queue,
@@ -151,7 +213,7 @@ pub(crate) fn decrypt_to(client: &mut Client, packed: &Packed, sink: &Sink) -> R
         },
     );
     match result {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(RawBatchSummary::of(client)),
         Err(BatchError::Client(e)) => Err(e.into()),
         Err(BatchError::Delivery(e)) => Err(Failure::Js(e)),
     }

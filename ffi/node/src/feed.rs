@@ -26,7 +26,7 @@ use proteus_client::codes::ClientCode;
 use proteus_client::{BatchError, Chunking, Client, Decrypted};
 use proteus_js_results::PackedResults;
 
-use crate::batch::{Packed, RawBatchChunk};
+use crate::batch::{Packed, RawBatchChunk, RawBatchSummary};
 use crate::error::{Failure, code_failure};
 
 /// The JS function that receives the results: `feed(null, chunk)`, or `feed(error)` when the
@@ -83,7 +83,7 @@ pub(crate) fn decrypt_fed(
     client: &mut Client,
     packed: &Packed,
     feed: &Feed,
-) -> Result<(), Failure> {
+) -> Result<RawBatchSummary, Failure> {
     let queue = packed.queue()?;
     let mut chunk = Chunk::for_envelopes(&packed.lengths);
     let result = client.decrypt_batch_chunked(&queue, Chunking::every(1), |results, _| {
@@ -111,5 +111,5 @@ pub(crate) fn decrypt_fed(
         }
     }
     drop(results);
-    Ok(())
+    Ok(RawBatchSummary::of(client))
 }

@@ -15,12 +15,14 @@ mod fanout;
 mod faults;
 mod feed;
 mod import;
+mod log;
 mod secret;
 mod store;
 mod task;
 
 #[cfg(feature = "fault-injection")]
 pub use faults::inject_delivery_fault;
+pub use log::{LogLine, set_log_level, take_log};
 pub use store::{delete_store, rekey_store, seal_store};
 
 use std::sync::{Arc, Mutex};
@@ -33,7 +35,7 @@ use napi_derive::napi;
 use proteus_client::{Client, ClientError, ImportOptions, MessageId};
 use proteus_core::{PreKeyBundle, PreKeyId};
 
-use crate::batch::RawBatchChunk;
+use crate::batch::{RawBatchChunk, RawBatchSummary};
 pub use crate::error::RawFailure;
 use crate::error::{Failure, Outcome, internal, outcome};
 use crate::task::{Call, Shared, on_blocking_pool, run};
@@ -370,7 +372,7 @@ impl RawClient {
         envelopes: Buffer,
         lengths: Uint32Array,
         feed: Function<'_, RawBatchChunk, ()>,
-    ) -> napi::Result<AsyncTask<Call<()>>> {
+    ) -> napi::Result<AsyncTask<Call<RawBatchSummary>>> {
         let feed = feed::feed(&feed)?;
         let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
         Ok(run(&self.shared, move |c| {
@@ -382,7 +384,7 @@ impl RawClient {
     /// before the commit, and resolving to nothing; see [`batch`].
     #[napi(
         ts_args_type = "sessionIds: string[], index: Uint32Array, envelopes: Buffer, lengths: Uint32Array, sink: (chunk: RawBatchChunk) => Promise<boolean>",
-        ts_return_type = "Promise<void>"
+        ts_return_type = "Promise<RawBatchSummary | RawFailure>"
     )]
     pub fn decrypt_batch_to<'env>(
         &self,
@@ -392,7 +394,7 @@ impl RawClient {
         envelopes: Buffer,
         lengths: Uint32Array,
         sink: batch::Sink,
-    ) -> napi::Result<PromiseRaw<'env, Outcome<()>>> {
+    ) -> napi::Result<PromiseRaw<'env, Outcome<RawBatchSummary>>> {
         let packed = batch::Packed::new(session_ids, &index, &envelopes, &lengths);
         let shared = self.shared.clone();
         env.spawn_future(async move {

@@ -24,6 +24,7 @@ mod error;
 mod gate;
 mod import;
 mod kind;
+mod logger;
 mod messages;
 mod rollback;
 mod types;
@@ -39,6 +40,7 @@ pub use error::{
 };
 pub use import::{CryptoboxSession, CryptoboxSource, ImportProgress, ImportReport, SkippedRecord};
 pub use kind::ErrorKind;
+pub use logger::{LogLevel, ProteusLogger, set_logger};
 pub use rollback::CommitCounter;
 pub use types::{
     BatchDelivery, BatchProgress, BatchResult, BatchSummary, FanoutResult, OutgoingMessage,

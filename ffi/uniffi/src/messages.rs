@@ -129,14 +129,12 @@ impl Client {
                     envelope,
                 })
                 .collect();
-            let mut summary = BatchSummary::default();
             let outcome = client.decrypt_batch_chunked(&borrowed, chunking, |chunk, progress| {
                 if cancel.is_cancelled() {
                     return Ok(ControlFlow::Break(()));
                 }
                 let mut results = BatchResults::with_capacity(chunk_bytes);
                 for decrypted in chunk {
-                    summary.count(&decrypted.outcome);
                     results.push(decrypted);
                 }
                 let progress = BatchProgress {
@@ -151,7 +149,10 @@ impl Client {
                 })
             });
             match outcome {
-                Ok(_) => Ok(summary),
+                Ok(_) => Ok(client
+                    .last_batch_summary()
+                    .map(BatchSummary::from)
+                    .unwrap_or_default()),
                 Err(BatchError::Client(e)) => Err(e.into()),
                 Err(BatchError::Delivery(thrown)) => Err(thrown),
             }

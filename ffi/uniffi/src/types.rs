@@ -1,6 +1,7 @@
 //! The records and the callback interface that cross the boundary.
 
-use proteus_client::ClientError;
+use std::collections::HashMap;
+
 #[cfg(test)]
 use proteus_client::Decrypted;
 
@@ -138,8 +139,9 @@ pub struct BatchProgress {
     pub total: i32,
 }
 
-/// What a batch did, once committed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, uniffi::Record)]
+/// What a batch did, once committed: its outcomes counted, and where its time went (what an
+/// app sends as telemetry without walking the results).
+#[derive(Debug, Clone, Default, PartialEq, uniffi::Record)]
 pub struct BatchSummary {
     /// Messages in the batch.
     pub total: i32,
@@ -147,19 +149,39 @@ pub struct BatchSummary {
     pub decrypted: i32,
     /// Messages decrypted before (duplicates, outdated), to be dropped silently.
     pub already_seen: i32,
-    /// Other rejected messages.
+    /// Messages whose skipped key had been evicted (`MessageKeyEvicted`, 214).
+    pub key_evicted: i32,
+    /// Other rejected messages: the sum of `failedByCode`.
     pub failed: i32,
+    /// The other rejections by stable code: code to count.
+    pub failed_by_code: HashMap<i32, i32>,
+    /// Milliseconds spent decrypting (the call less delivery and commit).
+    pub decrypt_ms: f64,
+    /// Milliseconds spent in the delivery callback.
+    pub delivery_ms: f64,
+    /// Milliseconds spent committing.
+    pub commit_ms: f64,
 }
 
-impl BatchSummary {
-    pub(crate) fn count(&mut self, outcome: &Result<Vec<u8>, ClientError>) {
-        let field = match outcome {
-            Ok(_) => &mut self.decrypted,
-            Err(ClientError::Decrypt(e)) if e.is_already_seen() => &mut self.already_seen,
-            Err(_) => &mut self.failed,
-        };
-        *field = field.saturating_add(1);
-        self.total = self.total.saturating_add(1);
+impl From<&proteus_client::BatchSummary> for BatchSummary {
+    fn from(s: &proteus_client::BatchSummary) -> Self {
+        let int = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        Self {
+            total: int(s.total),
+            decrypted: int(s.decrypted),
+            already_seen: int(s.already_seen),
+            key_evicted: int(s.key_evicted),
+            failed: int(s.failed_total()),
+            failed_by_code: s
+                .failed
+                .iter()
+                .map(|&(code, n)| (i32::from(code), int(n)))
+                .collect(),
+            decrypt_ms: ms(s.decrypt_time),
+            delivery_ms: ms(s.delivery_time),
+            commit_ms: ms(s.commit_time),
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 //     with which compare-and-swap? retry: run again or StoreConflict?); this module does the
 //     IndexedDB I/O and holds the locks.
 
+import { log } from './log.js';
 import { RawClient, RawJournal } from './proteus_web.js';
 import { CommitConflict, LocalLocks, StaleRun } from './stores.js';
 import {
@@ -136,7 +137,12 @@ export class CommitEngine {
             try {
               return await this.#attempt(run, beforePersist, durability, !delivers);
             } catch (e) {
-              if (!isConflict(e) || !this.#journal.retry()) throw e;
+              if (!isConflict(e)) throw e;
+              if (!this.#journal.retry()) {
+                log('info', 'commit conflict: another tab committed first; the call fails with StoreConflict');
+                throw e;
+              }
+              log('info', 'commit conflict: another tab committed first; the call runs again');
             } finally {
               this.delivering = false;
             }
@@ -252,6 +258,7 @@ export class CommitEngine {
   }
 
   async #reload() {
+    log('info', 'another process or tab committed: reloading');
     this.#open(await load(this.#store));
     await this.#persist();
   }

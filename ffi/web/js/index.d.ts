@@ -87,6 +87,37 @@ export interface OutgoingMessage {
   plaintext: Uint8Array | string;
 }
 
+/** What a batch did, once committed: its outcomes counted and where its time went. */
+export interface BatchSummary {
+  total: number;
+  decrypted: number;
+  /** Duplicates (209) and outdated messages (208). */
+  alreadySeen: number;
+  /** MessageKeyEvicted (214). */
+  keyEvicted: number;
+  /** The other rejections: the sum of failedByCode. */
+  failed: number;
+  /** The other rejections by stable code: code to count. */
+  failedByCode: Record<number, number>;
+  /** Milliseconds decrypting (the wasm call less the delivery). */
+  decryptMs: number;
+  /** Milliseconds in onMessage and waiting for its promises. */
+  deliveryMs: number;
+  /** Milliseconds storing the commit. */
+  commitMs: number;
+}
+
+/** The results of a batch, in queue order, and its summary. */
+export type BatchResults = BatchResult[] & { summary: BatchSummary };
+
+export type LogLevel = 'off' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * Sends the package's log lines up to `level` (default 'info') to `logger`; null or 'off' turns
+ * the log off (the default). Lines hold no key, plaintext, session id or fingerprint.
+ */
+export function setLogger(logger: ((level: LogLevel, message: string) => void) | null, level?: LogLevel): void;
+
 /** The result of one message of a batch: a plaintext, or why not. */
 export interface BatchResult {
   /**
@@ -272,7 +303,7 @@ export class Client implements AsyncDisposable {
       done: number,
       total: number,
     ) => boolean | void | Promise<boolean | void>,
-  ): Promise<BatchResult[]>;
+  ): Promise<BatchResults>;
 
   /**
    * Generates one-time prekeys until `target` are stored; the new ones' bundles, to publish

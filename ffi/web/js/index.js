@@ -20,6 +20,7 @@ import { IdbStore } from './idb.js';
 import { Sealer } from './sealing.js';
 import { CommitConflict, MemoryStore, StoreMissing, askPersistence, storeLocks } from './stores.js';
 import { CommitEngine } from './commit-engine.js';
+import { batchLine, batchSummary, log } from './log.js';
 import { BATCH_ABORTED, CALLBACK_FAILED, ERROR_KINDS, STORE_NOT_FOUND } from './codes.js';
 import {
   ProteusError,
@@ -37,6 +38,7 @@ export { init };
 export * from './codes.js';
 export { ProteusError };
 export { bundleFingerprint, messageId, prekeyMessageFingerprint } from './functions.js';
+export { setLogger } from './log.js';
 export { isDecodeError, isDecryptError, isEngineError, isInputError, isSystemError } from './errors.js';
 
 /** The sealer of an `options.storeKey`, if given (a TypeError for a key of another shape). */
@@ -163,6 +165,7 @@ export class Client {
     const engine = new CommitEngine(store);
     const client = new Client(CONSTRUCT, engine, persisted, store instanceof MemoryStore);
     client.created = await engine.start(mustExist);
+    log('info', `client opened: ${client.created ? 'new' : 'existing'} identity`);
     return client;
   }
 
@@ -247,7 +250,8 @@ export class Client {
    * Promise (an IndexedDB write, say): the commit then waits for every such Promise, and if one
    * rejects or resolves to false, nothing is committed (CallbackFailed 121, BatchAborted 108).
    * Resolves to every result `{messageId, sessionId, plaintext?, errorCode?, errorKind?,
-   * alreadySeen}` once the commit is stored. Rejected messages are results, not errors. The
+   * alreadySeen}` once the commit is stored, the array's `summary` holding the outcomes counted
+   * and the times (BatchSummary). Rejected messages are results, not errors. The
    * plaintexts of a batch are views into one buffer. Until the callback's promises settle, calls
    * on this client fail with ClientBusy (120). If another tab committed meanwhile: StoreConflict
    * (512), nothing committed, and the messages decrypt again later under the same ids.
@@ -257,6 +261,17 @@ export class Client {
       throw new TypeError('onMessage must be a function');
     }
     const [sessionIds, index, parts, lengths, size] = batchParts(messages, 'envelope', (e) => bytes(e, 'envelope'));
+    // The times of the summary: the wasm module has no clock, so they are measured here.
+    const times = { decryptMs: 0, deliveryMs: 0, commitMs: 0 };
+    let committing = 0;
+    const deliver = onMessage && ((...args) => {
+      const start = performance.now();
+      try {
+        return onMessage(...args);
+      } finally {
+        times.deliveryMs += performance.now() - start;
+      }
+    });
     // What onMessage promised to finish before the commit.
     const pending = [];
     // Called before the commit: undefined when nothing is pending (the commit follows at once),
@@ -264,8 +279,11 @@ export class Client {
     const settle = () => (pending.length === 0 ? undefined : settlePending());
     const settlePending = async () => {
       let outcomes;
+      const start = performance.now();
       try {
         outcomes = await Promise.all(pending);
+        times.deliveryMs += performance.now() - start;
+        committing = performance.now();
       } catch (e) {
         this.#engine.delivering = false;
         throw failure(CALLBACK_FAILED, 'a batch callback\'s promise rejected; nothing of the batch was committed', { cause: e });
@@ -275,14 +293,20 @@ export class Client {
         throw failure(BATCH_ABORTED, 'the batch was stopped by the application before its commit');
       }
     };
-    return this.#run((raw) => {
-      const { results, sink } = deliverySink(sessionIds, index, onMessage, pending);
+    let counts;
+    const run = this.#run((raw) => {
+      const { results, sink } = deliverySink(sessionIds, index, deliver, pending);
       toWasmInput(raw, parts, size);
       // Until the callback's promises settle, a call on this client from the callback would wait
       // for the batch, which waits for it: such calls fail with ClientBusy instead.
       if (onMessage !== undefined) this.#engine.delivering = true;
+      times.deliveryMs = 0;
+      const start = performance.now();
       try {
         raw.decryptBatch(sessionIds, index, lengths, sink);
+        counts = raw.lastBatchCounts();
+        committing = performance.now();
+        times.decryptMs = committing - start - times.deliveryMs;
       } catch (e) {
         this.#engine.delivering = false;
         // Nothing waits for these any more; keep their rejections from going unhandled.
@@ -292,6 +316,14 @@ export class Client {
       if (pending.length === 0) this.#engine.delivering = false;
       return results;
     }, { beforePersist: settle, delivers: onMessage !== undefined, durability: 'relaxed' });
+    return run.then((results) => {
+      times.commitMs = performance.now() - committing;
+      const summary = batchSummary(counts, times);
+      // Not enumerable: the array compares, prints and serialises as the results alone.
+      Object.defineProperty(results, 'summary', { value: summary });
+      log('info', batchLine(summary));
+      return results;
+    });
   }
 
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */

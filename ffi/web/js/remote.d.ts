@@ -1,7 +1,7 @@
 // Types of remote.js: a page driving clients that live in a dedicated Worker (worker.js).
 // A RemoteClient has the methods of Client and the connection its static calls, with the same
 // types (they are Client's), so both follow Client as it grows.
-import type { BatchResult, Client, OpenOptions, QueuedMessage } from './index.js';
+import type { BatchResult, BatchResults, Client, LogLevel, OpenOptions, QueuedMessage } from './index.js';
 import type { ClientPortTarget } from './worker.js';
 
 /** The options of Client.open that can be posted to a worker. */
@@ -19,6 +19,8 @@ export interface WorkerConnection extends Omit<typeof Client, 'prototype' | 'ope
   open(name: string, options?: RemoteOpenOptions): Promise<RemoteClient>;
   /** A client in the worker whose records live in memory only. */
   inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<RemoteClient>;
+  /** setLogger for the worker: its package's log lines come to `logger` on this side. */
+  setLogger(logger: ((level: LogLevel, message: string) => void) | null, level?: LogLevel): Promise<void>;
   /** messageId(envelope), computed in the worker. */
   messageId(envelope: Uint8Array): Promise<string>;
   /** prekeyMessageFingerprint(envelope), computed in the worker. */
@@ -48,7 +50,7 @@ export class RemoteClient {
   decryptBatch(
     messages: QueuedMessage[],
     onMessage?: (result: BatchResult, done: number, total: number) => boolean | void | Promise<boolean | void>,
-  ): Promise<BatchResult[]>;
+  ): Promise<BatchResults>;
   /** Closes the client in the worker (after its calls); the worker keeps running. */
   close(): Promise<void>;
 }

@@ -12,6 +12,7 @@
 // at once); bytes are copied to the worker (a batch's in one buffer, transferred).
 
 import { CLIENT_CLOSED, Client, ProteusError } from './index.js';
+import { checkLogger } from './log.js';
 import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
 import { fromWire, own, owned, port, split, toWire } from './wire.js';
 
@@ -56,7 +57,18 @@ class WorkerConnection {
     }
   }
 
+  /** The page's logger of the worker's log lines (setLogger). */
+  #logger;
+
   #receive(message) {
+    if (Array.isArray(message?.log)) {
+      try {
+        this.#logger?.(...message.log);
+      } catch {
+        // The app's logger failed: its problem.
+      }
+      return;
+    }
     const waiting = this.#pending.get(message?.id);
     if (waiting === undefined) return;
     if (message.chunk !== undefined) {
@@ -126,6 +138,16 @@ class WorkerConnection {
         configurable: true,
       });
     }
+  }
+
+  /**
+   * setLogger for the worker's package: its log lines come to `fn(level, message)` here; null or
+   * 'off' turns its log off. Resolves once the worker has it.
+   */
+  setLogger(fn, level = 'info') {
+    checkLogger(fn, level);
+    this.#logger = fn ?? undefined;
+    return this.request({ op: 'setLogger', level: fn == null ? 'off' : level });
   }
 
   /** messageId(envelope), computed in the worker. */
@@ -258,7 +280,8 @@ export class RemoteClient {
    * worker decrypts; `onMessage(result, done, total)` gets each one, and the batch commits only
    * once it took every result (its promises resolved): a throw or rejection fails the batch
    * with CallbackFailed (121, the page's error as its cause), false with BatchAborted (108),
-   * and nothing is committed. Resolves to every result once the commit is stored.
+   * and nothing is committed. Resolves to every result once the commit is stored, with the
+   * batch's `summary` (measured in the worker).
    */
   decryptBatch(messages, onMessage) {
     if (onMessage !== undefined && typeof onMessage !== 'function') {
@@ -313,7 +336,7 @@ export class RemoteClient {
     const request = { op: 'decryptBatch', handle: this.#handle, batch, ack: onMessage !== undefined };
     return connection
       .request(request, [batch[2].buffer], { onChunk: take, cause: () => thrown })
-      .then(() => results);
+      .then((summary) => Object.defineProperty(results, 'summary', { value: summary }));
   }
 
   importIdentity(identity) {

@@ -10,7 +10,7 @@
 //   { id, op: 'function', name, args }             → a module function: messageId, bundleFingerprint,
 //                                                    prekeyMessageFingerprint
 //   { id, op: 'call', handle, method, args }       → what client[method](...args) resolves to
-//   { id, op: 'decryptBatch', handle, batch, ack } → undefined, once the batch committed; `batch` is
+//   { id, op: 'decryptBatch', handle, batch, ack } → the batch's summary, once it committed; `batch` is
 //                                                    `packBatch`'s [ids, index, envelopes, lengths]
 //                                                    (envelopes transferred); `ack`: wait for the
 //                                                    page's answer to every chunk before committing

@@ -10,6 +10,7 @@
 // a page, so the commit, locking and error rules are the same.
 
 import { CLIENT_CLOSED, Client, ProteusError, bundleFingerprint, init, messageId, prekeyMessageFingerprint } from './index.js';
+import { setLogger } from './log.js';
 import { CHUNK, join, owned, port, split, toWire } from './wire.js';
 
 const FUNCTIONS = { messageId, bundleFingerprint, prekeyMessageFingerprint };
@@ -61,6 +62,11 @@ export function serveClient(scope = globalThis, defaults = {}) {
       args[f.length] = { ...defaults, ...options };
       return f.apply(Client, args);
     }
+    if (op === 'setLogger') {
+      // The worker's lines go to the page, which hands them to its logger (remote.js).
+      setLogger(request.level === 'off' ? null : (level, message) => post({ log: [level, message] }), request.level);
+      return undefined;
+    }
     if (op === 'function') {
       const f = Object.hasOwn(FUNCTIONS, request.name) ? FUNCTIONS[request.name] : undefined;
       if (f === undefined) throw new TypeError(`no function ${request.name}`);
@@ -110,15 +116,15 @@ export function serveClient(scope = globalThis, defaults = {}) {
       return new Promise((resolve, reject) => acks.set(`${id} ${n}`, { resolve, reject }));
     };
     try {
-      await c.decryptBatch(messages, (result, done, total) => {
+      const all = await c.decryptBatch(messages, (result, done, total) => {
         results.push(result);
         if (results.length === CHUNK || done === total) return flush(done, total);
         return undefined;
       });
+      return all.summary;
     } finally {
       for (const key of acks.keys()) if (key.startsWith(`${id} `)) acks.delete(key);
     }
-    return undefined;
   }
 
   function acknowledge({ id, chunk, answer: verdict }) {

@@ -437,6 +437,27 @@ impl RawClient {
         }
     }
 
+    /// The counts of the last batch that committed (`Client::last_batch_summary`), flat:
+    /// total, decrypted, already seen, key evicted, then a (code, count) pair per other
+    /// failure. Empty before the first batch.
+    #[wasm_bindgen(js_name = lastBatchCounts)]
+    pub fn last_batch_counts(&self) -> Vec<u32> {
+        let Some(s) = self.client.last_batch_summary() else {
+            return Vec::new();
+        };
+        let n = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let mut counts = vec![
+            n(s.total),
+            n(s.decrypted),
+            n(s.already_seen),
+            n(s.key_evicted),
+        ];
+        for &(code, count) in &s.failed {
+            counts.extend([u32::from(code), n(count)]);
+        }
+        counts
+    }
+
     /// Replaces the identity (only while there are no sessions).
     #[wasm_bindgen(js_name = importIdentity)]
     pub fn import_identity(&mut self, identity: &[u8]) -> Result<(), JsValue> {

@@ -194,6 +194,25 @@ describe('a client in a worker, over a MessageChannel', () => {
     assert.deepEqual(await bob.decryptBatch([]), []);
   });
 
+  test('the summary of a batch in the worker, and the worker\'s log lines on the page', async () => {
+    const connection = channel();
+    const lines = [];
+    await connection.setLogger((level, message) => lines.push([level, message]), 'info');
+    const bob = await connection.inMemory();
+    const { queue } = await queued(bob, 5);
+    const results = await bob.decryptBatch([...queue, queue[0]], () => true);
+    const s = results.summary;
+    assert.deepEqual([s.total, s.decrypted, s.alreadySeen, s.keyEvicted, s.failed], [6, 5, 1, 0, 0]);
+    assert.ok(s.deliveryMs >= 0 && s.commitMs >= 0 && s.decryptMs >= 0);
+    assert.ok(lines.some(([l, m]) => l === 'info' && m.startsWith('batch: 6 messages: 5 decrypted, 1 already seen')), JSON.stringify(lines));
+    assert.ok(lines.every(([, m]) => !m.includes('message ')), JSON.stringify(lines));
+    await connection.setLogger(null);
+    lines.length = 0;
+    await bob.decryptBatch(queue);
+    assert.deepEqual(lines, []);
+    assert.throws(() => connection.setLogger(42), TypeError);
+  });
+
   test('the batch commits only after the page\'s callback promises resolved', async () => {
     const bob = await channel().inMemory();
     const { alice, queue } = await queued(bob, 2 * CHUNK);

@@ -85,5 +85,6 @@ final class ApiSurfaceTests: XCTestCase {
         let _: (Data) -> String = messageId
         let _: (Data) throws -> String? = prekeyMessageFingerprint
         let _: (Data) throws -> String = bundleFingerprint
+        let _: (ProteusLogger, LogLevel) -> Void = setLogger
     }
 }

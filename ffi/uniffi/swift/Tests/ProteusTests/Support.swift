@@ -5,6 +5,11 @@ import XCTest
 func bytes(_ s: String) -> Data { Data(s.utf8) }
 func text(_ d: Data?) -> String? { d.map { String(decoding: $0, as: UTF8.self) } }
 
+extension BatchSummary {
+    /// Total, decrypted, already seen, key evicted, failed.
+    var counts: [Int32] { [total, decrypted, alreadySeen, keyEvicted, failed] }
+}
+
 func hexData(_ s: String) -> Data {
     var data = Data()
     var i = s.startIndex

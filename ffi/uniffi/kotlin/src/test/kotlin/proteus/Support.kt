@@ -9,6 +9,9 @@ fun bytes(s: String): ByteArray = s.toByteArray(Charsets.UTF_8)
 
 fun text(b: ByteArray?): String? = b?.toString(Charsets.UTF_8)
 
+/** A batch's counts: total, decrypted, already seen, key evicted, failed. */
+fun BatchSummary.counts(): List<Int> = listOf(total, decrypted, alreadySeen, keyEvicted, failed)
+
 /** Alice with a session "bob" to Bob (from one of his one-time prekeys); nothing sent yet. */
 suspend fun pair(): Pair<Client, Client> {
     val alice = Client.inMemory()
