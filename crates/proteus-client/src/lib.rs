@@ -84,6 +84,15 @@
 //!
 //! So no message is ever lost, and deduplication by message id makes delivery exactly-once.
 //!
+//! # Logs and telemetry
+//!
+//! The client logs through the [`log`](https://docs.rs/log) facade, under the target
+//! [`LOG_TARGET`]: install any logger to see stores opened, migrations, reloads after another
+//! process committed, each batch's summary, the prekey stock below [`PREKEY_LOW_WATER`] and a
+//! refused rollback. No line holds key material, plaintext or a session id in clear (a keyed
+//! tag stands for it). With no logger installed it costs a comparison per event. Each batch's
+//! counts and times are also kept: [`Client::last_batch_summary`].
+//!
 //! # Threads are yours
 //!
 //! A client starts no thread. A batch ([`Client::decrypt_batch`], [`Client::encrypt_for`])
