@@ -519,6 +519,22 @@ fileprivate struct FfiConverterInt64: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterDouble: FfiConverterPrimitive {
+    typealias FfiType = Double
+    typealias SwiftType = Double
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Double {
+        return try lift(readDouble(&buf))
+    }
+
+    public static func write(_ value: Double, into buf: inout [UInt8]) {
+        writeDouble(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterBool : FfiConverter {
     typealias FfiType = Int8
     typealias SwiftType = Bool
@@ -1768,7 +1784,8 @@ public func FfiConverterTypeBatchResult_lower(_ value: BatchResult) -> RustBuffe
 
 
 /**
- * What a batch did, once committed.
+ * What a batch did, once committed: its outcomes counted, and where its time went (what an
+ * app sends as telemetry without walking the results).
  */
 public struct BatchSummary: Equatable, Hashable {
     /**
@@ -1784,9 +1801,29 @@ public struct BatchSummary: Equatable, Hashable {
      */
     public let alreadySeen: Int32
     /**
-     * Other rejected messages.
+     * Messages whose skipped key had been evicted (`MessageKeyEvicted`, 214).
+     */
+    public let keyEvicted: Int32
+    /**
+     * Other rejected messages: the sum of `failedByCode`.
      */
     public let failed: Int32
+    /**
+     * The other rejections by stable code: code to count.
+     */
+    public let failedByCode: [Int32: Int32]
+    /**
+     * Milliseconds spent decrypting (the call less delivery and commit).
+     */
+    public let decryptMs: Double
+    /**
+     * Milliseconds spent in the delivery callback.
+     */
+    public let deliveryMs: Double
+    /**
+     * Milliseconds spent committing.
+     */
+    public let commitMs: Double
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1801,12 +1838,32 @@ public struct BatchSummary: Equatable, Hashable {
          * Messages decrypted before (duplicates, outdated), to be dropped silently.
          */alreadySeen: Int32, 
         /**
-         * Other rejected messages.
-         */failed: Int32) {
+         * Messages whose skipped key had been evicted (`MessageKeyEvicted`, 214).
+         */keyEvicted: Int32, 
+        /**
+         * Other rejected messages: the sum of `failedByCode`.
+         */failed: Int32, 
+        /**
+         * The other rejections by stable code: code to count.
+         */failedByCode: [Int32: Int32], 
+        /**
+         * Milliseconds spent decrypting (the call less delivery and commit).
+         */decryptMs: Double, 
+        /**
+         * Milliseconds spent in the delivery callback.
+         */deliveryMs: Double, 
+        /**
+         * Milliseconds spent committing.
+         */commitMs: Double) {
         self.total = total
         self.decrypted = decrypted
         self.alreadySeen = alreadySeen
+        self.keyEvicted = keyEvicted
         self.failed = failed
+        self.failedByCode = failedByCode
+        self.decryptMs = decryptMs
+        self.deliveryMs = deliveryMs
+        self.commitMs = commitMs
     }
 
     
@@ -1828,7 +1885,12 @@ public struct FfiConverterTypeBatchSummary: FfiConverterRustBuffer {
                 total: FfiConverterInt32.read(from: &buf), 
                 decrypted: FfiConverterInt32.read(from: &buf), 
                 alreadySeen: FfiConverterInt32.read(from: &buf), 
-                failed: FfiConverterInt32.read(from: &buf)
+                keyEvicted: FfiConverterInt32.read(from: &buf), 
+                failed: FfiConverterInt32.read(from: &buf), 
+                failedByCode: FfiConverterDictionaryInt32Int32.read(from: &buf), 
+                decryptMs: FfiConverterDouble.read(from: &buf), 
+                deliveryMs: FfiConverterDouble.read(from: &buf), 
+                commitMs: FfiConverterDouble.read(from: &buf)
         )
     }
 
@@ -1836,7 +1898,12 @@ public struct FfiConverterTypeBatchSummary: FfiConverterRustBuffer {
         FfiConverterInt32.write(value.total, into: &buf)
         FfiConverterInt32.write(value.decrypted, into: &buf)
         FfiConverterInt32.write(value.alreadySeen, into: &buf)
+        FfiConverterInt32.write(value.keyEvicted, into: &buf)
         FfiConverterInt32.write(value.failed, into: &buf)
+        FfiConverterDictionaryInt32Int32.write(value.failedByCode, into: &buf)
+        FfiConverterDouble.write(value.decryptMs, into: &buf)
+        FfiConverterDouble.write(value.deliveryMs, into: &buf)
+        FfiConverterDouble.write(value.commitMs, into: &buf)
     }
 }
 
@@ -3360,6 +3427,121 @@ public func FfiConverterTypeErrorKind_lower(_ value: ErrorKind) -> RustBuffer {
 
 
 /**
+ * How much the library logs, from only errors to everything.
+ */
+
+public enum LogLevel: Equatable, Hashable {
+    
+    /**
+     * Nothing is logged.
+     */
+    case off
+    /**
+     * A store refused (rolled back).
+     */
+    case error
+    /**
+     * Also the prekey stock running low, a checkpoint that failed.
+     */
+    case warn
+    /**
+     * Also stores opened, migrations, each batch's summary, reloads, resets, imports.
+     */
+    case info
+    /**
+     * Also what the library logs for debugging.
+     */
+    case debug
+    /**
+     * Everything.
+     */
+    case trace
+
+
+
+
+
+}
+
+#if compiler(>=6)
+extension LogLevel: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLogLevel: FfiConverterRustBuffer {
+    typealias SwiftType = LogLevel
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LogLevel {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+        
+        case 1: return .off
+        
+        case 2: return .error
+        
+        case 3: return .warn
+        
+        case 4: return .info
+        
+        case 5: return .debug
+        
+        case 6: return .trace
+        
+        default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: LogLevel, into buf: inout [UInt8]) {
+        switch value {
+        
+        
+        case .off:
+            writeInt(&buf, Int32(1))
+        
+        
+        case .error:
+            writeInt(&buf, Int32(2))
+        
+        
+        case .warn:
+            writeInt(&buf, Int32(3))
+        
+        
+        case .info:
+            writeInt(&buf, Int32(4))
+        
+        
+        case .debug:
+            writeInt(&buf, Int32(5))
+        
+        
+        case .trace:
+            writeInt(&buf, Int32(6))
+        
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogLevel_lift(_ buf: RustBuffer) throws -> LogLevel {
+    return try FfiConverterTypeLogLevel.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLogLevel_lower(_ value: LogLevel) -> RustBuffer {
+    return FfiConverterTypeLogLevel.lower(value)
+}
+
+
+
+/**
  * How `Client.open` treats the path.
  */
 
@@ -4124,6 +4306,152 @@ public func FfiConverterCallbackInterfaceImportProgress_lower(_ v: ImportProgres
     return FfiConverterCallbackInterfaceImportProgress.lower(v)
 }
 
+
+
+
+/**
+ * Receives the library's log lines. They hold no key material, no plaintext, and no session
+ * id or fingerprint in clear (a session appears as a tag, `s:1a2b3c4d`, the same within one
+ * client). Called on the library's thread, while a call is in progress: do not call the
+ * client from here (it is busy).
+ */
+public protocol ProteusLogger: AnyObject, Sendable {
+    
+    /**
+     * One line at `level`.
+     */
+    func log(level: LogLevel, message: String) 
+    
+}
+
+
+// Put the implementation in a struct so we don't pollute the top-level namespace
+fileprivate struct UniffiCallbackInterfaceProteusLogger {
+
+    // Create the VTable using a series of closures.
+    // Swift automatically converts these into C callback functions.
+    //
+    // Store the vtable directly.
+    static let vtable: UniffiVTableCallbackInterfaceProteusLogger = UniffiVTableCallbackInterfaceProteusLogger(
+        uniffiFree: { (uniffiHandle: UInt64) -> () in
+            do {
+                try FfiConverterCallbackInterfaceProteusLogger.handleMap.remove(handle: uniffiHandle)
+            } catch {
+                print("Uniffi callback interface ProteusLogger: handle missing in uniffiFree")
+            }
+        },
+        uniffiClone: { (uniffiHandle: UInt64) -> UInt64 in
+            do {
+                return try FfiConverterCallbackInterfaceProteusLogger.handleMap.clone(handle: uniffiHandle)
+            } catch {
+                fatalError("Uniffi callback interface ProteusLogger: handle missing in uniffiClone")
+            }
+        },
+        log: { (
+            uniffiHandle: UInt64,
+            level: RustBuffer,
+            message: RustBuffer,
+            uniffiOutReturn: UnsafeMutableRawPointer,
+            uniffiCallStatus: UnsafeMutablePointer<RustCallStatus>
+        ) in
+            let makeCall = {
+                () throws -> () in
+                guard let uniffiObj = try? FfiConverterCallbackInterfaceProteusLogger.handleMap.get(handle: uniffiHandle) else {
+                    throw UniffiInternalError.unexpectedStaleHandle
+                }
+                return uniffiObj.log(
+                     level: try FfiConverterTypeLogLevel_lift(level),
+                     message: try FfiConverterString.lift(message)
+                )
+            }
+
+            
+            let writeReturn = { () }
+            uniffiTraitInterfaceCall(
+                callStatus: uniffiCallStatus,
+                makeCall: makeCall,
+                writeReturn: writeReturn
+            )
+        }
+    )
+
+    // Rust stores this pointer for future callback invocations, so it must live
+    // for the process lifetime (not just for the init function call).
+    //
+    // `nonisolated(unsafe)` is needed under Swift 6 strict concurrency.
+    // This is safe because the pointee is initialized once during static init
+    // and never mutated by either side of the FFI.  Its fields are C function pointers.
+    nonisolated(unsafe) static let vtablePtr: UnsafePointer<UniffiVTableCallbackInterfaceProteusLogger> = {
+        let ptr = UnsafeMutablePointer<UniffiVTableCallbackInterfaceProteusLogger>.allocate(capacity: 1)
+        ptr.initialize(to: vtable)
+        return UnsafePointer(ptr)
+    }()
+}
+
+private func uniffiCallbackInitProteusLogger() {
+    uniffi_proteus_uniffi_fn_init_callback_vtable_proteuslogger(UniffiCallbackInterfaceProteusLogger.vtablePtr)
+}
+
+// FfiConverter protocol for callback interfaces
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterCallbackInterfaceProteusLogger {
+    fileprivate static let handleMap = UniffiHandleMap<ProteusLogger>()
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+extension FfiConverterCallbackInterfaceProteusLogger : FfiConverter {
+    typealias SwiftType = ProteusLogger
+    typealias FfiType = UInt64
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lift(_ handle: UInt64) throws -> SwiftType {
+        try handleMap.get(handle: handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func lower(_ v: SwiftType) -> UInt64 {
+        return handleMap.insert(obj: v)
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public static func write(_ v: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(v))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceProteusLogger_lift(_ handle: UInt64) throws -> ProteusLogger {
+    return try FfiConverterCallbackInterfaceProteusLogger.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterCallbackInterfaceProteusLogger_lower(_ v: ProteusLogger) -> UInt64 {
+    return FfiConverterCallbackInterfaceProteusLogger.lower(v)
+}
+
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
@@ -4565,6 +4893,32 @@ fileprivate struct FfiConverterSequenceTypeSkippedRecord: FfiConverterRustBuffer
         return seq
     }
 }
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterDictionaryInt32Int32: FfiConverterRustBuffer {
+    public static func write(_ value: [Int32: Int32], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for (key, value) in value {
+            FfiConverterInt32.write(key, into: &buf)
+            FfiConverterInt32.write(value, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Int32: Int32] {
+        let len: Int32 = try readInt(&buf)
+        var dict = [Int32: Int32]()
+        dict.reserveCapacity(Int(len))
+        for _ in 0..<len {
+            let key = try FfiConverterInt32.read(from: &buf)
+            let value = try FfiConverterInt32.read(from: &buf)
+            dict[key] = value
+        }
+        return dict
+    }
+}
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
 private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
 
@@ -4719,6 +5073,19 @@ public func errorCodes() -> [ErrorCodeEntry]  {
     )
 })
 }
+/**
+ * Sends the library's log lines up to `level` to `logger`, for every client of the process;
+ * `LogLevel.Off` (Swift `.off`) turns the log off again. Off by default, and then it costs
+ * nothing.
+ */
+public func setLogger(logger: ProteusLogger, level: LogLevel)  {try! rustCall() {
+        uniffiCallStatus in
+    uniffi_proteus_uniffi_fn_func_set_logger(
+        FfiConverterCallbackInterfaceProteusLogger_lower(logger),
+        FfiConverterTypeLogLevel_lower(level),uniffiCallStatus
+    )
+}
+}
 
 private enum InitializationResult {
     case ok
@@ -4754,6 +5121,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_func_error_codes() != 3547) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_func_set_logger() != 45782) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_close() != 45817) {
@@ -4849,6 +5219,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_importprogress_progress() != 15901) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_proteuslogger_log() != 2511) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_commitcounter_load() != 7383) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4862,6 +5235,7 @@ private let initializationResult: InitializationResult = {
     uniffiCallbackInitBatchDelivery()
     uniffiCallbackInitCommitCounter()
     uniffiCallbackInitImportProgress()
+    uniffiCallbackInitProteusLogger()
     return InitializationResult.ok
 }()
 

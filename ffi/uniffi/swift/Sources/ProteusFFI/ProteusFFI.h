@@ -250,6 +250,13 @@ typedef void (*UniffiCallbackInterfaceImportProgressMethod0)(uint64_t, int32_t, 
     );
 
 #endif
+#ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_PROTEUS_LOGGER_METHOD0
+#define UNIFFI_FFIDEF_CALLBACK_INTERFACE_PROTEUS_LOGGER_METHOD0
+typedef void (*UniffiCallbackInterfaceProteusLoggerMethod0)(uint64_t, RustBuffer, RustBuffer, void* _Nonnull, 
+        RustCallStatus *_Nonnull uniffiCallStatus
+    );
+
+#endif
 #ifndef UNIFFI_FFIDEF_CALLBACK_INTERFACE_COMMIT_COUNTER_METHOD0
 #define UNIFFI_FFIDEF_CALLBACK_INTERFACE_COMMIT_COUNTER_METHOD0
 typedef void (*UniffiCallbackInterfaceCommitCounterMethod0)(uint64_t, int64_t* _Nonnull, 
@@ -278,6 +285,15 @@ typedef struct UniffiVTableCallbackInterfaceImportProgress {
     UniffiCallbackInterfaceClone _Nonnull uniffiClone;
     UniffiCallbackInterfaceImportProgressMethod0 _Nonnull progress;
 } UniffiVTableCallbackInterfaceImportProgress;
+
+#endif
+#ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PROTEUS_LOGGER
+#define UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_PROTEUS_LOGGER
+typedef struct UniffiVTableCallbackInterfaceProteusLogger {
+    UniffiCallbackInterfaceFree _Nonnull uniffiFree;
+    UniffiCallbackInterfaceClone _Nonnull uniffiClone;
+    UniffiCallbackInterfaceProteusLoggerMethod0 _Nonnull log;
+} UniffiVTableCallbackInterfaceProteusLogger;
 
 #endif
 #ifndef UNIFFI_FFIDEF_V_TABLE_CALLBACK_INTERFACE_COMMIT_COUNTER
@@ -464,6 +480,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_encrypt_for(uint64_t ptr, RustBu
 void uniffi_proteus_uniffi_fn_init_callback_vtable_importprogress(const UniffiVTableCallbackInterfaceImportProgress* _Nonnull vtable
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_PROTEUSLOGGER
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_PROTEUSLOGGER
+void uniffi_proteus_uniffi_fn_init_callback_vtable_proteuslogger(const UniffiVTableCallbackInterfaceProteusLogger* _Nonnull vtable
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_COMMITCOUNTER
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_INIT_CALLBACK_VTABLE_COMMITCOUNTER
 void uniffi_proteus_uniffi_fn_init_callback_vtable_commitcounter(const UniffiVTableCallbackInterfaceCommitCounter* _Nonnull vtable
@@ -578,6 +599,11 @@ uint64_t uniffi_proteus_uniffi_fn_func_client_seal_store(RustBuffer path, RustBu
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_FUNC_ERROR_CODES
 RustBuffer uniffi_proteus_uniffi_fn_func_error_codes(RustCallStatus *_Nonnull out_status
     
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_FUNC_SET_LOGGER
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_FUNC_SET_LOGGER
+void uniffi_proteus_uniffi_fn_func_set_logger(uint64_t logger, RustBuffer level, RustCallStatus *_Nonnull out_status
 );
 #endif
 #ifndef UNIFFI_FFIDEF_FFI_PROTEUS_UNIFFI_RUSTBUFFER_ALLOC
@@ -882,6 +908,12 @@ uint16_t uniffi_proteus_uniffi_checksum_func_error_codes(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_FUNC_SET_LOGGER
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_FUNC_SET_LOGGER
+uint16_t uniffi_proteus_uniffi_checksum_func_set_logger(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_CLOSE
 uint16_t uniffi_proteus_uniffi_checksum_method_client_close(void
@@ -1065,6 +1097,12 @@ uint16_t uniffi_proteus_uniffi_checksum_constructor_client_open(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_IMPORTPROGRESS_PROGRESS
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_IMPORTPROGRESS_PROGRESS
 uint16_t uniffi_proteus_uniffi_checksum_method_importprogress_progress(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_PROTEUSLOGGER_LOG
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_PROTEUSLOGGER_LOG
+uint16_t uniffi_proteus_uniffi_checksum_method_proteuslogger_log(void
     
 );
 #endif
