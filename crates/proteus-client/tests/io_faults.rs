@@ -2,39 +2,46 @@
 //! batch's commit and of an encryption's, on the SQLite store.
 //!
 //! A child run (this test binary again, `io_faults_child`) opens a copy of Bob's store, decrypts
-//! a 40-message queue from Alice with `decrypt_batch` (its commit and checkpoint) and encrypts a
-//! reply (its commit and checkpoint). A small C shim loaded with `LD_PRELOAD`
-//! (`tests/faults/shim.c`, built with the system C compiler, `cc` or `$CC`, when the test runs)
-//! sees the child's writes and syncs of the store's files and injects the fault at the Nth
-//! one. A first run only counts them; then N goes over every one of them:
+//! a 40-message queue from Alice with `decrypt_batch` (its commit and the checkpoint after it)
+//! and encrypts two replies (each a commit and a checkpoint: the second one's syncs come after
+//! the first reply was handed out). A small C shim loaded with `LD_PRELOAD` (`tests/faults/
+//! shim.c`, built with the system C compiler, `cc` or `$CC`, when the test runs; the test fails
+//! without one) sees the child's writes and syncs of the store's files, in the system calls
+//! SQLite makes (`pwrite64`, `ftruncate`, `fsync`), and injects the fault at the Nth one. A
+//! first run only counts them; then N goes over every one of them, for each fault:
 //!
-//! * `eio-write`: the Nth write and every later one fail with EIO until the fault is lifted;
-//! * `eio-sync`: the Nth fsync and every later one fail with EIO, what they were to sync left in
-//!   the file; then the same with the child dying right after the calls, the fault never
-//!   lifted (`eio-sync, then killed`): the WAL then holds a commit whose sync failed;
-//! * `eio-sync-lost`: the same, and what they were to sync lost (the kernel dropped the pages
-//!   whose writeback failed);
-//! * `power loss` at the Nth sync, in three ways: every write since the file's last sync
-//!   dropped; the last write torn (every other 512-byte sector of it as before); and every
-//!   write since the last sync half on disk (every other sector of each, out of order). The
-//!   shim puts the files in that state and the child exits at once (`_exit`, no close).
+//! * `eio-write`: the Nth write and every later one fail with EIO, until the child lifts the
+//!   fault and, on the same handle, runs the batch and a reply again;
+//! * `eio-sync`: the same with the Nth fsync and every later one, what they were to sync left in
+//!   the file; `eio-sync-lost`: what they were to sync lost (the kernel dropped the pages whose
+//!   writeback failed: the file reads as it was at its last sync);
+//! * the same three, `then killed`: the child exits right after the faulted calls, the fault
+//!   still on (no close, no checkpoint);
+//! * power loss at the Nth sync, the child stopped there (`_exit`) and the files put in the
+//!   state a power cut leaves: `crash-dropped`, every write since each file's last sync undone
+//!   (data and size); `crash-torn`, the last write torn (the first 512-byte sector it touches and
+//!   every other one after as they were), the earlier ones on disk; `crash-scattered`, every
+//!   other sector (odd ones, by file offset) of every write since the last sync as it was
+//!   (written out of order, half of them not). And `crash-torn-write`: power lost during the Nth
+//!   write, that write torn, the unsynced ones before it on disk: the power-loss sweeps go over
+//!   the whole run, the run after the lift included.
 //!
-//! In the EIO modes the child then lifts the fault and, on the same handle, runs the batch and
-//! a reply again. Then the parent checks: every failed call failed with `StorageFailure` (507)
-//! (a reply also with `SessionNotFound`, 104, when the batch that makes the session did not
-//! commit); the store opens; what was committed before (Bob's identity, his session with Carol,
-//! his prekeys) is there; the batch is there whole or not at all: delivered again, its messages
-//! decrypt with the ids they had when first handed over, or all come back as already seen, and
-//! never as seen unless a batch call returned success; every reply handed out, and one more from
-//! the reopened store, decrypt at Alice with strictly increasing counters (no message key used
-//! twice).
+//! Then the parent checks: every failed call failed with `StorageFailure` (507) (a reply also
+//! with `SessionNotFound`, 104, when the batch that makes the session did not commit); after a
+//! lifted fault the same calls succeed and the batch's messages come with the same ids, again
+//! new if the first batch call failed, seen if it succeeded; the store opens (without the
+//! shim); what was committed before (Bob's identity, his session with Carol, his prekeys) is
+//! there; the batch is there whole or not at all, and there if a batch call returned success:
+//! delivered again, its messages decrypt with the ids they had when first handed over, or all
+//! come back as already seen; every reply handed out, and one more from the reopened store,
+//! decrypt at Alice in that order with increasing counters (no message key used twice). Each
+//! fault's line gives its points, where they are, the calls that failed and the checks that
+//! failed (lost, reused, opens), counted.
 //!
-//! Every point is swept in the test command; the line printed says how many. The count of a
-//! sweep can be capped (a sample spread over the points) with `PROTEUS_IO_FAULT_POINTS`:
+//! Every point of every fault is swept in the test command (about 15 s on 2 cores):
 //!
 //! ```text
 //! cargo test -p proteus-client --test io_faults -- --nocapture
-//! PROTEUS_IO_FAULT_POINTS=10 cargo test -p proteus-client --test io_faults -- --nocapture
 //! ```
 
 #![cfg(all(feature = "sqlite", target_os = "linux"))]
@@ -815,4 +822,5 @@ fn power_loss_at_every_sync_of_a_commit() {
     for mode in ["crash-dropped", "crash-torn", "crash-scattered"] {
         sweep(&setup, fault(mode, false), 's', &places);
     }
+    sweep(&setup, fault("crash-torn-write", false), 'w', &places);
 }

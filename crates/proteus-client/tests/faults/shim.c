@@ -22,7 +22,10 @@
  *                 crash-scattered  power loss at the Nth sync: the odd sectors of every write
  *                                  since the last sync as they were at that sync (written out of
  *                                  order, half of them not), sizes as written; _exit(86)
- *   FAULT_AT      N (from 1): the write (eio-write) or sync (the others) to fault at
+ *                 crash-torn-write power loss during the Nth write: it torn as in crash-torn, the
+ *                                  unsynced writes before it on disk, none after; _exit(86)
+ *   FAULT_AT      N (from 1): the write (eio-write, crash-torn-write) or sync (the others) to
+ *                 fault at
  *   FAULT_LIFT    a file: once it exists, the EIO modes stop failing (the fault is gone)
  *
  * Writes are write, pwrite(64), writev, pwritev(64), ftruncate(64), fallocate and
@@ -53,7 +56,16 @@
 #define SECTOR 512
 #define CRASH_EXIT 86
 
-enum mode { COUNT, EIO_WRITE, EIO_SYNC, EIO_SYNC_LOST, CRASH_DROPPED, CRASH_TORN, CRASH_SCATTERED };
+enum mode {
+    COUNT,
+    EIO_WRITE,
+    EIO_SYNC,
+    EIO_SYNC_LOST,
+    CRASH_DROPPED,
+    CRASH_TORN,
+    CRASH_SCATTERED,
+    CRASH_TORN_WRITE
+};
 
 /* One write (or truncation) not synced yet: what it replaced. */
 struct undo {
@@ -102,6 +114,7 @@ static char lift[4096];
 static int lifted;
 static int trace_fd = -1;
 static long writes, syncs;
+static int last_file; /* of the last write */
 
 static int fd_file[MAX_FDS]; /* file index + 1, 0: not ours */
 static struct file files[MAX_FILES];
@@ -132,6 +145,7 @@ static void init(void) {
         else if (!strcmp(m, "crash-dropped")) mode = CRASH_DROPPED;
         else if (!strcmp(m, "crash-torn")) mode = CRASH_TORN;
         else if (!strcmp(m, "crash-scattered")) mode = CRASH_SCATTERED;
+        else if (!strcmp(m, "crash-torn-write")) mode = CRASH_TORN_WRITE;
         else if (strcmp(m, "count")) {
             fprintf(stderr, "fault shim: unknown FAULT_MODE %s\n", m);
             _exit(2);
@@ -212,7 +226,8 @@ static off_t size_of(int fd) {
 }
 
 static int power_loss(void) {
-    return mode == CRASH_DROPPED || mode == CRASH_TORN || mode == CRASH_SCATTERED;
+    return mode == CRASH_DROPPED || mode == CRASH_TORN || mode == CRASH_SCATTERED ||
+           mode == CRASH_TORN_WRITE;
 }
 
 static void push(struct undo u) {
@@ -331,7 +346,8 @@ static int lifted_now(void) {
     return lifted;
 }
 
-/* Before a write to `fd`: counts it, traces it and returns -1 (errno EIO) to inject a fault. */
+/* Before a write to `fd`: counts it and traces it. Returns -1 (errno EIO) to fail it, 1 if the
+ * power is to go out once it is made (see after_write), 0 otherwise. */
 static int before_write(int fd, off_t off, size_t len, int truncate) {
     init();
     int file = ours(fd);
@@ -339,6 +355,7 @@ static int before_write(int fd, off_t off, size_t len, int truncate) {
         return 0;
     pthread_mutex_lock(&lock);
     long n = ++writes;
+    last_file = file;
     trace("%c %ld %s %lld %zu", truncate ? 't' : 'w', n, base(file), (long long)off, len);
     int fail = mode == EIO_WRITE && n >= fault_at && !lifted_now();
     if (fail)
@@ -350,7 +367,15 @@ static int before_write(int fd, off_t off, size_t len, int truncate) {
         errno = EIO;
         return -1;
     }
-    return 0;
+    return mode == CRASH_TORN_WRITE && n == fault_at;
+}
+
+/* After a write `before_write` returned 1 for: the power goes out, the write torn. */
+static void after_write(void) {
+    pthread_mutex_lock(&lock);
+    trace("! crash crash-torn-write write %ld %s", writes, base(last_file));
+    revert(-1, CRASH_TORN);
+    _exit(CRASH_EXIT);
 }
 
 /* A sync of `fd`: counts it, injects (EIO, or power loss and exit), or syncs. */
@@ -397,64 +422,104 @@ static size_t iov_len(const struct iovec *iov, int n) {
 
 ssize_t write(int fd, const void *buf, size_t len) {
     init();
-    if (ours(fd) >= 0 && before_write(fd, position(fd), len, 0))
+    int fault = ours(fd) >= 0 ? before_write(fd, position(fd), len, 0) : 0;
+    if (fault < 0)
         return -1;
-    return real_write(fd, buf, len);
+    ssize_t rc = real_write(fd, buf, len);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t len, off_t off) {
-    if (before_write(fd, off, len, 0))
+    int fault = before_write(fd, off, len, 0);
+    if (fault < 0)
         return -1;
-    return real_pwrite(fd, buf, len, off);
+    ssize_t rc = real_pwrite(fd, buf, len, off);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off) {
-    if (before_write(fd, off, len, 0))
+    int fault = before_write(fd, off, len, 0);
+    if (fault < 0)
         return -1;
-    return real_pwrite64(fd, buf, len, off);
+    ssize_t rc = real_pwrite64(fd, buf, len, off);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int n) {
     init();
-    if (ours(fd) >= 0 && before_write(fd, position(fd), iov_len(iov, n), 0))
+    int fault = ours(fd) >= 0 ? before_write(fd, position(fd), iov_len(iov, n), 0) : 0;
+    if (fault < 0)
         return -1;
-    return real_writev(fd, iov, n);
+    ssize_t rc = real_writev(fd, iov, n);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) {
-    if (before_write(fd, off, iov_len(iov, n), 0))
+    int fault = before_write(fd, off, iov_len(iov, n), 0);
+    if (fault < 0)
         return -1;
-    return real_pwritev(fd, iov, n, off);
+    ssize_t rc = real_pwritev(fd, iov, n, off);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 ssize_t pwritev64(int fd, const struct iovec *iov, int n, off_t off) {
-    if (before_write(fd, off, iov_len(iov, n), 0))
+    int fault = before_write(fd, off, iov_len(iov, n), 0);
+    if (fault < 0)
         return -1;
-    return real_pwritev64(fd, iov, n, off);
+    ssize_t rc = real_pwritev64(fd, iov, n, off);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 int ftruncate(int fd, off_t size) {
-    if (before_write(fd, size, 0, 1))
+    int fault = before_write(fd, size, 0, 1);
+    if (fault < 0)
         return -1;
-    return real_ftruncate(fd, size);
+    int rc = real_ftruncate(fd, size);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 int ftruncate64(int fd, off_t size) {
-    if (before_write(fd, size, 0, 1))
+    int fault = before_write(fd, size, 0, 1);
+    if (fault < 0)
         return -1;
-    return real_ftruncate64(fd, size);
+    int rc = real_ftruncate64(fd, size);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 int fallocate(int fd, int flags, off_t off, off_t len) {
-    if (before_write(fd, off, (size_t)len, 0))
+    int fault = before_write(fd, off, (size_t)len, 0);
+    if (fault < 0)
         return -1;
-    return real_fallocate(fd, flags, off, len);
+    int rc = real_fallocate(fd, flags, off, len);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 int posix_fallocate(int fd, off_t off, off_t len) {
-    if (before_write(fd, off, (size_t)len, 0))
+    int fault = before_write(fd, off, (size_t)len, 0);
+    if (fault < 0)
         return EIO;
-    return real_posix_fallocate(fd, off, len);
+    int rc = real_posix_fallocate(fd, off, len);
+    if (fault)
+        after_write();
+    return rc;
 }
 
 int fsync(int fd) {
