@@ -68,7 +68,7 @@ use proteus_client::{Client, OpenMode, QueuedMessage, SqliteOptions};
 const CHILD_VAR: &str = "PROTEUS_IO_FAULTS_CHILD";
 /// The exit status of a child the shim stopped at a power loss.
 const CRASH_EXIT: i32 = 86;
-/// Messages in the batch (a PreKeyMessage, then a chain, a few out of order).
+/// Messages in the batch (a PreKeyMessage, then a chain, a few out of order, two missing).
 const QUEUE: usize = 40;
 const STORE: &str = "bob.db";
 
@@ -306,8 +306,8 @@ struct Run {
     /// The trace's lines.
     lines: Vec<String>,
     crashed: bool,
-    /// The phase and the shim's line of the injection.
-    injected: Option<(String, String)>,
+    /// The shim's line where it injected the fault (the first one).
+    injected: Option<String>,
     /// Before and after the fault was lifted.
     first: Calls,
     again: Calls,
@@ -391,9 +391,7 @@ fn parse(text: &str, crashed: bool) -> Run {
         let code = |w: &str| w.parse::<u16>().unwrap();
         match words[0] {
             "phase" => phase = words[1].to_owned(),
-            "!" if run.injected.is_none() => {
-                run.injected = Some((phase.clone(), line.to_owned()));
-            }
+            "!" if run.injected.is_none() => run.injected = Some(line.to_owned()),
             "open" => calls.open = Some(code(words[1])),
             "deliver" => calls
                 .delivered
@@ -472,7 +470,6 @@ impl Place {
 /// What the sweep of one fault saw, for its line.
 #[derive(Default)]
 struct Tally {
-    runs: usize,
     /// Where the injections landed: "phase stage".
     landed: BTreeMap<String, usize>,
     open_failed: usize,
@@ -507,7 +504,6 @@ impl Tally {
 /// The checks of one run (its store in `setup.dir/run-{dir}`); `label` names it in failures.
 /// A failed check is counted in `tally` by property, with the run's trace.
 fn check(setup: &Setup, fault: Fault, run: &Run, dir: &str, label: &str, tally: &mut Tally) {
-    tally.runs += 1;
     let before = tally.failures.len();
     check_run(setup, fault, run, dir, tally);
     for failure in &mut tally.failures[before..] {
@@ -685,12 +681,12 @@ fn sweep(setup: &Setup, fault: Fault, kind: char, places: &[Place]) -> String {
         let run = child(setup, &dir, Some((fault, at)));
         let label = format!("{} at {kind} {at} ({place:?})", fault.name());
         // The same point as in the counting run: the scenario is deterministic.
-        let injected = run.injected.as_ref().map(|(_, line)| line.clone());
         assert!(
-            injected
+            run.injected
                 .as_deref()
                 .is_some_and(|l| l.ends_with(&format!(" {at} {}", place.file))),
-            "{label}: injected {injected:?}\n{}",
+            "{label}: injected {:?}\n{}",
+            run.injected,
             run.lines.join("\n")
         );
         *tally
