@@ -481,7 +481,17 @@ impl Storage for SqliteStorage {
         }
         let committed = self.apply(writes).and_then(|()| self.run("COMMIT"));
         if let Err(e) = committed {
-            // Nothing of the operation is stored; the lock is released.
+            // Nothing of the operation is visible; the lock is released. One case leaves its
+            // outcome unknown: the sync of the commit's WAL frames failed (EIO from fsync). The
+            // frames, commit mark included, may be in the file all the same, and SQLite's
+            // recovery replays them when the store is next opened after a crash (or after a
+            // close whose checkpoint failed too): the operation turns out committed although it
+            // failed with 507 (tests/io_faults.rs, "eio-sync, then killed"). No second fsync can
+            // tell (Linux reports a writeback error once). It is the same as a process dying
+            // inside the commit, and the client is built for that: a batch delivers before its
+            // commit, so its messages come back as already seen with the same ids; an encryption
+            // returns its envelope only once its commit succeeded, so at most a chain step is
+            // skipped, never reused.
             let _ = self.rollback();
             return Err(e);
         }
