@@ -70,7 +70,11 @@ impl Client {
     /// Per-message rejections are results, not errors (a session whose stored record is damaged
     /// included: its messages fail with [`StoreError::Corrupt`](crate::StoreError::Corrupt));
     /// the call fails only if the storage itself fails, and then nothing of the batch is
-    /// committed.
+    /// committed — unless the failure was the sync of the commit itself (an I/O error of
+    /// `fsync`): then no one can know whether the commit reached the disk, and after a crash
+    /// SQLite may replay it. Nothing is lost either way: keep what `deliver` received; delivered
+    /// again, the messages come back either decrypted with the same ids or as already seen
+    /// (tests/io_faults.rs).
     ///
     /// The work runs on the client's [`Executor`]: on the calling thread unless the
     /// application gave the client a pool.
