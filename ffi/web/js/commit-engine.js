@@ -39,7 +39,8 @@ const STALE = Symbol('stale');
 /** The wasm client of one Client on its store: runs the Client's calls and stores their commits. */
 export class CommitEngine {
   #raw;
-  #journal = new RawJournal();
+  /** Made by start(), where a trap (out of wasm memory) fails the open with Internal. */
+  #journal;
   #store;
   #closed = false;
   #failed;
@@ -69,6 +70,7 @@ export class CommitEngine {
   async start(mustExist) {
     const store = this.#store;
     try {
+      this.#journal = this.#inWasm(() => new RawJournal());
       return await store.lock(async () => {
         for (;;) {
           const loaded = await load(store);
@@ -94,7 +96,7 @@ export class CommitEngine {
 
   /** Opens the wasm client on `loaded` (the journal then holds it); the previous one goes. */
   #open(loaded) {
-    const raw = wasm(() => new RawClient(loaded.records, loaded.version, this.#journal));
+    const raw = this.#inWasm(() => new RawClient(loaded.records, loaded.version, this.#journal));
     this.#raw?.free();
     this.#raw = raw;
     this.#known = loaded.version;
@@ -105,7 +107,7 @@ export class CommitEngine {
   #free() {
     try {
       this.#raw?.free();
-      this.#journal.free();
+      this.#journal?.free();
     } catch {
       // a failed client may not free; its memory goes with the page
     }
@@ -224,7 +226,7 @@ export class CommitEngine {
             return undefined;
           }
         }
-        commit = wasm(() => this.#journal.takeCommit());
+        commit = this.#inWasm(() => this.#journal.takeCommit());
         return commit;
       }, durability, ranOn);
     } catch (e) {
@@ -257,6 +259,22 @@ export class CommitEngine {
     }
   }
 
+  /**
+   * `f()`, a call into the wasm client outside the call's own `fn`: opening it, the journal, and
+   * its commit (takeCommit encodes the writes in wasm memory). A trap there (out of memory:
+   * tests/faults/memory.mjs) fails the client with Internal as a trap in `fn` does, before
+   * anything is stored, rather than escaping as a bare RuntimeError (or, from takeCommit, a
+   * StorageFailure) and leaving a journal that traps at every later step.
+   */
+  #inWasm(f) {
+    try {
+      return wasm(f);
+    } catch (e) {
+      this.#failOnTrap(e);
+      throw e;
+    }
+  }
+
   async #reload() {
     log('info', 'another process or tab committed: reloading');
     this.#open(await load(this.#store));
@@ -269,7 +287,7 @@ export class CommitEngine {
    * next call reloads.
    */
   async #persist(durability = 'strict') {
-    const commit = wasm(() => this.#journal.takeCommit());
+    const commit = this.#inWasm(() => this.#journal.takeCommit());
     if (commit === undefined) return;
     const [writes, expected, next] = commit;
     try {
