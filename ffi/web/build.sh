@@ -39,6 +39,7 @@ install_toolchain
 install_wasm_bindgen
 npm_ci .
 wasm="${CARGO_TARGET_DIR:-$root/target}/wasm32-unknown-unknown/release-wasm/proteus_web.wasm"
+names_wasm="${wasm%.wasm}.names.wasm"
 
 # PROTEUS_WEB_FEATURES: more features of the proteus-web crate to build the module with.
 # simd128: smaller and faster code (every current browser and Node >= 16.4 run it). A low inline
@@ -74,11 +75,19 @@ build_wasm() {
   # --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the
   # stack, which starts at 1 MiB), so wasm-opt may fold constant offsets into loads and stores.
   # --flatten --rereloop --merge-similar-functions before -Oz: 1.1 KB less, as fast.
-  node_modules/.bin/wasm-opt --flatten --rereloop --merge-similar-functions -Oz \
-    --low-memory-unused --converge --strip-producers --strip-target-features \
-    --enable-bulk-memory --enable-nontrapping-float-to-int \
-    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd \
-    "$2/proteus_web_bg.wasm" -o "$2/proteus_web_bg.opt.wasm"
+  local opt=(--flatten --rereloop --merge-similar-functions -Oz
+    --low-memory-unused --converge --strip-producers --strip-target-features
+    --enable-bulk-memory --enable-nontrapping-float-to-int
+    --enable-sign-ext --enable-mutable-globals --enable-reference-types --enable-multivalue --enable-simd)
+  # PROTEUS_WEB_NAMES=1 (tests only, not shipped): the same module with its function names (-g
+  # keeps the name section, and nothing else changes: tests/faults/memory.mjs checks that it is
+  # the package's module byte for byte once the names are stripped), for the names of the frames
+  # of a trap. One more wasm-opt run, ~17 s of CPU.
+  rm -f "$names_wasm"
+  if [ "${PROTEUS_WEB_NAMES:-0}" = 1 ]; then
+    node_modules/.bin/wasm-opt -g "${opt[@]}" "$2/proteus_web_bg.wasm" -o "$names_wasm"
+  fi
+  node_modules/.bin/wasm-opt "${opt[@]}" "$2/proteus_web_bg.wasm" -o "$2/proteus_web_bg.opt.wasm"
   mv "$2/proteus_web_bg.opt.wasm" "$2/proteus_web_bg.wasm"
 }
 

@@ -10,6 +10,9 @@
 #   1. build: cargo (profile release-wasm) + wasm-bindgen --target web + wasm-opt -Oz (npm binaryen)
 #   2. node --test tests/                       the whole API in Node (memory and IndexedDB stores;
 #      importCryptobox from stores the real @wireapp/cryptobox writes: tests/cryptobox)
+#      node --test tests/faults/memory.mjs      memory exhaustion at every growth of a batch's wasm
+#      memory (the package's module with a maximum on its memory; issue 36, fault 6); the build
+#      also writes the module with function names (PROTEUS_WEB_NAMES=1) to name the trap's frames
 #   3. a consumer project (the packed tarball, used by name in Node; bundled by esbuild for
 #      Chromium) and tsc on a usage of the types
 #   4. node --test tests/interop/wireapp.mjs    live interop with @wireapp/proteus
@@ -78,11 +81,14 @@ npm_ci tests/cryptobox
 # --- build and tests ---------------------------------------------------------------------------
 
 log "build the package into $WEB/pkg"
-timed build "$WEB/build.sh"
+timed build env PROTEUS_WEB_NAMES=1 "$WEB/build.sh"
 
 cd "$WEB"
 log "node --test: the API in Node"
 node --test tests/
+
+log "memory exhaustion at every growth of a batch (a maximum on the module's memory, page by page)"
+timed "memory faults" node --test tests/faults/memory.mjs
 
 log "a consumer project: the packed tarball installed outside the repository and used by name"
 consumer=$(mktemp -d)

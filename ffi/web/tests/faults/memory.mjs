@@ -9,10 +9,15 @@
 // allocation needs when its heap is full; with a maximum of P pages the first such growth past P
 // fails, the allocation fails, and Rust aborts: a trap (RuntimeError: unreachable). In wasm that
 // growth is the ONLY place an allocation can fail, so a sweep of P over every page count, from the
-// smallest at which the store opens to the first at which the batch succeeds, makes every growth
-// of the batch fail in turn: every point where the fault can occur, from this state. Each run
-// starts from the same state (a fresh module instance, the same store), so the run up to the
-// failing growth is the run without a maximum.
+// module's initial 17 pages (too few to open the store) to the first at which the batch succeeds,
+// makes every growth of the open and of the batch fail in turn: every point where the fault can
+// occur, from this state. Each run starts from the same state (a fresh module instance, the same
+// store), so the run up to the failing growth is the run without a maximum. The queue is shaped
+// so that the growths fall in every phase of a batch: the input, the batch's loop (splitting,
+// decoding, planning), the runs' decryption, the sessions back into the cache after a window,
+// the commit staged in the journal, and takeCommit (the writes encoded for IndexedDB); with the
+// module's function names (PROTEUS_WEB_NAMES=1 ./build.sh) each trap is named by its frames,
+// without them by the call into wasm and the results delivered so far.
 //
 // Each maximum gets a fresh copy of the package (its JS files copied to a temporary directory and
 // imported from there: a new module graph, a new wasm instance) on a copy of the same IndexedDB
@@ -35,9 +40,9 @@
 // Run: node --test tests/faults/memory.mjs (after ./build.sh); scripts/suites/web.sh runs it.
 // Prints one line per maximum, and the phases and points hit.
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import path, { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { IDBFactory } from 'fake-indexeddb';
@@ -49,9 +54,14 @@ const PKG = fileURLToPath(new URL('../../pkg/', import.meta.url));
 const SHIPPED = readFileSync(join(PKG, 'proteus_web_bg.wasm'));
 const PAGE = 65536;
 /** Messages of the queue from Carol, whose session exists before (one window: a backlog). */
-const BACKLOG = 300;
-/** New senders, one PreKeyMessage each (windows of 256; a large commit: a session each). */
-const SENDERS = 400;
+const BACKLOG = 100;
+/**
+ * New senders, one PreKeyMessage each to Alice's last-resort prekey (windows of 256; a large
+ * commit, a session each, on a small store: the queue does not fit in the heap left after the
+ * store opened, and the commit's writes outgrow what the batch frees).
+ */
+const SENDERS = 300;
+const backlog = (i) => `backlog ${i} `.padEnd(100, '.');
 const text = (bytes) => new TextDecoder().decode(bytes);
 const hex = (bytes) => Buffer.from(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes).toString('hex');
 
@@ -108,6 +118,42 @@ export function withMaxPages(module, pages) {
   throw new Error('no memory section');
 }
 
+/** `module` without its name section. */
+function withoutNames(module) {
+  const parts = [module.subarray(0, 8)];
+  let at = 8;
+  while (at < module.length) {
+    const sectionStart = at;
+    const id = module[at++];
+    let size;
+    [size, at] = leb(module, at);
+    const body = at;
+    let name;
+    if (id === 0) {
+      let length;
+      [length, at] = leb(module, at);
+      name = text(module.subarray(at, at + length));
+    }
+    if (name !== 'name') parts.push(module.subarray(sectionStart, body + size));
+    at = body + size;
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * The module the sweep runs: the package's, or the same with its function names when the build
+ * made it (PROTEUS_WEB_NAMES=1 ./build.sh, next to cargo's output) and it is the package's module
+ * byte for byte once they are stripped. The names only name the frames of a trap.
+ */
+const MODULE = (() => {
+  const target = path.resolve(fileURLToPath(new URL('../..', import.meta.url)), process.env.CARGO_TARGET_DIR ?? '../../target');
+  const file = join(target, 'wasm32-unknown-unknown/release-wasm/proteus_web.names.wasm');
+  if (!existsSync(file)) return { wasm: SHIPPED, note: 'without function names (PROTEUS_WEB_NAMES=1 ./build.sh names them)' };
+  const named = readFileSync(file);
+  if (!withoutNames(named).equals(SHIPPED)) return { wasm: SHIPPED, note: `without function names (${file} is not the package's module: stale)` };
+  return { wasm: named, named: true, note: "with function names (the package's module byte for byte without them)" };
+})();
+
 // --- fresh instances of the package ---------------------------------------------------------------
 
 const copies = mkdtempSync(join(tmpdir(), 'proteus-memory-'));
@@ -126,7 +172,7 @@ async function instance(pages) {
   const pkg = await import(url('index.js'));
   const glue = await import(url('proteus_web.js'));
   const { wasmMemory } = await import(url('init.js'));
-  await pkg.init(pages === undefined ? SHIPPED : withMaxPages(SHIPPED, pages));
+  await pkg.init(pages === undefined ? MODULE.wasm : withMaxPages(MODULE.wasm, pages));
   const trap = {};
   // The calls a batch makes into wasm, wrapped to name the one a trap happens in.
   for (const [cls, names] of [
@@ -220,8 +266,9 @@ async function scene() {
   const peerDB = new IDBFactory();
   const alice = await open(indexedDB);
   const carol = await pkg.Client.open('carol', { indexedDB: peerDB, allowWithoutWebLocks: true, persist: false });
-  const prekeys = await alice.generatePrekeys(SENDERS + 1);
-  await carol.createSession('alice', prekeys[SENDERS].bundle);
+  const [prekey] = await alice.generatePrekeys(1);
+  const lastResort = await alice.lastResortBundle();
+  await carol.createSession('alice', prekey.bundle);
   const earlier = [];
   for (let i = 0; i < 3; i++) earlier.push({ sessionId: 'carol', envelope: await carol.encrypt('alice', `earlier ${i}`) });
   assert.ok((await alice.decryptBatch(earlier)).every((r) => r.errorCode === undefined));
@@ -230,10 +277,10 @@ async function scene() {
   for (const r of replies) sent.push(await alice.encrypt('carol', r));
   for (let i = 0; i < sent.length; i++) assert.equal(text(await carol.decrypt('alice', sent[i])), replies[i]);
   const queue = [];
-  for (let i = 0; i < BACKLOG; i++) queue.push({ sessionId: 'carol', envelope: await carol.encrypt('alice', `backlog ${i}`) });
+  for (let i = 0; i < BACKLOG; i++) queue.push({ sessionId: 'carol', envelope: await carol.encrypt('alice', backlog(i)) });
   for (let s = 0; s < SENDERS; s++) {
     const sender = await pkg.Client.inMemory();
-    await sender.createSession('alice', prekeys[s].bundle);
+    await sender.createSession('alice', lastResort.bundle);
     queue.push({ sessionId: `sender ${s}`, envelope: await sender.encrypt('alice', `hello from ${s}`) });
     await sender.close();
   }
@@ -246,13 +293,12 @@ async function scene() {
   const reference = await instance();
   reference.indexedDB = await restore(store, DB);
   const again = await reference.open(reference.indexedDB);
-  const before = reference.pages();
   const results = await again.decryptBatch(queue);
   const needed = reference.pages();
   assert.equal(results.length, queue.length);
   for (const [i, r] of results.entries()) {
     assert.equal(r.errorCode, undefined, `message ${i}: ${r.errorKind}`);
-    assert.equal(text(r.plaintext), i < BACKLOG ? `backlog ${i}` : `hello from ${i - BACKLOG}`);
+    assert.equal(text(r.plaintext), i < BACKLOG ? backlog(i) : `hello from ${i - BACKLOG}`);
   }
   await again.close();
   // The smallest maximum at which the store with the whole queue committed opens (a binary
@@ -271,15 +317,15 @@ async function scene() {
       low = mid + 1;
     }
   }
-  return { store, peer, queue, earlier, replies, sent, fingerprint, results, before, needed, opensAfter: low };
+  return { store, peer, queue, earlier, replies, sent, fingerprint, results, needed, opensAfter: low };
 }
 
 // --- one maximum ---------------------------------------------------------------------------------------
 
 /** The phase of a trap: the call into wasm, and for the batch how far its delivery was. */
 function phaseOf(trap, delivered, total) {
-  if (trap.phase === 'input') return 'input: the queue copied into wasm memory (toWasmInput)';
-  if (trap.phase === 'takeCommit') return "takeCommit: the commit's writes encoded for IndexedDB";
+  if (trap.phase === 'input') return PHASES[1][1];
+  if (trap.phase === 'takeCommit') return PHASES[2][1];
   if (trap.phase !== 'decryptBatch') return trap.phase ?? 'outside the wrapped calls';
   if (!/wasm-function/.test(trap.stack.split('\n')[1] ?? '')) return "decryptBatch's arguments copied into wasm memory";
   if (delivered === 0) return 'decrypting: decoding, planning and opening the first window, before any result';
@@ -287,8 +333,61 @@ function phaseOf(trap, delivered, total) {
   return "after the last result: the batch's commit staged in the journal";
 }
 
-/** The trap's point: the wasm frames (function index and offset), innermost first. */
-const pointOf = (trap) => (trap.stack.match(/wasm-function\[\d+\]:0x[0-9a-f]+/g) ?? []).join(' < ');
+/** A trap's wasm frames, innermost first: `{ name, at }` (name: undefined without names). */
+function framesOf(stack) {
+  const frames = [];
+  for (const line of stack.split('\n')) {
+    const m = /at (?:proteus_web\.wasm\.(.*) \()?wasm:\/\/wasm\/[^:]*:(wasm-function\[\d+\]:0x[0-9a-f]+)/.exec(line);
+    if (m) frames.push({ name: m[1]?.replace(/\[[0-9a-f]{16}\]/g, ''), at: m[2] });
+  }
+  return frames;
+}
+
+/** The trap's point: its wasm frames (function index and offset), innermost first. */
+const pointOf = (stack) => framesOf(stack).map((f) => f.at).join(' < ');
+
+/** The phases of a batch by the names of the frames (the innermost frame that names one). */
+const PHASES = [
+  [/rawjournal_new|rawclient_new/, 'opening the store'],
+  [/rawclient_input/, 'input: the queue copied into wasm memory (toWasmInput)'],
+  [/rawjournal_takeCommit/, "takeCommit: the commit's writes encoded for IndexedDB"],
+  [/commit_sessions|Storage>::commit/, "staging the commit: the sessions' records into the journal"],
+  [/SessionCache>::put/, "the window's sessions back into the session cache"],
+  [/new_session|Session>::|SessionState>::|apply_cipher|chain::|open_jobs|decrypt_run/, 'decrypting the runs'],
+  [/OrderedIds>::add|hand_over|PackedResults|Chunk>::/, 'handing the results over'],
+  [/split|decrypt_batch_chunked|plan_window|decode/, "the batch's loop: the queue split and decoded, the window planned (inlined)"],
+];
+
+function namedPhase(stack) {
+  for (const { name } of framesOf(stack)) {
+    for (const [pattern, phase] of PHASES) if (name !== undefined && pattern.test(name)) return phase;
+  }
+  return undefined;
+}
+
+/** A Rust function's name without crate paths and generic arguments: `Type::method`. */
+function shortName(name) {
+  let short = '';
+  let depth = 0;
+  for (let i = 0; i < name.length; i++) {
+    const c = name[i];
+    // Generic arguments (`Type<...>`, `f::<...>`) go; a qualified path's `<Type as Trait>` stays.
+    if (depth === 0 && c === '<' && i > 0 && /[\w:]/.test(name[i - 1])) depth = 1;
+    else if (depth > 0 && c === '<') depth++;
+    else if (depth > 0 && c === '>') depth--;
+    else if (depth === 0) short += c;
+  }
+  short = short.replace(/::(?=::|$)/g, '');
+  const qualified = /^<(?:[\w:]*::)?(\w+)(?: as [^>]*)?>::(.*)$/.exec(short);
+  return qualified ? `${qualified[1]}::${qualified[2]}` : short.split('::').slice(-2).join('::');
+}
+
+/** The innermost frames of a trap, for the log: names when the module has them. */
+const namesOf = (stack) =>
+  framesOf(stack)
+    .slice(0, 3)
+    .map((f) => (f.name === undefined ? f.at : shortName(f.name)))
+    .join(' < ');
 
 async function rejectsWithInternal(promise, pkg) {
   let error;
@@ -350,7 +449,7 @@ async function atMaximum(s, pages) {
     // Too little memory to open the store: Internal too, and nothing written.
     await rejectsWithInternal(Promise.reject(e), inst.pkg);
     assert.deepEqual(flat(await snapshot(indexedDB, DB)), flat(s.store), 'the store is unchanged');
-    return { pages, outcome: 'open', phase: 'opening the store (before the batch)', point: pointOf(e.cause), delivered: 0 };
+    return { pages, outcome: 'open', phase: 'opening the store', point: pointOf(e.cause.stack), names: namesOf(e.cause.stack), delivered: 0 };
   }
   const delivered = new Map();
   let results;
@@ -369,8 +468,9 @@ async function atMaximum(s, pages) {
     return { pages, outcome: 'ok', delivered: delivered.size };
   }
   await rejectsWithInternal(Promise.reject(error), inst.pkg);
-  const phase = phaseOf(inst.trap, delivered.size, s.queue.length);
-  const point = pointOf(inst.trap);
+  const jsPhase = phaseOf(inst.trap, delivered.size, s.queue.length);
+  const phase = MODULE.named ? namedPhase(inst.trap.stack) ?? jsPhase : jsPhase;
+  const point = pointOf(inst.trap.stack);
   assert.ok(inst.trap.pages <= pages);
   // The client is done for: its later calls fail with 599, and it closes.
   await rejectsWithInternal(alice.fingerprint(), inst.pkg);
@@ -406,6 +506,7 @@ async function atMaximum(s, pages) {
     outcome: 'failed',
     phase,
     point,
+    names: namesOf(inst.trap.stack),
     delivered: delivered.size,
     trapPages: inst.trap.pages,
     recoveryTraps: recovered.traps,
@@ -416,30 +517,48 @@ async function atMaximum(s, pages) {
 test('memory exhaustion at every growth of a batch: 599, nothing stored, the same ids after', { timeout: 600_000 }, async () => {
   const started = performance.now();
   const s = await scene();
+  console.log(`the module ${MODULE.note}; a queue of ${s.queue.length} (${BACKLOG} from Carol, ${SENDERS} new senders)`);
   const runs = [];
-  // From the module's initial memory up: the first maximums do not even open the store.
+  // From the module's initial memory up (17 pages): the first maximums do not open the store.
   const first = 17;
   for (let pages = first; ; pages++) {
     const run = await atMaximum(s, pages);
     runs.push(run);
-    const tail = run.outcome === 'failed'
-      ? `${run.phase}; delivered ${run.delivered}; trap at ${run.trapPages} pages; recovery: ${run.recoveryTraps} more 599, batches of ${run.recoveryBatch}; ${run.point}`
-      : run.outcome === 'open' ? `${run.phase}; ${run.point}` : `the batch succeeds (${run.delivered} delivered)`;
-    console.log(`max ${pages} pages: ${run.outcome === 'ok' ? 'ok' : '599'}: ${tail}`);
+    let line;
+    if (run.outcome === 'ok') line = `the batch succeeds (${run.delivered} results delivered)`;
+    else if (run.outcome === 'open') line = `599 opening the store; ${run.names}`;
+    else {
+      line =
+        `599 after ${run.delivered} results, trap at ${run.trapPages} pages: ${run.phase}; ${run.names}; ` +
+        `recovered in batches of ${run.recoveryBatch} after ${run.recoveryTraps} more 599`;
+    }
+    console.log(`max ${pages} pages: ${line}`);
     if (run.outcome === 'ok') break;
     assert.ok(pages < s.needed + 8, 'the batch still fails with more memory than the reference run took');
   }
-  const failed = runs.filter((r) => r.outcome === 'failed');
+  const faults = runs.filter((r) => r.outcome !== 'ok');
+  const inBatch = faults.filter((r) => r.outcome === 'failed');
   const byPhase = new Map();
-  for (const r of runs.filter((r) => r.outcome !== 'ok')) byPhase.set(r.phase, (byPhase.get(r.phase) ?? 0) + 1);
-  const points = new Set(failed.map((r) => `${r.trapPages} ${r.point}`));
-  console.log(`${runs.length} maximums from ${first} pages (${runs.length - 1} faults: ${runs.filter((r) => r.outcome === 'open').length} at open, ${failed.length} in the batch, at ${points.size} distinct growths); the batch succeeds at ${runs.at(-1).pages} pages (the reference run grew to ${s.needed})`);
+  for (const r of faults) byPhase.set(r.phase, (byPhase.get(r.phase) ?? 0) + 1);
+  // A point is one growth of the memory: the page count at the trap and the frames.
+  const points = new Set(faults.map((r) => `${r.trapPages} ${r.point}`));
+  console.log(
+    `${faults.length} maximums failed (${faults.length - inBatch.length} opening the store, ${inBatch.length} in the batch: ` +
+      `${points.size} distinct growths); the batch succeeds at ${runs.at(-1).pages} pages, as far as the reference run grew (${s.needed})`,
+  );
   for (const [phase, n] of byPhase) console.log(`  ${n} × ${phase}`);
-  console.log(`recovery at the same maximum (at least ${s.opensAfter} pages, where the store with the queue committed opens): ${failed.reduce((n, r) => n + r.recoveryTraps, 0)} more 599 (each a fresh instance), every message decrypted with the reference's id; ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  // Every phase a batch allocates in was hit (a change of the queue's memory profile may move a
-  // phase out of the sweep: then grow the queue).
-  const phases = [...byPhase.keys()].join('\n');
-  for (const want of [/^opening/, /^input/, /^decrypting/, /^between results/, /^after the last result/, /^takeCommit/]) {
-    assert.match(phases, want, `no fault in the phase ${want}`);
+  console.log(
+    `every fault: 599, later calls 599, the store unchanged; recovery at the same maximum (at least ${s.opensAfter} pages, where ` +
+      `the store with the queue committed opens): ${inBatch.reduce((n, r) => n + r.recoveryTraps, 0)} more 599 on smaller batches, ` +
+      `every message then decrypted with the reference's id, replies with fresh keys; ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
+  assert.equal(runs.at(-1).pages, s.needed, 'the batch succeeds exactly where the reference run grew to');
+  // Every phase a batch allocates in was hit (a change of the batch's memory profile may move one
+  // out of the sweep: then reshape the queue).
+  const want = MODULE.named
+    ? PHASES.map(([, phase]) => phase).filter((phase) => phase !== 'handing the results over')
+    : [PHASES[0][1], PHASES[1][1], PHASES[2][1], /^decrypting/, /^between results/, /^after the last result/];
+  for (const phase of want) {
+    assert.ok([...byPhase.keys()].some((p) => (typeof phase === 'string' ? p === phase : phase.test(p))), `no fault in the phase ${phase}`);
   }
 });
