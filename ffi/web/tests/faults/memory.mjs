@@ -25,7 +25,9 @@
 //   * the batch fails with 599 (cause: the RuntimeError), or succeeds (the end of the sweep);
 //     the phase it was in is recorded (which call into wasm, how many results were delivered)
 //     with the trap's wasm frames (function index and offset: the point);
-//   * a later call of that client fails with 599; close() resolves;
+//   * a later call of that client fails with 599; close() resolves; opening the store again in
+//     the same instance (the same page) either works or fails with 599 (counted: the trapped
+//     call's allocations stay in that instance's memory);
 //   * the store is byte for byte what it was before the batch (nothing written, nothing lost);
 //   * a fresh instance with the same maximum opens the store (same identity) and decrypts the
 //     queue in smaller batches (half the queue, halved again after each 599 on a fresh instance),
@@ -478,6 +480,20 @@ async function atMaximum(s, pages) {
   await alice.close();
   // Nothing of the batch was stored, nothing was lost.
   assert.deepEqual(flat(await snapshot(indexedDB, DB)), flat(s.store), `at ${pages} pages the store changed`);
+  // As the error says: close it and open the store again, here in the same module instance (the
+  // page goes on). A trap unwinds nothing: what the trapped call had allocated stays in the
+  // instance's memory, so this open may fail too, and then with 599 (a fresh instance, below,
+  // must open it).
+  let sameInstance;
+  try {
+    const reopened = await inst.open(indexedDB);
+    assert.equal(await reopened.fingerprint(), s.fingerprint);
+    await reopened.close();
+    sameInstance = 'opens';
+  } catch (e) {
+    await rejectsWithInternal(Promise.reject(e), inst.pkg);
+    sameInstance = '599';
+  }
   // What the callback received before the trap is the reference's.
   for (const [i, r] of delivered) {
     assert.equal(r.messageId, s.results[i].messageId);
@@ -508,6 +524,7 @@ async function atMaximum(s, pages) {
     point,
     names: namesOf(inst.trap.stack),
     delivered: delivered.size,
+    sameInstance,
     trapPages: inst.trap.pages,
     recoveryTraps: recovered.traps,
     recoveryBatch: recovered.size,
@@ -530,7 +547,7 @@ test('memory exhaustion at every growth of a batch: 599, nothing stored, the sam
     else {
       line =
         `599 after ${run.delivered} results, trap at ${run.trapPages} pages: ${run.phase}; ${run.names}; ` +
-        `recovered in batches of ${run.recoveryBatch} after ${run.recoveryTraps} more 599`;
+        `same instance: ${run.sameInstance}; recovered in batches of ${run.recoveryBatch} after ${run.recoveryTraps} more 599`;
     }
     console.log(`max ${pages} pages: ${line}`);
     if (run.outcome === 'ok') break;
@@ -547,6 +564,8 @@ test('memory exhaustion at every growth of a batch: 599, nothing stored, the sam
       `${points.size} distinct growths); the batch succeeds at ${runs.at(-1).pages} pages, as far as the reference run grew (${s.needed})`,
   );
   for (const [phase, n] of byPhase) console.log(`  ${n} × ${phase}`);
+  const reopens = inBatch.filter((r) => r.sameInstance === 'opens').length;
+  console.log(`the store opened again in the same instance after ${reopens} of the ${inBatch.length} faults in the batch, 599 after the others`);
   console.log(
     `every fault: 599, later calls 599, the store unchanged; recovery at the same maximum (at least ${s.opensAfter} pages, where ` +
       `the store with the queue committed opens): ${inBatch.reduce((n, r) => n + r.recoveryTraps, 0)} more 599 on smaller batches, ` +
