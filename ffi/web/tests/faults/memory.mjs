@@ -169,7 +169,7 @@ let instances = 0;
  */
 async function instance(pages) {
   const dir = join(copies, String(instances++));
-  cpSync(PKG, dir, { recursive: true, filter: (path) => !path.endsWith('.wasm') });
+  cpSync(PKG, dir, { recursive: true, filter: (file) => !file.endsWith('.wasm') });
   const url = (file) => pathToFileURL(join(dir, file)).href;
   const pkg = await import(url('index.js'));
   const glue = await import(url('proteus_web.js'));
@@ -306,13 +306,13 @@ async function scene() {
   // The smallest maximum at which the store with the whole queue committed opens (a binary
   // search: opening takes more memory as the store grows). Below it the store outgrows the budget
   // whatever the batches: the recovery then runs at this maximum.
-  const after = await snapshot(reference.indexedDB, DB);
+  const full = await snapshot(reference.indexedDB, DB);
   let [low, high] = [17, needed];
   while (low < high) {
     const mid = Math.floor((low + high) / 2);
     const probe = await instance(mid);
     try {
-      await (await probe.open(await restore(after, DB))).close();
+      await (await probe.open(await restore(full, DB))).close();
       high = mid;
     } catch (e) {
       await rejectsWithInternal(Promise.reject(e), probe.pkg);
