@@ -13,11 +13,12 @@
 #   swift   ffi/uniffi/bench/swift-extension (release), run in the Swift suite's Debian 13 chroot
 #
 # Reported for each: the process's wall time from outside (start included: the JVM's, the
-# dynamic loader's), the time inside it (Kotlin and Swift: from main through close, reading the
-# message included; native: open through close), the open/decrypt/close split, peak memory
-# growth (VmHWM at the end minus the RSS just before open, and for Kotlin and Swift minus the RSS
-# at main) and the process's peak RSS (getrusage of the child). Afterwards
-# `proteus-bench --extension` (10,000 and 100,000 sessions), the native figure alone.
+# dynamic loader's) and its CPU time (user and system: less sensitive to the load), the time
+# inside it (Kotlin and Swift: from main through close, reading the message included; native:
+# open through close), the open/decrypt/close split, peak memory growth (VmHWM at the end minus
+# the RSS just before open, and for Kotlin and Swift minus the RSS at main) and the process's
+# peak RSS (getrusage of the child). Afterwards `proteus-bench --extension` (10,000 and 100,000
+# sessions), the native figure alone.
 #
 # PROTEUS_EXTENSION_RUNS (default 7), PROTEUS_EXTENSION_SESSIONS (default "10000"; e.g.
 # "10000 100000"), PROTEUS_EXTENSION_ONLY (default "native,kotlin,swift"), PROTEUS_BENCH_WARM=1
@@ -152,14 +153,15 @@ for run in range(runs):
             r = dict(inside=line["total_ms"], open=line["open_ms"], decrypt=line["decrypt_ms"],
                      close=line["close_ms"], growth=line["rss_growth_mib"])
         else:
-            r = dict(inside=line["main_to_close_ms"], open=line["open_ms"],
+            r = dict(inside=line["main_to_close_ms"], before_open=line["before_open_ms"],
+                     open=line["open_ms"],
                      decrypt=line["decrypt_ms"], close=line["close_ms"],
                      growth=(line["hwm_kib"] - line["rss_before_open_kib"]) / 1024,
                      growth_main=(line["hwm_kib"] - line["rss_at_main_kib"]) / 1024,
                      at_main=line["rss_at_main_kib"] / 1024)
         # ru_maxrss: the child's peak resident set, in KiB on Linux.
-        r.update(wall=wall, peak=usage.ru_maxrss / 1024, run=run, impl=impl, sessions=sessions,
-                 cold=not warm)
+        r.update(wall=wall, cpu=(usage.ru_utime + usage.ru_stime) * 1000,
+                 peak=usage.ru_maxrss / 1024, run=run, impl=impl, sessions=sessions, cold=not warm)
         results[impl].append(r)
         with open(log, "a") as f:
             f.write(json.dumps(r) + "\n")
@@ -170,15 +172,16 @@ cache = "page cache dropped before each run" if cold else (
     "page cache left warm" if warm else "page cache NOT dropped (not root)")
 print(f"\n{sessions} sessions, 1001 prekeys; {cache}; median of {runs} runs each, new process "
       f"each; load average {load_before} before, {load_after} after; message for {session_id}\n")
-print("| | process wall | in process | open | decrypt | close | peak growth from open "
-      "| from main | RSS at main | process peak RSS |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| | process wall | process CPU | in process | open | decrypt | close "
+      "| peak growth from open | from main | RSS at main | process peak RSS |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 names = {"native": "native (Rust)", "kotlin": "Kotlin (JVM)", "swift": "Swift"}
 for impl in only:
     worst = max(r["growth"] for r in results[impl])
     main = "–" if impl == "native" else f"{med(impl, 'growth_main'):.2f} MiB"
     at_main = "–" if impl == "native" else f"{med(impl, 'at_main'):.1f} MiB"
-    print(f"| {names[impl]} | {med(impl, 'wall'):.1f} ms | {med(impl, 'inside'):.1f} ms | "
+    print(f"| {names[impl]} | {med(impl, 'wall'):.1f} ms | {med(impl, 'cpu'):.0f} ms | "
+          f"{med(impl, 'inside'):.1f} ms | "
           f"{med(impl, 'open'):.1f} ms | {med(impl, 'decrypt'):.1f} ms | "
           f"{med(impl, 'close'):.2f} ms | {med(impl, 'growth'):.2f} MiB (max {worst:.2f}) | "
           f"{main} | {at_main} | {med(impl, 'peak'):.1f} MiB |")
@@ -187,8 +190,8 @@ PY
 done
 echo "(in process: Kotlin and Swift from main through close; native from open through close."
 echo " Kotlin's open includes loading the library, the first call through the bindings. Peak"
-echo " growth: VmHWM at the end minus the RSS just before open, or at main; process peak RSS:"
-echo " the child's ru_maxrss. Every run: $out/extension.jsonl)"
+echo " growth: VmHWM at the end minus the RSS just before open, or at main; process CPU and"
+echo " peak RSS: the child's user+system time and ru_maxrss. Every run: $out/extension.jsonl)"
 
 if has native && [ "${PROTEUS_EXTENSION_NATIVE_BENCH:-1}" = 1 ]; then
   echo "== proteus-bench --extension --runs $runs"
