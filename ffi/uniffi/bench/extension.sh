@@ -20,14 +20,14 @@
 # peak RSS (getrusage of the child). Afterwards `proteus-bench --extension` (10,000 and 100,000
 # sessions), the native figure alone.
 #
-# PROTEUS_EXTENSION_RUNS (default 7), PROTEUS_EXTENSION_SESSIONS (default "10000"; e.g.
+# PROTEUS_EXTENSION_RUNS (default 9), PROTEUS_EXTENSION_SESSIONS (default "10000"; e.g.
 # "10000 100000"), PROTEUS_EXTENSION_ONLY (default "native,kotlin,swift"), PROTEUS_BENCH_WARM=1
 # (leave the page cache alone), PROTEUS_EXTENSION_NO_BUILD=1 (reuse the last build),
 # PROTEUS_EXTENSION_NATIVE_BENCH=0 (skip the closing proteus-bench --extension).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 repo=$PWD
-runs=${PROTEUS_EXTENSION_RUNS:-7}
+runs=${PROTEUS_EXTENSION_RUNS:-9}
 sessions_list=${PROTEUS_EXTENSION_SESSIONS:-10000}
 only=${PROTEUS_EXTENSION_ONLY:-native,kotlin,swift}
 root=${PROTEUS_SWIFT_ROOT:-/var/lib/proteus-swift-trixie}
