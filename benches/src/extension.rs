@@ -76,10 +76,24 @@ impl ExtensionSetup {
         }
     }
 
+    /// Copies the store and the message into `dir` as `template.db` and `message.bin`, with
+    /// the session id in `session-id`: the setup of `ffi/uniffi/bench/extension.sh`, which
+    /// runs the same path from Kotlin and Swift (`proteus-bench --extension-setup DIR`).
+    pub fn write_to(&self, dir: &Path) -> Result<(), BoxError> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::copy(self.dir.path().join(TEMPLATE), dir.join(TEMPLATE))?;
+        std::fs::copy(self.dir.path().join(ENVELOPE), dir.join(ENVELOPE))?;
+        std::fs::write(dir.join("session-id"), &self.session_id)?;
+        Ok(())
+    }
+
     /// A fresh copy of the store, for one run (the run changes it), and the message's file.
     pub fn fresh(&self, run: usize) -> Result<(PathBuf, PathBuf), BoxError> {
         let copy = self.dir.path().join(format!("run-{run}.db"));
         std::fs::copy(self.dir.path().join(TEMPLATE), &copy)?;
+        // On the disk before the run, as a store that has been there a while: otherwise the
+        // run's first fsync of the store writes the whole copy, and the page cache keeps it.
+        std::fs::File::open(&copy)?.sync_all()?;
         Ok((copy, self.dir.path().join(ENVELOPE)))
     }
 }

@@ -42,6 +42,7 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
        proteus-bench --idle [--threads N]
        proteus-bench --import [--runs N]
        proteus-bench --extension [--runs N]
+       proteus-bench --extension-setup DIR [SESSIONS]
        proteus-bench --peers [--json] [--runs N] [--scenario NAME]... [--store NAME]
        proteus-bench --threads-ab [--threads N] [--json] [--runs N] [--scenario NAME]... [--store NAME]...
 
@@ -63,6 +64,10 @@ usage: proteus-bench [--json] [--runs N] [--scenario NAME]... [--store NAME]...
   --extension    a notification extension's path: a cold process opens a store of 10,000
                  (then 100,000) sessions and 1000 prekeys, decrypts one message, closes; time
                  and peak memory growth, the page cache dropped first where allowed (root)
+  --extension-setup DIR [SESSIONS]
+                 only write that store (SESSIONS sessions, default 10,000) and its message
+                 into DIR: template.db, message.bin, session-id (for ffi/uniffi/bench/
+                 extension.sh, which measures the path from Kotlin and Swift)
   --idle         the process's CPU time across one idle second before any batch and after a
                  1000-message batch, with --threads N batch threads (default 2)
   --peers        ours (memory store, or the one --store names) and vodozemac (Olm) on the
@@ -112,6 +117,10 @@ enum Mode {
         envelope: PathBuf,
         session_id: String,
     },
+    ExtensionSetup {
+        dir: PathBuf,
+        sessions: usize,
+    },
     Help,
 }
 
@@ -147,6 +156,14 @@ fn parse(args: &[String]) -> Result<Mode, BoxError> {
                     envelope: value()?.into(),
                     session_id: value()?.clone(),
                 });
+            }
+            "--extension-setup" => {
+                let dir = value()?.into();
+                let sessions = match args.next() {
+                    Some(n) => n.parse()?,
+                    None => proteus_bench::extension::EXTENSION_SESSIONS,
+                };
+                return Ok(Mode::ExtensionSetup { dir, sessions });
             }
             "--idle" => options.idle = true,
             "--peers" => options.peers = true,
@@ -250,6 +267,11 @@ fn main() -> Result<(), BoxError> {
         } => {
             let result = proteus_bench::extension::measure(&store, &envelope, &session_id)?;
             println!("{}", serde_json::to_string(&result)?);
+        }
+        Mode::ExtensionSetup { dir, sessions } => {
+            let setup = proteus_bench::extension::ExtensionSetup::create(sessions)?;
+            setup.write_to(&dir)?;
+            println!("{}", setup.session_id);
         }
         Mode::Bench(options) if options.idle => idle(options.threads.unwrap_or(2))?,
         Mode::Bench(options) if options.peers => peers(&options)?,
