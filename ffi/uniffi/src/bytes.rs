@@ -1,11 +1,23 @@
 //! Byte strings across the boundary, copied in one piece.
 //!
 //! UniFFI 0.32 passes a `Vec<u8>` as a sequence of `u8`: its generic `Vec<T>` converter reads
-//! and writes the bytes one at a time, with a bounds check each. For a batch of 1000 envelopes
-//! and plaintexts that alone cost more than a millisecond, about half the time of the decryption.
-//! [`Bytes`] has the same metadata as `Vec<u8>`, so the foreign code sees it as `ByteArray`
-//! (Kotlin) or `Data` (Swift) and the wire format is unchanged (a big-endian `i32` length, then
-//! the bytes), but it is read and written with one copy.
+//! and writes the bytes one at a time (`get_u8`/`put_u8`, with a bounds check each, into a
+//! buffer grown by doubling). [`Bytes`] has the same metadata as `Vec<u8>`, so the foreign code
+//! sees it as `ByteArray` (Kotlin) or `Data` (Swift) and the wire format is unchanged (a
+//! big-endian `i32` length, then the bytes), but it is read and written with one copy.
+//!
+//! Why not UniFFI's own route for a custom type, `uniffi::custom_type!(Bytes, Vec<u8>, ..)`
+//! (issue 33, item 4): its Rust side goes through that generic converter, and it costs
+//! measurably more wherever byte strings cross in numbers. Paired A/B with the Kotlin batch
+//! benchmark (docs/benchmarks.md, "Session 19: UniFFI converters"; 1000-message `decryptBatch`
+//! in memory, 8 rounds alternating the builds, medians of 101 runs each, load average 13.6–16.7
+//! on 2 cores): with the queue and the results as plain records (so that every envelope and
+//! plaintext goes through `Bytes`), `custom_type!` took 4.24 ms against 3.52 ms with this
+//! converter, **+21%** paired (rounds +10% to +42%); in Swift, the same builds with its twin of
+//! that benchmark, +6% (rounds −16% to +104%, noisier). With the batch's own buffers
+//! (`batch.rs`, which do not use `Bytes`) the two builds are the same within noise (2.95 against
+//! 2.93 ms, +1.8%, rounds −8% to +18%): there only `encrypt`, `decrypt`, `encryptBatch`,
+//! `encryptFor` and the bundle and import calls pay it. The commands are in that section.
 
 use std::ops::Deref;
 
@@ -116,6 +128,19 @@ impl std::fmt::Debug for SecretBytes {
     }
 }
 
+// Why not `uniffi::custom_type!(SecretBytes, Vec<u8>, ..)` (issue 33, item 4): not for speed
+// (secrets cross once per call, never in a batch) but because UniFFI's generic path leaves
+// un-wiped copies of the secret in freed memory, before and after any code of ours could wipe
+// them. Lifting, `Vec<u8>`'s `try_lift` (`try_lift_from_rust_buffer`) takes the incoming
+// `RustBuffer` apart into a `Vec`, reads the bytes out of it into a new one, and drops the first
+// unwiped, all before the custom type's closure gets the result. Lowering, the closure must hand
+// over a plain `Vec<u8>`, which the generic writer consumes and frees unwiped, after copying it
+// byte by byte into a buffer started empty and grown by doubling (each smaller buffer, holding a
+// prefix of the secret, freed unwiped). Checked with `tests/secret_crossing.rs`, whose allocator
+// looks into every freed block for a planted identity seed: with `custom_type!` (lower
+// `mem::take` of the inner vector, lift `Zeroizing::new`) both of its tests fail (an exported
+// identity: 2 freed copies; an imported one: 1); with this converter none is found.
+//
 // SAFETY: as for `Bytes` above: the same FFI type, serialised form and type metadata; the buffers
 // are made and taken apart with UniFFI's own `RustBuffer` functions.
 #[allow(unsafe_code)]

@@ -27,6 +27,8 @@ class BatchOverheadBench {
     private val warmup = System.getenv("PROTEUS_BENCH_WARMUP")?.toInt() ?: 2000
     private val runs = System.getenv("PROTEUS_BENCH_RUNS")?.toInt() ?: 61
     private val chunk = System.getenv("PROTEUS_BENCH_CHUNK")?.toInt() ?: 1000
+    /** The stores to measure, comma-separated (`memory` alone for an A/B of the binding). */
+    private val stores = (System.getenv("PROTEUS_BENCH_STORES") ?: "memory,sqlite-batch").split(',')
 
     /** Chat-like plaintexts of 100 to 200 bytes, as proteus-bench's `chat_plaintext`. */
     private fun chatPlaintext(i: Int): ByteArray {
@@ -115,6 +117,7 @@ class BatchOverheadBench {
         val out = File(System.getenv("PROTEUS_BENCH_OUT"))
         out.writeText("")
         for ((store, fresh) in listOf<Pair<String, suspend () -> Client>>("memory" to { install(Client.inMemory()) }, "sqlite-batch" to { freshSqlite() })) {
+            if (store !in stores) continue
             val t = measure(store, fresh, queue, plaintexts, if (store == "memory") warmup else 10, ::deleteRunDirs)
             val line = "{\"scenario\":\"1x1000est\",\"store\":\"$store\",\"binding\":\"kotlin\"," +
                 "\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"runs\":%d,\"cpu_median_ms\":%.3f}".format(
