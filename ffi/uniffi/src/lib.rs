@@ -25,6 +25,7 @@ mod gate;
 mod import;
 mod kind;
 mod messages;
+mod pinning;
 mod rollback;
 mod types;
 mod worker;
