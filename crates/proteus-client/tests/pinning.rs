@@ -438,7 +438,7 @@ fn a_failed_commit_leaves_the_pin_as_it_was() {
 
 #[test]
 fn a_damaged_pin_record_is_reported_as_corrupt() {
-    let (storage, mut bob) = pinned_bob();
+    let (storage, bob) = pinned_bob();
     storage.put_raw(Table::Meta, b"pinned/alice", &[2; 33]);
     storage.put_raw(Table::Meta, b"pinned/carol", &[1; 5]);
     assert_eq!(code_of(&bob.pinned_identity("alice")), 503);
@@ -507,7 +507,7 @@ fn sealing_and_rekeying_a_store_hide_and_keep_its_pins() {
     proteus_client::rekey_store(&path, &k1, &k2).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     assert!(!bytes.windows(id.len()).any(|w| w == id.as_bytes()));
-    let mut bob =
+    let bob =
         Client::open_sealed(&path, OpenMode::Existing, &SqliteOptions::default(), &k2).unwrap();
     assert_eq!(bob.pinned_identity(id).unwrap(), Some(carol.fingerprint()));
 }

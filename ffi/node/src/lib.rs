@@ -15,6 +15,7 @@ mod fanout;
 mod faults;
 mod feed;
 mod import;
+mod pinning;
 mod secret;
 mod store;
 mod task;

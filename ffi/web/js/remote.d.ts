@@ -18,7 +18,7 @@ export interface WorkerConnection extends Omit<typeof Client, 'prototype' | 'ope
    */
   open(name: string, options?: RemoteOpenOptions): Promise<RemoteClient>;
   /** A client in the worker whose records live in memory only. */
-  inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<RemoteClient>;
+  inMemory(options?: Pick<OpenOptions, 'wasm' | 'identityPinning'>): Promise<RemoteClient>;
   /** messageId(envelope), computed in the worker. */
   messageId(envelope: Uint8Array): Promise<string>;
   /** prekeyMessageFingerprint(envelope), computed in the worker. */

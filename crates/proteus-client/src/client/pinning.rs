@@ -22,7 +22,9 @@ fn pin_key(session_id: &str) -> Vec<u8> {
     [META_PIN_PREFIX, session_id.as_bytes()].concat()
 }
 
-/// The write that pins `identity` for `session_id`.
+/// The write that pins `identity` for `session_id`. Not inlined (nor is [`load_pin`]): several
+/// paths call it, and the web build would carry it in each.
+#[inline(never)]
 pub(crate) fn pin_write(session_id: &str, identity: &IdentityKey) -> Write {
     let mut value = Zeroizing::new(Vec::with_capacity(33));
     value.push(PIN_RECORD_V1);
@@ -36,6 +38,7 @@ pub(crate) fn pin_write(session_id: &str, identity: &IdentityKey) -> Write {
 
 /// The identity pinned for `session_id`, if any. Another version, or damage, is a corrupt
 /// store.
+#[inline(never)]
 pub(crate) fn load_pin(
     storage: &dyn Storage,
     session_id: &str,
@@ -43,16 +46,15 @@ pub(crate) fn load_pin(
     let Some(value) = storage.get(Table::Meta, &pin_key(session_id))? else {
         return Ok(None);
     };
+    // One error for both faults: the web build carries each message.
     match value.split_first() {
-        Some((&PIN_RECORD_V1, key)) => match <[u8; 32]>::try_from(key) {
-            Ok(key) => Ok(Some(IdentityKey::new(PublicKey::from_bytes(key)))),
-            Err(_) => Err(StoreError::Corrupt(
-                "a pinned identity record has a wrong length".into(),
-            )
-            .into()),
-        },
-        _ => Err(StoreError::Corrupt("a pinned identity record of unknown version".into()).into()),
+        Some((&PIN_RECORD_V1, key)) => <[u8; 32]>::try_from(key).ok(),
+        _ => None,
     }
+    .map(|key| Some(IdentityKey::new(PublicKey::from_bytes(key))))
+    .ok_or_else(|| {
+        StoreError::Corrupt("a pinned identity record of unknown version or length".into()).into()
+    })
 }
 
 /// Refuses `identity` (a bundle's, or the one a PreKeyMessage claims) if another is pinned:
@@ -128,11 +130,10 @@ impl Client {
     /// The fingerprint of the identity pinned for `session_id`, if one is (lowercase hex, as
     /// [`remote_fingerprint`](Self::remote_fingerprint)). `None` if pinning was never on for it
     /// (a session made without pinning is pinned at its next commit under pinning).
-    pub fn pinned_identity(&mut self, session_id: &str) -> Result<Option<String>, ClientError> {
-        self.operation(|this| {
-            check_session_id(session_id)?;
-            Ok(load_pin(&*this.storage, session_id)?.map(|key| key.fingerprint()))
-        })
+    /// Like [`session_ids`](Self::session_ids), it reads the store as it is.
+    pub fn pinned_identity(&self, session_id: &str) -> Result<Option<String>, ClientError> {
+        check_session_id(session_id)?;
+        Ok(load_pin(&*self.storage, session_id)?.map(|key| key.fingerprint()))
     }
 
     /// Pins the identity `fingerprint` names (64 hex digits, as
