@@ -30,6 +30,13 @@ export interface OpenOptions {
    */
   batchThreads?: number;
   /**
+   * Identity pinning (default false): the first identity seen for a session id is pinned, and a
+   * PreKeyMessage or a bundle of another identity is refused with RemoteIdentityChanged (204),
+   * changing nothing, until acceptIdentity. Not stored: give it every time the store is opened,
+   * in every process that opens it. Not a boolean: TypeError.
+   */
+  identityPinning?: boolean;
+  /**
    * The app's count of the store's commits, kept where a restored copy of the store does not
    * roll it back. With it, a store restored from an older copy is refused with StoreRolledBack
    * (511), when it opens and at every later call, and never wiped. `load()` is awaited once, at
@@ -58,7 +65,7 @@ export const Client: {
    */
   open(path: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
-  inMemory(options?: Pick<OpenOptions, 'batchThreads'>): Promise<Client>;
+  inMemory(options?: Pick<OpenOptions, 'batchThreads' | 'identityPinning'>): Promise<Client>;
   /** Deletes the store at `path` (its clients must be closed). */
   deleteStore(path: string): Promise<void>;
   /**

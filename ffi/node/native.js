@@ -6,7 +6,7 @@
 // ProteusError.
 
 import { ProteusError, CALLBACK_FAILED, CLIENT_BUSY, CLIENT_CLOSED, ERROR_KINDS, INTERNAL } from './wasm/index.js';
-import { batchThreads, bytes, integer, sessionId, textOrBytes } from './wasm/args.js';
+import { batchThreads, bytes, identityPinning, integer, sessionId, textOrBytes } from './wasm/args.js';
 import { packQueue } from './queue.js';
 import { readChunk } from './wasm/delivery.js';
 import { batchLine, log, logs, setLogger as setWebLogger } from './wasm/log.js';
@@ -156,15 +156,20 @@ export class Client {
     storePath(path);
     const key = storeKey(options.storeKey);
     const threads = batchThreads(options.batchThreads) ?? null;
+    const pinning = identityPinning(options.identityPinning);
     const counter = await commitCounter(options.commitCounter);
     const raw = await call(addon.openStore(path, key, options.create !== false, threads, ...counter));
+    if (pinning) await call(raw.setIdentityPinning(true));
     return new Client(CONSTRUCT, raw);
   }
 
   /** A client whose records live in memory only. */
   static async inMemory(options = {}) {
     const threads = batchThreads(options.batchThreads) ?? null;
-    return new Client(CONSTRUCT, await call(addon.inMemory(threads)));
+    const pinning = identityPinning(options.identityPinning);
+    const raw = await call(addon.inMemory(threads));
+    if (pinning) await call(raw.setIdentityPinning(true));
+    return new Client(CONSTRUCT, raw);
   }
 
   /** Deletes the store at `path` (clients on it must be closed). */

@@ -20,6 +20,9 @@ mod fanout;
 mod import_cryptobox;
 mod import_export;
 mod operation;
+mod pinning;
+
+pub(crate) use pinning::{check_pin, load_pin};
 
 /// A Proteus client: an identity, its prekeys and its sessions, persisted in a [`Storage`].
 ///
@@ -44,6 +47,8 @@ pub struct Client {
     last_batch: Option<BatchSummary>,
     /// The key of this client's session tags in the log.
     log_ids: LogIds,
+    /// Whether identities are pinned (see `client/pinning.rs`).
+    pinning: bool,
 }
 
 impl Client {
@@ -139,6 +144,7 @@ impl Client {
             executor: Executor::Inline,
             last_batch: None,
             log_ids: LogIds::new(),
+            pinning: false,
         })
     }
 
@@ -213,6 +219,7 @@ impl Client {
             replay_guard: &mut self.replay_guard,
             identities: &mut self.identities,
             executor: &self.executor,
+            pinning: self.pinning,
         }
     }
 
@@ -303,6 +310,7 @@ impl Client {
             return Err(ClientError::SessionExists(session_id.to_owned()));
         }
         let bundle = PreKeyBundle::from_bytes(bundle)?;
+        pinning::check_pin(self.pin_for(session_id)?.as_ref(), bundle.identity_key())?;
         let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
         self.sessions.insert_new(session_id, session);
         self.commit_sessions(&[session_id], &SortedSet::new())
@@ -317,6 +325,13 @@ impl Client {
     /// stable code, never silently: a CipherMessage with `UnknownSessionTag` (205), a
     /// PreKeyMessage to a one-time prekey already used with `PreKeyNotFound` (101). `SessionNotFound`
     /// (104) if there is no session to replace.
+    ///
+    /// Under [identity pinning](Self::set_identity_pinning), a bundle of another identity than
+    /// the pinned one (or, with no pin yet, than the old session's) is refused with
+    /// `RemoteIdentityChanged` (204) and nothing changes; so a reset under pinning returns
+    /// `false`, unless the old session was made without pinning with another identity than the
+    /// pin. After [`accept_identity`](Self::accept_identity) (which deletes the session of the
+    /// old identity) the new session is made with [`create_session`](Self::create_session).
     pub fn reset_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<bool, ClientError> {
         self.operation(|this| this.reset_session_op(session_id, bundle))
     }
@@ -325,10 +340,15 @@ impl Client {
         check_session_id(session_id)?;
         let old_identity = *self.session(session_id)?.remote_identity();
         let bundle = PreKeyBundle::from_bytes(bundle)?;
+        let pin = self.pin_kept(session_id)?;
+        pinning::check_pin(pin.as_ref(), bundle.identity_key())?;
         let session = Session::init_from_prekey(&mut OsRng, &self.identity, &bundle)?;
         let changed = session.remote_identity() != &old_identity;
         // The old session's staged keys and chain record go; the new record replaces its record.
         let mut writes = Vec::new();
+        if let Some(pin) = &pin {
+            writes.push(pinning::pin_write(session_id, pin));
+        }
         self.delete_staged_records(session_id, &mut writes)?;
         let mut cache = crate::session_cache::SessionCache::default();
         cache.set_config(self.sessions.config());
@@ -381,6 +401,7 @@ impl Client {
     /// Deletes a session and its staged keys. A replay of a PreKeyMessage that created it from
     /// the last-resort prekey does not create it again (`DuplicateMessage`, 209; see
     /// [`MAX_LAST_RESORT_BASE_KEYS`](crate::MAX_LAST_RESORT_BASE_KEYS)); a new handshake does.
+    /// Under [identity pinning](Self::set_identity_pinning) the session id keeps its pin.
     pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
         self.operation(|this| this.delete_session_op(session_id))
     }
@@ -391,6 +412,9 @@ impl Client {
             table: Table::Sessions,
             key: session_id.as_bytes().to_vec(),
         }];
+        if let Some(pin) = self.pin_kept(session_id)? {
+            writes.push(pinning::pin_write(session_id, &pin));
+        }
         self.delete_staged_records(session_id, &mut writes)?;
         self.storage.commit(&writes)?;
         self.sessions.evict(session_id);
@@ -527,7 +551,9 @@ impl Client {
             table: Table::PreKeys,
             key: prekey_key(*id),
         }));
-        let guarded = self.replay_guard.writes(&*self.storage, &mut writes);
+        let guarded = self
+            .pin_writes(session_ids, &mut writes)
+            .and_then(|()| self.replay_guard.writes(&*self.storage, &mut writes));
         if writes.is_empty() {
             return Ok(());
         }

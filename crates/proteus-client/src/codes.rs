@@ -24,6 +24,8 @@ proteus_core::error_codes! {
         /// Records of the imported store do not decode; nothing was imported (the message
         /// names them by table and id).
         ImportBadRecords = 112;
+        /// A fingerprint is not the 64 hex digits of a valid identity key.
+        InvalidFingerprint = 411;
         /// Another process holds the store and did not release it in time.
         StoreBusy = 502;
         /// The store cannot be read as a Proteus store; it was left as it is.

@@ -1,7 +1,7 @@
 //! Errors of the client layer, each with a stable numeric code ([`ErrorCode`]).
 //!
 //! Protocol errors keep the core's codes (docs/protocol.md §11). The client's own
-//! ([`ClientCode`]) are 104–110 (engine misuse), 502–514 (the store) and 599 (a bug).
+//! ([`ClientCode`]) are 104–112 (engine misuse), 411 (bad input), 502–515 (the store) and 599 (a bug).
 //! Messages carry no user data: session ids stay in the variants' fields, out of the text.
 
 use std::fmt;
@@ -178,6 +178,11 @@ pub enum ClientError {
     /// Session ids are 1 to [`MAX_SESSION_ID_LEN`](crate::MAX_SESSION_ID_LEN) bytes of UTF-8.
     #[error("invalid session id: {0}")]
     InvalidSessionId(&'static str),
+    /// A fingerprint given to the client (to
+    /// [`accept_identity`](crate::Client::accept_identity)) is not the 64 hex digits of a valid
+    /// identity key.
+    #[error("invalid fingerprint: {0}")]
+    InvalidFingerprint(&'static str),
     /// The identity cannot be replaced while sessions made with it exist.
     #[error("the identity is in use by {0} sessions")]
     IdentityInUse(usize),
@@ -213,6 +218,7 @@ impl ClientError {
             Self::SessionExists(_) => ErrorCode::Client(ClientCode::SessionExists),
             Self::InvalidSessionId(_) => ErrorCode::Client(ClientCode::InvalidSessionId),
             Self::IdentityInUse(_) => ErrorCode::Client(ClientCode::IdentityInUse),
+            Self::InvalidFingerprint(_) => ErrorCode::Client(ClientCode::InvalidFingerprint),
             Self::BatchAborted => ErrorCode::Client(ClientCode::BatchAborted),
             // The engine's condition and number (Wire's 101); 109 is retired.
             Self::PreKeyNotFound(_) => ErrorCode::Core(proteus_core::ErrorCode::PreKeyNotFound),

@@ -11,6 +11,7 @@
 //! | meta        | `commit_counter` (with a rollback guard)     | u64, big-endian           |
 //! | meta        | `sealed_ids_hashed` (sealed formats 1–2)     | empty, sealed             |
 //! | meta        | `sealed_manifest` (sealed format 3)          | store id, commit, digest  |
+//! | meta        | `pinned/` ‖ session id (UTF-8)               | `1 ‖` identity key (32)   |
 //! | prekeys     | prekey id, u16 big-endian                    | PreKey                    |
 //! | sessions    | session id (UTF-8)                           | Session, no staged keys   |
 //! | staged_keys | u16 BE length ‖ session id ‖ StagedKeyId     | MessageKeys               |
@@ -44,6 +45,9 @@ pub(crate) const META_SEALED_IDS_HASHED: &[u8] = b"sealed_ids_hashed";
 /// sealed store (feature `sealed`) reads or writes it.
 #[cfg(feature = "sealed")]
 pub(crate) const META_SEALED_MANIFEST: &[u8] = b"sealed_manifest";
+/// The prefix of a pinned identity's key (see `client/pinning.rs`): `pinned/` ‖ session id. A
+/// sealed store hashes the session id part, as it does in the sessions and staged-keys tables.
+pub(crate) const META_PIN_PREFIX: &[u8] = b"pinned/";
 /// How many commits a store opened with a [`RollbackGuard`](crate::RollbackGuard) has made.
 pub(crate) const META_COMMIT_COUNTER: &[u8] = b"commit_counter";
 

@@ -183,6 +183,13 @@ impl SessionCache {
         self.sessions.contains_key(session_id)
     }
 
+    /// The peer's identity in a cached session.
+    pub(crate) fn remote_identity(&self, session_id: &str) -> Option<&IdentityKey> {
+        self.sessions
+            .get(session_id)
+            .map(|cached| cached.session.remote_identity())
+    }
+
     /// Adds a session that is not stored yet.
     pub(crate) fn insert_new(&mut self, session_id: &str, mut session: Session) {
         self.config.apply(&mut session);

@@ -134,3 +134,36 @@ fn a_forgery_with_a_copied_mac_does_not_displace_the_held_genuine_message() {
     );
     assert!(alice.quit().success());
 }
+
+/// A bundle of another identity (`/reset` at a relay where "bob" is someone else) is refused
+/// by the engine's pin: nothing is reset or sent until `/accept`, then the next line starts a
+/// session with the accepted identity.
+#[test]
+fn a_reset_to_a_bundle_of_another_identity_waits_for_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let alice_data = alice_knows_bob(dir.path(), false);
+    let (_relay, addr) = Proc::relay(&dir.path().join("relay-2"), &[]);
+    let mut impostor = Proc::chat("bob", "alice", &addr, &dir.path().join("impostor"));
+    let mut alice = Proc::chat("alice", "bob", &addr, &alice_data);
+    alice.type_line("/reset");
+    alice.wait_for(|l| l == "! WARNING: bob's identity key has CHANGED", T);
+    alice.wait_for(|l| l == "! not reset", T);
+    alice.type_line("anyone there?");
+    alice.wait_for(|l| l == "! not sent", T);
+    alice.type_line("/fingerprint");
+    alice.wait_for(|l| l.starts_with("! bob's identity CHANGED to"), T);
+    alice.type_line("/accept");
+    alice.wait_for(|l| l.starts_with("* bob's new identity"), T);
+    alice.type_line("hello new bob");
+    impostor.wait_for(|l| l == "alice: hello new bob", T);
+    assert!(
+        !impostor
+            .transcript
+            .iter()
+            .any(|l| l == "alice: anyone there?"),
+        "{:?}",
+        impostor.transcript
+    );
+    assert!(alice.quit().success());
+    assert!(impostor.quit().success());
+}

@@ -16,6 +16,7 @@ mod faults;
 mod feed;
 mod import;
 mod log;
+mod pinning;
 mod secret;
 mod store;
 mod task;

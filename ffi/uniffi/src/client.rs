@@ -58,6 +58,12 @@ pub struct ClientOptions {
     /// 1 runs a batch on the call's own thread.
     #[uniffi(default = None)]
     pub batch_threads: Option<i32>,
+    /// Identity pinning: the first identity seen for a session id is pinned, and a
+    /// PreKeyMessage or a bundle of another one is refused with `RemoteIdentityChanged` (204)
+    /// until `acceptIdentity`. Not stored: give it every time the store is opened, in every
+    /// process that opens it.
+    #[uniffi(default = false)]
+    pub identity_pinning: bool,
 }
 
 impl Default for ClientOptions {
@@ -66,6 +72,7 @@ impl Default for ClientOptions {
             busy_timeout_ms: 5000,
             wait_timeout_ms: 30_000,
             batch_threads: None,
+            identity_pinning: false,
         }
     }
 }
@@ -195,12 +202,14 @@ impl Client {
         let mode = mode.unwrap_or(OpenMode::ExistingOrNew).into();
         let key = store_key.as_deref().map(self::store_key).transpose()?;
         let threads = batch_threads(options.batch_threads)?;
+        let pinning = options.identity_pinning;
         let client = worker::spawn(move |_| {
             let counter = commit_counter
                 .map(|c| Box::new(AppCounter(c)) as Box<dyn proteus_client::CommitCounter>);
             let mut client =
                 proteus_client::Client::open_guarded(path, mode, &sqlite, key.as_ref(), counter)?;
             client.set_batch_threads(threads);
+            client.set_identity_pinning(pinning);
             Ok(client)
         })
         .await?;
@@ -212,9 +221,11 @@ impl Client {
     pub async fn in_memory(options: ClientOptions) -> Result<Arc<Self>, ProteusError> {
         let wait = millis("waitTimeoutMs", options.wait_timeout_ms)?;
         let threads = batch_threads(options.batch_threads)?;
+        let pinning = options.identity_pinning;
         let client = worker::spawn(move |_| {
             let mut client = proteus_client::Client::in_memory()?;
             client.set_batch_threads(threads);
+            client.set_identity_pinning(pinning);
             Ok(client)
         })
         .await?;

@@ -84,6 +84,8 @@ pub enum ErrorKind {
     InvalidKey,
     /// The plaintext is longer than the engine allows.
     PlaintextTooLong,
+    /// A fingerprint is not the 64 hex digits of a valid identity key.
+    InvalidFingerprint,
     /// The prekey store failed.
     PreKeyStore,
     /// Another process holds the store and did not release it in time.
@@ -162,6 +164,7 @@ impl ErrorKind {
             311 => Self::TooDeep,
             409 => Self::InvalidKey,
             410 => Self::PlaintextTooLong,
+            411 => Self::InvalidFingerprint,
             501 => Self::PreKeyStore,
             502 => Self::StoreBusy,
             503 => Self::StoreCorrupt,
@@ -223,6 +226,7 @@ impl ErrorKind {
             Self::TooDeep => "TooDeep",
             Self::InvalidKey => "InvalidKey",
             Self::PlaintextTooLong => "PlaintextTooLong",
+            Self::InvalidFingerprint => "InvalidFingerprint",
             Self::PreKeyStore => "PreKeyStore",
             Self::StoreBusy => "StoreBusy",
             Self::StoreCorrupt => "StoreCorrupt",

@@ -26,6 +26,7 @@ mod import;
 mod kind;
 mod logger;
 mod messages;
+mod pinning;
 mod rollback;
 mod types;
 mod worker;

@@ -118,7 +118,7 @@ fn integers_out_of_range_are_309() {
         Client::in_memory(ClientOptions {
             busy_timeout_ms: 0,
             wait_timeout_ms: -1,
-            batch_threads: None,
+            ..ClientOptions::default()
         })
         .wait()
         .unwrap_err(),

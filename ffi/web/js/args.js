@@ -119,3 +119,9 @@ export function toWasmInput(raw, parts, size) {
   // The view after the allocation, which may have grown (and so detached) the memory.
   join(parts, new Uint8Array(wasmMemory().buffer, offset, size));
 }
+
+/** The `identityPinning` option: undefined (off), or a boolean. */
+export function identityPinning(value) {
+  if (value !== undefined && typeof value !== 'boolean') throw new TypeError('identityPinning must be a boolean');
+  return value === true;
+}

@@ -116,6 +116,28 @@ export function defineClientCalls(Client, run, { readsDirectories = false } = {}
       return run(this, (raw) => raw.remoteFingerprint(id));
     },
 
+    /**
+     * The fingerprint of the identity pinned for a session id (the `identityPinning` option of
+     * open and inMemory), or undefined if none is.
+     */
+    pinnedIdentity(id) {
+      sessionId(id);
+      // The wasm client answers '' for none, the addon null.
+      return run(this, (raw) => raw.pinnedIdentity(id)).then((fingerprint) => fingerprint || undefined);
+    },
+
+    /**
+     * Pins the identity `fingerprint` names (64 hex digits, as remoteFingerprint and a batch
+     * result's sender give it) for a session id, in one commit, deleting a session of another
+     * identity under that id: a refused PreKeyMessage then decrypts (same message id), a refused
+     * bundle makes the session with createSession. InvalidFingerprint (411) if malformed.
+     */
+    acceptIdentity(id, fingerprint) {
+      sessionId(id);
+      if (typeof fingerprint !== 'string') throw new TypeError('fingerprint must be a string');
+      return run(this, (raw) => raw.acceptIdentity(id, fingerprint));
+    },
+
     /** Deletes a session and its staged keys. */
     deleteSession(id) {
       sessionId(id);

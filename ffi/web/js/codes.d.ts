@@ -81,6 +81,8 @@ export const TOO_DEEP: 311;
 export const INVALID_KEY: 409;
 /** The plaintext is longer than the engine allows. (PlaintextTooLong, Input) */
 export const PLAINTEXT_TOO_LONG: 410;
+/** A fingerprint is not the 64 hex digits of a valid identity key. (InvalidFingerprint, Input) */
+export const INVALID_FINGERPRINT: 411;
 /** The prekey store failed. (PreKeyStore, System) */
 export const PRE_KEY_STORE: 501;
 /** Another process holds the store and did not release it in time. (StoreBusy, System) */
@@ -156,6 +158,7 @@ export type ErrorCode =
   | 311
   | 409
   | 410
+  | 411
   | 501
   | 502
   | 503
@@ -228,7 +231,8 @@ export type DecodeErrorKind =
 /** The kind names of the Input family. */
 export type InputErrorKind =
   | 'InvalidKey'
-  | 'PlaintextTooLong';
+  | 'PlaintextTooLong'
+  | 'InvalidFingerprint';
 
 /** The kind names of the System family. */
 export type SystemErrorKind =

@@ -83,6 +83,8 @@ export const TOO_DEEP = 311;
 export const INVALID_KEY = 409;
 /** The plaintext is longer than the engine allows. (PlaintextTooLong, Input) */
 export const PLAINTEXT_TOO_LONG = 410;
+/** A fingerprint is not the 64 hex digits of a valid identity key. (InvalidFingerprint, Input) */
+export const INVALID_FINGERPRINT = 411;
 /** The prekey store failed. (PreKeyStore, System) */
 export const PRE_KEY_STORE = 501;
 /** Another process holds the store and did not release it in time. (StoreBusy, System) */
@@ -158,6 +160,7 @@ export const ERROR_KINDS = Object.freeze({
   311: 'TooDeep',
   409: 'InvalidKey',
   410: 'PlaintextTooLong',
+  411: 'InvalidFingerprint',
   501: 'PreKeyStore',
   502: 'StoreBusy',
   503: 'StoreCorrupt',
@@ -218,6 +221,7 @@ export const ERROR_FAMILIES = Object.freeze({
   311: 'Decode',
   409: 'Input',
   410: 'Input',
+  411: 'Input',
   501: 'System',
   502: 'System',
   503: 'System',

@@ -58,6 +58,8 @@ export class CommitEngine {
   delivering = false;
   /** The counter-gap limit the application set (setMaxCounterGap): every reload applies it. */
   maxCounterGap;
+  /** Whether identities are pinned (the identityPinning option): every reload applies it. */
+  identityPinning = false;
 
   constructor(store) {
     this.#store = store;
@@ -101,6 +103,7 @@ export class CommitEngine {
     this.#raw = raw;
     this.#known = loaded.version;
     if (this.maxCounterGap !== undefined) raw.setMaxCounterGap(this.maxCounterGap);
+    if (this.identityPinning) raw.setIdentityPinning(true);
   }
 
   /** Wipes the keys in wasm memory. */

@@ -196,6 +196,14 @@ export interface OpenOptions {
    * so here it has no effect.
    */
   batchThreads?: number;
+  /**
+   * Identity pinning (default false): the first identity seen for a session id is pinned (in
+   * the commit that stores the session; it outlives the session), and a PreKeyMessage or a
+   * bundle (createSession, resetSession) of another identity is refused with
+   * RemoteIdentityChanged (204), changing nothing, until acceptIdentity. Not stored: give it
+   * every time the store is opened. Not a boolean: TypeError.
+   */
+  identityPinning?: boolean;
 }
 
 /**
@@ -214,7 +222,7 @@ export class Client implements AsyncDisposable {
    */
   static open(name: string, options?: OpenOptions): Promise<Client>;
   /** A client whose records live in memory only. */
-  static inMemory(options?: Pick<OpenOptions, 'wasm' | 'batchThreads'>): Promise<Client>;
+  static inMemory(options?: Pick<OpenOptions, 'wasm' | 'batchThreads' | 'identityPinning'>): Promise<Client>;
   /** Deletes the IndexedDB database of store `name`. */
   static deleteStore(name: string, options?: Pick<OpenOptions, 'indexedDB'>): Promise<void>;
   /**
@@ -274,6 +282,16 @@ export class Client implements AsyncDisposable {
   sessionIds(): Promise<string[]>;
   remoteFingerprint(sessionId: string): Promise<string>;
   deleteSession(sessionId: string): Promise<void>;
+  /** The fingerprint of the identity pinned for a session id (OpenOptions.identityPinning), if any. */
+  pinnedIdentity(sessionId: string): Promise<string | undefined>;
+  /**
+   * Pins the identity `fingerprint` names (64 hex digits, as remoteFingerprint and a batch
+   * result's sender give it) for a session id, in one commit, and deletes a session of another
+   * identity under it: a refused PreKeyMessage then decrypts (same message id), a refused bundle
+   * makes the session with createSession. InvalidFingerprint (411) if malformed; TypeError if
+   * not a string.
+   */
+  acceptIdentity(sessionId: string, fingerprint: string): Promise<void>;
 
   /** Resolves to the envelope once the advanced sending chain is stored. */
   encrypt(sessionId: string, plaintext: Uint8Array | string): Promise<Uint8Array>;

@@ -11,7 +11,7 @@
 //     every commit is a compare-and-swap on the store's commit counter (commit-engine.js).
 // Errors are ProteusError objects with the same numeric `code` and `kind` as the native client.
 
-import { batchParts, batchThreads, bytes, integer, packBatch, sessionId, textOrBytes, toWasmInput } from './args.js';
+import { batchParts, batchThreads, bytes, identityPinning, integer, packBatch, sessionId, textOrBytes, toWasmInput } from './args.js';
 import { init } from './init.js';
 import { defineClientCalls } from './client-calls.js';
 import { TABLES } from './records.js';
@@ -89,11 +89,14 @@ export class Client {
    * `wasm` (what init() takes). With `storeKey` (32 bytes, or an HKDF CryptoKey), every record
    * is sealed in IndexedDB (a new store is created sealed); a sealed store opened without its
    * key fails with StoreKeyRequired (510), with another key WrongStoreKey (508), and a plain
-   * store with a key StoreNotSealed (509): nothing is changed.
+   * store with a key StoreNotSealed (509): nothing is changed. With `identityPinning: true` the
+   * first identity seen for a session id is pinned, and a PreKeyMessage or a bundle of another
+   * one is refused with RemoteIdentityChanged (204) until acceptIdentity (give it at every open).
    */
   static async open(name, options = {}) {
     storeName(name);
     batchThreads(options.batchThreads);
+    const pinning = identityPinning(options.identityPinning);
     const indexedDB = indexedDBOf(options);
     const locks = storeLocks(options);
     const create = options.create !== false;
@@ -106,14 +109,15 @@ export class Client {
       throw e instanceof StoreMissing ? notFoundError(name) : storeFailure(e);
     }
     const persisted = options.persist === false ? Promise.resolve(undefined) : askPersistence();
-    return Client.#start(store, create ? undefined : name, persisted);
+    return Client.#start(store, create ? undefined : name, persisted, pinning);
   }
 
   /** A client whose records live in memory only. */
   static async inMemory(options = {}) {
     batchThreads(options.batchThreads);
+    const pinning = identityPinning(options.identityPinning);
     await init(options.wasm);
-    return Client.#start(new MemoryStore(), undefined, Promise.resolve(undefined));
+    return Client.#start(new MemoryStore(), undefined, Promise.resolve(undefined), pinning);
   }
 
   /** Deletes the IndexedDB database of store `name` (clients on it must be closed). */
@@ -161,8 +165,9 @@ export class Client {
   }
 
   /** Loads the store; an empty one gets an identity, unless `mustExist` (its name) is given. */
-  static async #start(store, mustExist, persisted) {
+  static async #start(store, mustExist, persisted, pinning) {
     const engine = new CommitEngine(store);
+    engine.identityPinning = pinning;
     const client = new Client(CONSTRUCT, engine, persisted, store instanceof MemoryStore);
     client.created = await engine.start(mustExist);
     log('info', `client opened: ${client.created ? 'new' : 'existing'} identity`);

@@ -18,7 +18,7 @@ export interface WorkerConnection extends Omit<typeof Client, 'prototype' | 'ope
    */
   open(name: string, options?: RemoteOpenOptions): Promise<RemoteClient>;
   /** A client in the worker whose records live in memory only. */
-  inMemory(options?: Pick<OpenOptions, 'wasm'>): Promise<RemoteClient>;
+  inMemory(options?: Pick<OpenOptions, 'wasm' | 'identityPinning'>): Promise<RemoteClient>;
   /** setLogger for the worker: its package's log lines come to `logger` on this side. */
   setLogger(logger: ((level: LogLevel, message: string) => void) | null, level?: LogLevel): Promise<void>;
   /** messageId(envelope), computed in the worker. */

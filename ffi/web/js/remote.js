@@ -260,6 +260,15 @@ export class RemoteClient {
     return this.#call('deleteSession', sessionId(id));
   }
 
+  pinnedIdentity(id) {
+    return this.#call('pinnedIdentity', sessionId(id));
+  }
+
+  acceptIdentity(id, fingerprint) {
+    if (typeof fingerprint !== 'string') throw new TypeError('fingerprint must be a string');
+    return this.#call('acceptIdentity', sessionId(id), fingerprint);
+  }
+
   encrypt(id, plaintext) {
     return this.#call('encrypt', sessionId(id), own(textOrBytes(plaintext)));
   }

@@ -53,6 +53,11 @@ function subtle() {
 /** Whether a table's keys hold a session id, which is stored hashed. */
 const hidesIds = (table) => table === 'sessions' || table === 'staged_keys';
 
+/** The prefix of a pinned identity's key in the meta table: `pinned/` ‖ session id. */
+const PIN_PREFIX = encoder.encode('pinned/');
+
+const startsWith = (key, prefix) => key.length >= prefix.length && prefix.every((b, i) => key[i] === b);
+
 /** A staged key's parts: `u16 BE length ‖ session id ‖ rest`, or undefined. */
 function splitStaged(key) {
   if (key.length < 2) return undefined;
@@ -222,8 +227,14 @@ export class Sealer {
     return hash;
   }
 
-  /** The key a record of `table` is stored under: its own, or with the session id hashed. */
+  /**
+   * The key a record of `table` is stored under: its own, or with the session id hashed (in the
+   * sessions and staged-keys tables, and after the `pinned/` prefix of a pinned identity's key).
+   */
   async storedKey(table, key) {
+    if (table === 'meta' && startsWith(key, PIN_PREFIX)) {
+      return concat(PIN_PREFIX, await this.#idHash(key.subarray(PIN_PREFIX.length)));
+    }
     if (!hidesIds(table)) return key;
     const staged = table === 'staged_keys' ? splitStaged(key) : undefined;
     if (staged === undefined) return this.#idHash(key);

@@ -20,6 +20,7 @@
 mod delivery;
 mod import;
 mod js;
+mod pinning;
 
 use std::ops::ControlFlow;
 

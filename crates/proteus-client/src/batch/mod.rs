@@ -55,6 +55,8 @@ pub(crate) struct Lent<'c> {
     pub(crate) replay_guard: &'c mut ReplayGuard,
     pub(crate) identities: &'c mut CheckedIdentities,
     pub(crate) executor: &'c Executor,
+    /// Whether identities are pinned (`client/pinning.rs`).
+    pub(crate) pinning: bool,
 }
 
 impl Client {

@@ -9,10 +9,13 @@
 //! undecodable messages, invalid session ids, and a run whose snapshot the store fails to give,
 //! so that the failure is met in queue order).
 
-use proteus_core::{CheckedIdentity, DecodeError, Envelope, Message, PreKey, PreKeyId, PublicKey};
+use proteus_core::{
+    CheckedIdentity, DecodeError, Envelope, IdentityKey, Message, PreKey, PreKeyId, PublicKey,
+};
 
 use super::types::MessageId;
 use super::{Lent, QueuedMessage};
+use crate::client::load_pin;
 use crate::collections::{OrderedIds, SortedSet};
 use crate::error::ClientError;
 use crate::prekeys::load_prekey;
@@ -81,6 +84,8 @@ pub(crate) struct SessionRun<'w, 'q> {
     pub(crate) prekeys: Vec<(PreKeyId, Option<PreKey>)>,
     /// Last-resort base keys the replay guard holds (for a session that does not exist).
     pub(crate) replayed: Vec<PublicKey>,
+    /// The identity pinned for a session that does not exist, under pinning.
+    pub(crate) pin: Option<IdentityKey>,
     /// What the run used up and checked, merged into the batch once its outcomes are handed over.
     pub(crate) removed: SortedSet<PreKeyId>,
     pub(crate) kept: Vec<CheckedIdentity>,
@@ -172,12 +177,16 @@ fn run_for<'w, 'q>(
         }
         Ok::<_, ClientError>(())
     });
-    if snapshot.is_err() {
+    let pin = match cached.is_none() && lent.pinning {
+        true => load_pin(storage, session_id),
+        false => Ok(None),
+    };
+    let (Ok(()), Ok(pin)) = (snapshot, pin) else {
         if let (Some(key), Some(cached)) = (key, cached) {
             lent.sessions.put(key, cached);
         }
         return None;
-    }
+    };
     Some(SessionRun {
         session_id,
         cached,
@@ -186,6 +195,7 @@ fn run_for<'w, 'q>(
         envelopes: members.iter().map(|(_, e)| *e).collect(),
         prekeys,
         replayed,
+        pin,
         removed: SortedSet::new(),
         kept: Vec::new(),
         outcomes: Vec::new(),

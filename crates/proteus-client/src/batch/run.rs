@@ -3,14 +3,15 @@
 //! session through [`new_session`], the one copy of that rule.
 
 use proteus_core::{
-    DecryptError, Envelope, IdentityCache, IdentityKeyPair, Message, OsRng, PreKeyId, PublicKey,
-    Session,
+    DecryptError, Envelope, IdentityCache, IdentityKey, IdentityKeyPair, Message, OsRng, PreKeyId,
+    PublicKey, Session,
 };
 
 use super::Lent;
 use super::executor::Executor;
 use super::plan::SessionRun;
 use crate::checked_identities::{CheckedIdentities, PendingIdentities};
+use crate::client::{check_pin, load_pin};
 use crate::collections::SortedSet;
 use crate::error::ClientError;
 use crate::prekeys::{PendingPreKeys, PreKeySource, PreKeyViewError};
@@ -49,6 +50,7 @@ impl SessionRun<'_, '_> {
                 &mut identities,
                 envelope,
                 replayed,
+                self.pin.as_ref(),
             );
             outcomes.push(match made {
                 Ok((mut session, plaintext, recorded)) => {
@@ -113,6 +115,10 @@ pub(crate) fn decrypt_one(
             )
             .map_err(decrypt_error),
         None => {
+            let pin = match lent.pinning {
+                true => load_pin(storage, session_id)?,
+                false => None,
+            };
             let guard = &mut *lent.replay_guard;
             let replayed = &mut |key: &PublicKey| guard.contains(storage, key);
             new_session(
@@ -122,6 +128,7 @@ pub(crate) fn decrypt_one(
                 &mut identities,
                 envelope,
                 replayed,
+                pin.as_ref(),
             )
             .map(|(session, plaintext, recorded)| {
                 if let Some(base_key) = recorded {
@@ -139,7 +146,9 @@ pub(crate) fn decrypt_one(
 }
 
 /// The session a PreKeyMessage makes for a session id that has none, its plaintext, and the
-/// base key to record if it used the last-resort prekey. A last-resort handshake that
+/// base key to record if it used the last-resort prekey. A PreKeyMessage from another identity
+/// than `pin` (the session id's pinned one, under pinning) is refused with
+/// `RemoteIdentityChanged`, before anything is used. A last-resort handshake that
 /// `replayed` says was seen before (its session has been deleted since) is a replay:
 /// `DuplicateMessage`, and nothing is made. Not inlined: both decrypt paths call it, and the
 /// web build would carry it twice.
@@ -151,10 +160,12 @@ fn new_session(
     identities: &mut PendingIdentities<'_>,
     envelope: &Envelope,
     replayed: &mut dyn FnMut(&PublicKey) -> Result<bool, ClientError>,
+    pin: Option<&IdentityKey>,
 ) -> Result<(Session, Vec<u8>, Option<PublicKey>), ClientError> {
     let Message::PreKey(pkm) = envelope.message() else {
         return Err(ClientError::SessionNotFound(session_id.to_owned()));
     };
+    check_pin(pin, &pkm.identity_key)?;
     let inbound =
         Session::init_from_message_with_cache(&mut OsRng, identity, prekeys, identities, envelope)
             .map_err(decrypt_error)?;

@@ -60,6 +60,10 @@ impl Client {
             return Err(ClientError::SessionExists(session_id.to_owned()));
         }
         let session = Session::from_bytes(self.identity.public_key(), session)?;
+        super::pinning::check_pin(
+            self.pin_for(session_id)?.as_ref(),
+            session.remote_identity(),
+        )?;
         self.sessions.insert_new(session_id, session);
         self.commit_sessions(&[session_id], &SortedSet::new())
     }

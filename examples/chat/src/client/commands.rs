@@ -1,5 +1,6 @@
 //! The commands typed at the prompt (`/help` lists them); any other line is sent.
 
+use super::identity::is_identity_changed;
 use super::terminal::say;
 use super::{Chat, ChatError};
 
@@ -55,10 +56,20 @@ impl Chat {
             ));
             return Ok(());
         }
-        let Some(bundle) = self.claim_bundle(&peer, "not reset").await? else {
+        let Some((bundle, fingerprint)) = self.claim_bundle(&peer, "not reset").await? else {
             return Ok(());
         };
-        let changed = self.client().reset_session(&peer, &bundle)?;
+        // Under pinning, a bundle of another identity is refused and waits for /accept.
+        let reset = self.client().reset_session(&peer, &bundle);
+        let changed = match reset {
+            Ok(changed) => changed,
+            Err(e) if is_identity_changed(&e) => {
+                self.bundle_refused(&peer, &fingerprint)?;
+                say("! not reset");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
         say(format!(
             "* the session with {peer} starts over{}",
             if changed { " with a new identity" } else { "" }

@@ -1,74 +1,93 @@
-//! Identity pinning: a peer's fingerprint is pinned on first sight; a prekey message that
-//! claims another identity is held, unread, until `/accept`.
+//! Identity pinning, by the engine (`Client::set_identity_pinning`): a peer's identity is
+//! pinned on first sight; a prekey message or a bundle of another identity is refused
+//! (`RemoteIdentityChanged`, 204). A refused message is held, unread, in the chat's records
+//! until `/accept` (`Client::accept_identity`); nothing is sent until then.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use proteus_client::{Client, ClientError};
+use proteus_core::DecryptError;
 
 use super::inbox::show;
 use super::records::{Held, MAX_HELD_PER_PEER};
 use super::terminal::{grouped, say};
 use super::{Chat, ChatError};
-use proteus_client::{QueuedMessage, claimed_sender};
+
+/// Whether the engine refused an identity that is not the pinned one.
+pub(super) fn is_identity_changed(e: &ClientError) -> bool {
+    matches!(e, ClientError::Decrypt(DecryptError::RemoteIdentityChanged))
+}
+
+/// The identity pinned for `peer` by the engine, or else its session's (a session made before
+/// pinning, pinned at its next commit).
+pub(super) fn pinned(client: &mut Client, peer: &str) -> Result<Option<String>, ChatError> {
+    if let Some(pin) = client.pinned_identity(peer)? {
+        return Ok(Some(pin));
+    }
+    match client.has_session(peer)? {
+        true => Ok(Some(client.remote_fingerprint(peer)?)),
+        false => Ok(None),
+    }
+}
+
+pub(super) fn first_seen(peer: &str, fingerprint: &str) -> String {
+    format!(
+        "* {peer}'s fingerprint: {} (first seen; compare it with {peer}'s /fingerprint)",
+        grouped(fingerprint)
+    )
+}
 
 impl Chat {
-    /// Splits a page before anything is decrypted: a prekey message that claims an identity
-    /// other than its sender's pinned one is held, unread (also when there is no session that
-    /// would make the engine refuse it, e.g. after the session was deleted); the rest goes to
-    /// the engine.
-    pub(super) fn screen<'e>(
-        &self,
-        envelopes: &'e [(String, Vec<u8>)],
-    ) -> Result<(Vec<QueuedMessage<'e>>, Vec<Held>), ChatError> {
-        let mut pinned: HashMap<&str, Option<String>> = HashMap::new();
-        let mut queue = Vec::with_capacity(envelopes.len());
-        let mut held = Vec::new();
-        for (from, envelope) in envelopes {
-            if let Some(claimed) = claimed_identity(envelope) {
-                let known = match pinned.get(from.as_str()) {
-                    Some(known) => known.clone(),
-                    None => {
-                        let known = self.db.peer(from)?.map(|p| p.fingerprint);
-                        pinned.insert(from, known.clone());
-                        known
-                    }
-                };
-                if known.is_some_and(|known| known != claimed) {
-                    held.push(Held {
-                        from: from.clone(),
-                        fingerprint: claimed,
-                        envelope: envelope.clone(),
-                    });
-                    continue;
-                }
-            }
-            queue.push(QueuedMessage {
-                session_id: from,
-                envelope,
-            });
+    /// A changed identity of `peer` that waits for `/accept`: one a bundle had (this run), or
+    /// the last one a held message claims.
+    pub(super) fn pending(&self, peer: &str) -> Result<Option<String>, ChatError> {
+        if let Some(fingerprint) = self.pending_bundles.get(peer) {
+            return Ok(Some(fingerprint.clone()));
         }
-        Ok((queue, held))
+        let pin = pinned(&mut self.client(), peer)?;
+        Ok(self
+            .db
+            .held(peer)?
+            .into_iter()
+            .rev()
+            .map(|(_, h)| h.fingerprint)
+            .find(|f| !f.is_empty() && Some(f) != pin.as_ref()))
     }
 
-    /// Keeps held envelopes, marks their identity as changed, and says so.
+    /// Keeps envelopes the engine refused for their identity, and says so.
     pub(super) fn hold(&mut self, held: &[Held]) -> Result<Vec<String>, ChatError> {
         let mut notes = Vec::new();
         if held.is_empty() {
             return Ok(notes);
         }
-        let dropped = self.db.hold(held)?;
-        let mut seen = HashSet::new();
-        for h in held {
-            if seen.insert((&h.from, &h.fingerprint)) {
-                notes.extend(self.db_check_identity(&h.from, &h.fingerprint)?);
-            }
-        }
         let mut peers = HashSet::new();
+        let mut known = Vec::new();
         for h in held {
             if peers.insert(&h.from) {
-                notes.push(format!(
-                    "! messages from {} are held until you /accept {}'s new identity",
-                    h.from, h.from
+                let pin = pinned(&mut self.client(), &h.from)?;
+                known.push((h.from.clone(), pin, self.pending(&h.from)?));
+            }
+        }
+        let dropped = self.db.hold(held)?;
+        let mut warned = HashSet::new();
+        for h in held {
+            let Some((_, pin, pending)) = known.iter().find(|(p, _, _)| *p == h.from) else {
+                continue;
+            };
+            if pending.as_deref() != Some(h.fingerprint.as_str())
+                && warned.insert((&h.from, &h.fingerprint))
+            {
+                notes.extend(changed_warning(
+                    &h.from,
+                    pin.as_deref().unwrap_or("(none)"),
+                    &h.fingerprint,
                 ));
             }
+        }
+        for (peer, _, _) in &known {
+            notes.push(format!(
+                "! messages from {peer} are held until you /accept {peer}'s new identity"
+            ));
         }
         if dropped > 0 {
             notes.push(format!(
@@ -78,67 +97,53 @@ impl Chat {
         Ok(notes)
     }
 
-    /// Compares a peer's identity with the pinned one; pins it on first sight.
-    pub(super) fn db_check_identity(
-        &self,
+    /// Notes a bundle's identity that the engine refused, and says so.
+    pub(super) fn bundle_refused(
+        &mut self,
         peer: &str,
         fingerprint: &str,
-    ) -> Result<Vec<String>, ChatError> {
-        match self.db.peer(peer)? {
-            None => {
-                self.db.pin(peer, fingerprint)?;
-                Ok(vec![format!(
-                    "* {peer}'s fingerprint: {} (first seen; compare it with {peer}'s /fingerprint)",
-                    grouped(fingerprint)
-                )])
+    ) -> Result<(), ChatError> {
+        let pin = pinned(&mut self.client(), peer)?;
+        if self.pending(peer)?.as_deref() != Some(fingerprint) {
+            for l in changed_warning(peer, pin.as_deref().unwrap_or("(none)"), fingerprint) {
+                say(l);
             }
-            Some(p)
-                if p.fingerprint != fingerprint && p.pending.as_deref() != Some(fingerprint) =>
-            {
-                self.db.set_pending(peer, fingerprint)?;
-                Ok(changed_warning(peer, &p.fingerprint, fingerprint))
-            }
-            Some(_) => Ok(Vec::new()),
         }
+        self.pending_bundles
+            .insert(peer.to_owned(), fingerprint.to_owned());
+        Ok(())
     }
 
     pub(super) fn fingerprints(&mut self) -> Result<(), ChatError> {
         let mine = self.client().fingerprint();
         say(format!("* you ({}):  {}", self.me, grouped(&mine)));
         let peer = self.peer.clone();
-        match self.db.peer(&peer)? {
+        match pinned(&mut self.client(), &peer)? {
             None => say(format!(
                 "* {peer}: no identity seen yet (it is pinned with the first message either way)"
             )),
-            Some(p) => {
-                say(format!("* {peer}:  {}", grouped(&p.fingerprint)));
-                if let Some(pending) = p.pending {
-                    say(format!(
-                        "! {peer}'s identity CHANGED to {}: not accepted (/accept)",
-                        grouped(&pending)
-                    ));
-                }
-            }
+            Some(fingerprint) => say(format!("* {peer}:  {}", grouped(&fingerprint))),
+        }
+        if let Some(pending) = self.pending(&peer)? {
+            say(format!(
+                "! {peer}'s identity CHANGED to {}: not accepted (/accept)",
+                grouped(&pending)
+            ));
         }
         Ok(())
     }
 
     pub(super) fn accept(&mut self) -> Result<(), ChatError> {
         let peer = self.peer.clone();
-        let Some(pending) = self.db.peer(&peer)?.and_then(|p| p.pending) else {
+        let Some(pending) = self.pending(&peer)? else {
             say(format!(
                 "* nothing to accept: {peer}'s identity has not changed"
             ));
             return Ok(());
         };
-        let stale = {
-            let mut client = self.client();
-            client.has_session(&peer)? && client.remote_fingerprint(&peer)? != pending
-        };
-        if stale {
-            self.client().delete_session(&peer)?;
-        }
-        self.db.accept(&peer)?;
+        // Re-pins, and deletes a session of the old identity: held messages make the new one.
+        self.client().accept_identity(&peer, &pending)?;
+        self.pending_bundles.remove(&peer);
         say(format!(
             "* {peer}'s new identity {} is accepted",
             grouped(&pending)
@@ -172,6 +177,37 @@ impl Chat {
     }
 }
 
+/// Moves the pins of a chat database made before the engine pinned identities (its `peers`
+/// table) into the engine, then drops the table: the user's trust decisions are kept, not
+/// re-made on first sight. A pin the engine has already wins; a peer whose session has another
+/// identity than the old pin keeps its session's (pinned at its next commit) rather than lose
+/// the session. A changed identity waiting there is kept as the claim of the peer's held
+/// messages that recorded none.
+pub(super) fn migrate_pins(
+    client: &mut Client,
+    db: &mut super::records::ChatDb,
+) -> Result<(), ChatError> {
+    let Some(old) = db.legacy_pins()? else {
+        return Ok(());
+    };
+    for (peer, fingerprint, _) in &old {
+        let session = match client.has_session(peer)? {
+            true => Some(client.remote_fingerprint(peer)?),
+            false => None,
+        };
+        if client.pinned_identity(peer)?.is_none()
+            && session.as_ref().is_none_or(|s| s == fingerprint)
+        {
+            match client.accept_identity(peer, fingerprint) {
+                Ok(()) | Err(ClientError::InvalidFingerprint(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    db.drop_legacy_pins(&old)?;
+    Ok(())
+}
+
 pub(super) fn changed_warning(peer: &str, known: &str, now: &str) -> Vec<String> {
     vec![
         format!("! WARNING: {peer}'s identity key has CHANGED"),
@@ -186,12 +222,84 @@ pub(super) fn changed_warning(peer: &str, known: &str, now: &str) -> Vec<String>
     ]
 }
 
-/// The fingerprint of the identity a prekey message claims, read by the engine before it is
-/// decrypted (`None` for any other envelope, or bytes that are no envelope): what lets a message
-/// from a changed identity be held unread.
-fn claimed_identity(envelope: &[u8]) -> Option<String> {
-    claimed_sender(envelope)
-        .ok()
-        .flatten()
-        .map(|key| key.fingerprint())
+#[cfg(test)]
+mod tests {
+    use proteus_client::Client;
+    use rusqlite::Connection;
+
+    use super::migrate_pins;
+    use crate::client::records::ChatDb;
+
+    fn bundle_of(c: &mut Client) -> Vec<u8> {
+        c.generate_prekeys(1).unwrap().remove(0).to_bytes()
+    }
+
+    /// A chat database of a version that pinned identities itself moves its pins into the
+    /// engine, once; a session with another identity than the old pin keeps its session.
+    #[test]
+    fn the_old_pin_table_moves_into_the_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.sqlite");
+        let (bob, mut carol, mut dave) = (
+            Client::in_memory().unwrap(),
+            Client::in_memory().unwrap(),
+            Client::in_memory().unwrap(),
+        );
+        let mut me = Client::in_memory().unwrap();
+        me.create_session("carol", &bundle_of(&mut carol)).unwrap();
+        me.create_session("dave", &bundle_of(&mut dave)).unwrap();
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE peers (name TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, pending TEXT) WITHOUT ROWID;",
+            )
+            .unwrap();
+            for (name, fp, pending) in [
+                ("bob", bob.fingerprint(), Some(carol.fingerprint())),
+                ("carol", carol.fingerprint(), None),
+                ("dave", bob.fingerprint(), None),
+                ("zed", "not a fingerprint".to_owned(), None),
+            ] {
+                conn.execute(
+                    "INSERT INTO peers VALUES (?1, ?2, ?3)",
+                    rusqlite::params![name, fp, pending],
+                )
+                .unwrap();
+            }
+        }
+        let mut db = ChatDb::open(&path).unwrap();
+        db.hold(&[crate::client::records::Held {
+            from: "bob".into(),
+            fingerprint: String::new(),
+            envelope: vec![1, 2, 3],
+        }])
+        .unwrap();
+        me.set_identity_pinning(true);
+        migrate_pins(&mut me, &mut db).unwrap();
+        assert_eq!(me.pinned_identity("bob").unwrap(), Some(bob.fingerprint()));
+        assert_eq!(
+            me.pinned_identity("carol").unwrap(),
+            Some(carol.fingerprint())
+        );
+        // Dave's session is kept, with its own identity.
+        assert_eq!(me.pinned_identity("dave").unwrap(), None);
+        assert_eq!(me.remote_fingerprint("dave").unwrap(), dave.fingerprint());
+        assert_eq!(me.pinned_identity("zed").unwrap(), None);
+        assert!(db.legacy_pins().unwrap().is_none());
+        // Bob's pending identity is now the claim of his held message.
+        assert_eq!(
+            db.held("bob").unwrap()[0].1.fingerprint,
+            carol.fingerprint()
+        );
+        // Once only.
+        migrate_pins(&mut me, &mut db).unwrap();
+        drop(db);
+        assert!(
+            ChatDb::open(&path)
+                .unwrap()
+                .legacy_pins()
+                .unwrap()
+                .is_none()
+        );
+    }
 }

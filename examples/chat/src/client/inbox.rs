@@ -7,9 +7,10 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use proteus_client::{BatchError, Chunking, ClientError};
+use proteus_client::{BatchError, Chunking, ClientError, QueuedMessage, claimed_sender};
 
-use super::records::Received;
+use super::identity::{first_seen, is_identity_changed, pinned};
+use super::records::{Held, Received};
 
 /// Results handed to the chat (and the progress bar moved) this many at a time.
 const PROGRESS_CHUNK: usize = 16;
@@ -146,8 +147,25 @@ impl Chat {
         offset: u64,
         mut notes: Vec<String>,
     ) -> Result<Outcome, ChatError> {
-        let (queue, held) = self.screen(envelopes)?;
-        notes.extend(self.hold(&held)?);
+        let queue: Vec<QueuedMessage<'_>> = envelopes
+            .iter()
+            .map(|(from, envelope)| QueuedMessage {
+                session_id: from,
+                envelope,
+            })
+            .collect();
+        // Who had no pinned identity before: a session made now is a first sight.
+        let mut unpinned = HashSet::new();
+        for (from, envelope) in envelopes {
+            if !unpinned.contains(from)
+                && matches!(claimed_sender(envelope), Ok(Some(_)))
+                && pinned(&mut self.client(), from)?.is_none()
+            {
+                unpinned.insert(from.clone());
+            }
+        }
+        let mut held = Vec::new();
+        let mut handed = 0;
         let mut received = Vec::new();
         let mut fresh = Vec::new();
         let mut recording = Duration::ZERO;
@@ -161,10 +179,24 @@ impl Chat {
             Chunking::every(PROGRESS_CHUNK),
             |chunk, progress| {
                 for d in chunk {
+                    let index = handed;
+                    handed += 1;
                     if let Some(sender) = &d.sender {
                         senders.insert(d.session_id.clone(), sender.fingerprint());
                     }
                     match &d.outcome {
+                        // Another identity than the pinned one: held, unread, until /accept.
+                        Err(e) if is_identity_changed(e) => {
+                            if let (Some(sender), Some((_, envelope))) =
+                                (&d.sender, envelopes.get(index))
+                            {
+                                held.push(Held {
+                                    from: d.session_id.clone(),
+                                    fingerprint: sender.fingerprint(),
+                                    envelope: envelope.clone(),
+                                });
+                            }
+                        }
                         Ok(plaintext) => received.push(Received {
                             id: d.message_id,
                             from: d.session_id.clone(),
@@ -202,21 +234,18 @@ impl Chat {
             Err(BatchError::Delivery(e)) => return Err(e.into()),
         }
 
-        // Pin first-seen identities; a changed one waits for /accept.
+        // The engine pinned first-seen identities: say so.
         let mut seen = HashSet::new();
         for m in &received {
-            if !seen.insert(m.from.clone()) {
-                continue;
-            }
-            let fingerprint = match senders.remove(&m.from) {
-                Some(fingerprint) => Some(fingerprint),
-                None => client.remote_fingerprint(&m.from).ok(),
-            };
-            if let Some(fingerprint) = fingerprint {
-                notes.extend(self.db_check_identity(&m.from, &fingerprint)?);
+            if seen.insert(m.from.clone())
+                && unpinned.contains(&m.from)
+                && let Some(fingerprint) = senders.remove(&m.from)
+            {
+                notes.push(first_seen(&m.from, &fingerprint));
             }
         }
         drop(client);
+        notes.extend(self.hold(&held)?);
         let lines = received
             .iter()
             .zip(fresh.iter().chain(std::iter::repeat(&false)))

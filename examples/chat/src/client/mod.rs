@@ -19,10 +19,11 @@
 //! * `poll`: the long-poll loop and the events it sends to the chat;
 //! * `prekeys`: registration and prekey refills at the relay;
 //! * `inbox`: the backlog and live pages, batch-decrypted, recorded, shown, acknowledged;
-//! * `identity`: fingerprints pinned on first use, held messages, `/accept`;
+//! * `identity`: identities pinned by the engine on first use, held messages, `/accept`;
 //! * `commands`: what is typed at the prompt; `outbox`: sending, kept until the relay has it;
-//! * [`records`]: the chat's own SQLite records (received, sent, outbox, pins, held).
+//! * [`records`]: the chat's own SQLite records (received, sent, outbox, held).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -115,6 +116,8 @@ struct Chat {
     db: ChatDb,
     relay: Arc<RelayClient>,
     outbox_blocked: bool,
+    /// A changed identity a bundle had, refused by the engine, waiting for `/accept`.
+    pending_bundles: HashMap<String, String>,
 }
 
 /// An SQLite file locked exclusively for as long as the connection lives: a second opener waits
@@ -173,7 +176,10 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
         )),
         e => ChatError(format!("{}: {e}", store.display())),
     })?;
-    let db = ChatDb::open(&dir.join("chat.sqlite"))?;
+    let mut client = client;
+    client.set_identity_pinning(true);
+    let mut db = ChatDb::open(&dir.join("chat.sqlite"))?;
+    identity::migrate_pins(&mut client, &mut db)?;
     let client = Arc::new(Mutex::new(client));
     let signer = {
         let client = client.clone();
@@ -196,6 +202,7 @@ pub async fn run(options: ChatOptions) -> Result<(), ChatError> {
         db,
         relay,
         outbox_blocked: false,
+        pending_bundles: HashMap::new(),
     };
 
     // Reach a relay, or become one.

@@ -3,7 +3,7 @@
 
 use proteus_core::PreKeyBundle;
 
-use super::identity::changed_warning;
+use super::identity::{changed_warning, first_seen, is_identity_changed, pinned};
 use super::terminal::say;
 use super::{Chat, ChatError, MAX_TEXT};
 use crate::api::ErrorCode;
@@ -18,20 +18,30 @@ impl Chat {
             say(format!("! not sent: a line is at most {MAX_TEXT} bytes"));
             return Ok(());
         }
-        if let Some(p) = self.db.peer(&peer)?
-            && let Some(pending) = p.pending
-        {
-            for l in changed_warning(&peer, &p.fingerprint, &pending) {
+        if let Some(pending) = self.pending(&peer)? {
+            let known = pinned(&mut self.client(), &peer)?.unwrap_or_default();
+            for l in changed_warning(&peer, &known, &pending) {
                 say(l);
             }
             say("! not sent");
             return Ok(());
         }
         if !self.client().has_session(&peer)? {
-            let Some(bundle) = self.claim_bundle(&peer, "not sent").await? else {
+            let Some((bundle, fingerprint)) = self.claim_bundle(&peer, "not sent").await? else {
                 return Ok(());
             };
-            self.client().create_session(&peer, &bundle)?;
+            let first = pinned(&mut self.client(), &peer)?.is_none();
+            let made = self.client().create_session(&peer, &bundle);
+            match made {
+                Ok(()) if first => say(first_seen(&peer, &fingerprint)),
+                Ok(()) => {}
+                Err(e) if is_identity_changed(&e) => {
+                    self.bundle_refused(&peer, &fingerprint)?;
+                    say("! not sent");
+                    return Ok(());
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         let envelope = self.client().encrypt(&peer, text.as_bytes())?;
         self.db.record_sent(&peer, text, &envelope)?;
@@ -39,14 +49,14 @@ impl Chat {
         Ok(())
     }
 
-    /// Claims one of `peer`'s prekey bundles at the relay and checks its identity against the
-    /// one pinned for `peer`: the bundle, or `None` after saying why not (`what`: "not sent",
-    /// say) when the relay has none or the identity changed and waits for `/accept`.
+    /// Claims one of `peer`'s prekey bundles at the relay: the bundle and its identity's
+    /// fingerprint, or `None` after saying why not (`what`: "not sent", say) when the relay has
+    /// none or a bad one. Its identity is checked by the engine when it makes the session.
     pub(super) async fn claim_bundle(
         &mut self,
         peer: &str,
         what: &str,
-    ) -> Result<Option<Vec<u8>>, ChatError> {
+    ) -> Result<Option<(Vec<u8>, String)>, ChatError> {
         let (bundle, _) = match self.relay.claim(peer).await {
             Ok(b) => b,
             Err(e)
@@ -75,16 +85,7 @@ impl Chat {
                 return Ok(None);
             }
         };
-        let notes = self.db_check_identity(peer, &fingerprint)?;
-        let blocked = self.db.peer(peer)?.is_some_and(|p| p.pending.is_some());
-        for l in notes {
-            say(l);
-        }
-        if blocked {
-            say(format!("! {what}"));
-            return Ok(None);
-        }
-        Ok(Some(bundle))
+        Ok(Some((bundle, fingerprint)))
     }
 
     /// Sends what waits in the outbox, in order; stops at the first failure to retry later.

@@ -6,30 +6,27 @@
 //!   between re-delivers envelopes whose ids are already here, and they are dropped. A received
 //!   message is marked shown once it is on the screen ([`ChatDb::mark_shown`]): the lines of a
 //!   batch that a crash kept from the screen are shown at the next start ([`ChatDb::unshown`]).
-//! * `peers`: each peer's identity fingerprint as first seen, and a changed one waiting to be
-//!   accepted.
-//! * `held_by_peer`: prekey messages that claim an identity other than the pinned one, kept
+//! * `held_by_peer`: prekey messages the engine refused because they claim an identity other
+//!   than the one it pinned (`RemoteIdentityChanged`), kept
 //!   (at most [`MAX_HELD_PER_PEER`] per peer) until the user accepts that identity. They are
 //!   kept per peer and by their whole bytes, never by the MAC they claim: nothing is verified
 //!   before they are accepted, so a forgery with a copied MAC must not take a genuine one's
 //!   place. (Version 1 kept them in `held`, by MAC, for all peers; [`ChatDb::open`] moves its
 //!   rows over.)
 //! * `outbox`: envelopes encrypted but not yet accepted by the relay, in order.
+//!
+//! Identities are pinned by the engine (`Client::set_identity_pinning`). Versions before kept
+//! the pins here, in a `peers` table (name, fingerprint, pending): [`ChatDb::legacy_pins`]
+//! reads it for the chat to move into the engine, [`ChatDb::drop_legacy_pins`] drops it.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use proteus_client::MessageId;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
-/// A peer's pinned identity.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peer {
-    /// The fingerprint first seen (or last accepted).
-    pub fingerprint: String,
-    /// A different fingerprint seen since, not yet accepted.
-    pub pending: Option<String>,
-}
+/// A pin of the chat's old `peers` table: name, fingerprint, a changed one not accepted.
+pub type LegacyPin = (String, String, Option<String>);
 
 /// One received message for [`ChatDb::record_batch`].
 #[derive(Debug, Clone)]
@@ -73,11 +70,6 @@ const SCHEMA: &str = "
         at INTEGER NOT NULL
     );
     CREATE INDEX IF NOT EXISTS messages_unshown ON messages (shown) WHERE shown = 0;
-    CREATE TABLE IF NOT EXISTS peers (
-        name TEXT PRIMARY KEY,
-        fingerprint TEXT NOT NULL,
-        pending TEXT
-    ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS held_by_peer (
         n INTEGER PRIMARY KEY AUTOINCREMENT,
         peer TEXT NOT NULL,
@@ -159,50 +151,39 @@ impl ChatDb {
             .map(drop)
     }
 
-    /// A peer's pinned identity.
-    pub fn peer(&self, name: &str) -> rusqlite::Result<Option<Peer>> {
-        self.conn
-            .query_row(
-                "SELECT fingerprint, pending FROM peers WHERE name = ?1",
-                [name],
-                |r| {
-                    Ok(Peer {
-                        fingerprint: r.get(0)?,
-                        pending: r.get(1)?,
-                    })
-                },
-            )
-            .optional()
+    /// The pins of the old `peers` table, if the file has one (made by a version that
+    /// pinned identities itself).
+    pub fn legacy_pins(&self) -> rusqlite::Result<Option<Vec<LegacyPin>>> {
+        let old: bool = self.conn.query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'peers'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !old {
+            return Ok(None);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, fingerprint, pending FROM peers ORDER BY name")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map(Some)
     }
 
-    /// Pins a peer's identity on first sight.
-    pub fn pin(&self, name: &str, fingerprint: &str) -> rusqlite::Result<()> {
-        self.conn
-            .execute(
-                "INSERT OR IGNORE INTO peers (name, fingerprint) VALUES (?1, ?2)",
-                params![name, fingerprint],
-            )
-            .map(drop)
-    }
-
-    /// Notes a changed identity that waits for the user.
-    pub fn set_pending(&self, name: &str, fingerprint: &str) -> rusqlite::Result<()> {
-        self.conn
-            .execute(
-                "UPDATE peers SET pending = ?2 WHERE name = ?1",
-                params![name, fingerprint],
-            )
-            .map(drop)
-    }
-
-    /// The user accepted the changed identity: it becomes the pinned one.
-    pub fn accept(&self, name: &str) -> rusqlite::Result<()> {
-        self.conn
-            .execute(
-                "UPDATE peers SET fingerprint = pending, pending = NULL WHERE name = ?1 AND pending IS NOT NULL",
-                [name],
-            )
-            .map(drop)
+    /// Drops the old `peers` table once its pins are in the engine, in one transaction; a
+    /// changed identity waiting there becomes the claim of its peer's held messages that
+    /// recorded none.
+    pub fn drop_legacy_pins(&mut self, pins: &[LegacyPin]) -> rusqlite::Result<()> {
+        let tx = self.conn.transaction()?;
+        for (name, _, pending) in pins {
+            if let Some(pending) = pending {
+                tx.execute(
+                    "UPDATE held_by_peer SET fingerprint = ?2 WHERE peer = ?1 AND fingerprint = ''",
+                    params![name, pending],
+                )?;
+            }
+        }
+        tx.execute_batch("DROP TABLE IF EXISTS peers")?;
+        tx.commit()
     }
 
     /// Holds envelopes in one transaction (one already held is not held twice). Returns how

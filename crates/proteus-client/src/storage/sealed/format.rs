@@ -10,6 +10,7 @@ use zeroize::Zeroizing;
 use super::super::{Record, Table, Write};
 use super::manifest::Manifest;
 use crate::error::{StoreError, Tamper};
+use crate::records::META_PIN_PREFIX;
 
 /// Sealed format 1: the body is the value; the stored key is the record's key.
 pub(super) const SEALED_V1: u8 = 1;
@@ -86,6 +87,12 @@ pub(super) fn hides_ids(table: Table) -> bool {
     matches!(table, Table::Sessions | Table::StagedKeys)
 }
 
+/// Whether a record's key holds a session id, which is stored hashed: every key of the sessions
+/// and staged-keys tables, and a pin's (`pinned/` ‖ session id) in the meta table.
+pub(super) fn hides_id(table: Table, key: &[u8]) -> bool {
+    hides_ids(table) || (table == Table::Meta && key.starts_with(META_PIN_PREFIX))
+}
+
 /// A staged key's parts: `u16 BE length ‖ session id ‖ rest`.
 pub(super) fn split_staged(key: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = key.split_first_chunk::<2>()?;
@@ -127,13 +134,21 @@ impl Keys {
                 Some((id, rest)) => [self.id_hash(id).as_slice(), rest].concat(),
                 None => self.id_hash(key),
             },
-            Table::Meta | Table::PreKeys => key.to_vec(),
+            Table::Meta => match key.strip_prefix(META_PIN_PREFIX) {
+                Some(id) => [META_PIN_PREFIX, self.id_hash(id).as_slice()].concat(),
+                None => key.to_vec(),
+            },
+            Table::PreKeys => key.to_vec(),
         }
     }
 
     /// The stored-key prefix under which every key starting with `prefix` is found, if there
     /// is one (otherwise the whole table is scanned).
     pub(super) fn stored_prefix(&self, table: Table, prefix: &[u8]) -> Option<Vec<u8>> {
+        // Pins are found under their prefix, whatever session id follows it.
+        if table == Table::Meta && prefix.starts_with(META_PIN_PREFIX) {
+            return Some(META_PIN_PREFIX.to_vec());
+        }
         if prefix.is_empty() || !hides_ids(table) {
             return Some(prefix.to_vec());
         }

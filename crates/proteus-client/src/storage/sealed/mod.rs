@@ -32,10 +32,10 @@
 //! key ([`StoreError::WrongKey`]) from damage, before anything is written.
 //!
 //! Session ids (the contact list) are not stored in the clear: in the sessions and staged-keys
-//! tables the session id part of a key is replaced by its HMAC-SHA256 under a key derived from
-//! the store key, and the clear key travels inside the sealed body. What stays visible to
-//! whoever has the file without the key: the number of sessions and of staged keys per
-//! session, record sizes, the commit that last wrote each record, prekey ids, and the
+//! tables, and in the keys of pinned identities (`pinned/` ‖ session id, meta), the session id
+//! part of a key is replaced by its HMAC-SHA256 under a key derived from the store key, and the clear key travels inside the sealed body. What stays visible to
+//! whoever has the file without the key: the number of sessions, of pinned identities and of
+//! staged keys per session, record sizes, the commit that last wrote each record, prekey ids, and the
 //! staged-key ids (session tag, the peer's public ratchet key, a counter), which match
 //! envelopes seen on the wire but name no one.
 //!
@@ -64,7 +64,8 @@ mod format;
 mod manifest;
 
 use self::format::{
-    CHECK_KEY, CHECK_VALUE, DIGEST_LEN, Keys, Nonces, SEALED_V3, commit_of, hides_ids, tampered,
+    CHECK_KEY, CHECK_VALUE, DIGEST_LEN, Keys, Nonces, SEALED_V3, commit_of, hides_id, hides_ids,
+    tampered,
 };
 pub use self::format::{SEAL_OVERHEAD, StoreKey};
 use self::manifest::Manifest;
@@ -388,7 +389,7 @@ impl<S: Storage> SealedStorage<S> {
             return Err(tampered(Some(table), Tamper::Missing));
         }
         // Hashed ids come back in hash order; callers expect key order.
-        if hides_ids(table) {
+        if hides_ids(table) || table == Table::Meta {
             out.sort_by(|a, b| a.0.cmp(&b.0));
         }
         Ok(out)
@@ -409,7 +410,7 @@ impl<S: Storage> SealedStorage<S> {
         let mut writes = Vec::new();
         for table in Table::ALL {
             for (k, v) in inner.scan(table, &[])? {
-                if hides_ids(table) {
+                if hides_id(table, &k) {
                     writes.push(Write::Delete {
                         table,
                         key: k.clone(),
@@ -469,7 +470,7 @@ impl<S: Storage> SealedStorage<S> {
         for table in Table::ALL {
             for (key, value) in self.scan_in(&old, table, &[])? {
                 let stored = self.keys.stored_key(table, &key);
-                if hides_ids(table) {
+                if hides_id(table, &key) {
                     writes.push(Write::Delete { table, key: stored });
                 }
                 let put = new.put(nonces, at, table, &key, &value)?;

@@ -822,6 +822,23 @@ public protocol ClientProtocol: AnyObject, Sendable {
      */
     func encryptFor(sessionIds: [String], plaintext: Data) async throws  -> [FanoutResult]
     
+    /**
+     * Pins the identity `fingerprint` names (64 hex digits, as `remoteFingerprint` and a batch
+     * result's `sender` give it) for `session_id`, in one commit, and deletes a session of
+     * another identity under that id: a refused PreKeyMessage then decrypts (same message id),
+     * a refused bundle then makes the session with `createSession`. A malformed fingerprint is
+     * `InvalidFingerprint` (411).
+     */
+    func acceptIdentity(sessionId: String, fingerprint: String) async throws 
+    
+    /**
+     * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or null if none
+     * is. With `ClientOptions.identityPinning` the first identity seen for a session id is
+     * pinned; a PreKeyMessage or a bundle of another one is refused with
+     * `RemoteIdentityChanged` (204), changing nothing, until `acceptIdentity`.
+     */
+    func pinnedIdentity(sessionId: String) async throws  -> String?
+    
 }
 /**
  * A Proteus client: an identity, its prekeys and its sessions, kept in a SQLite store
@@ -1508,6 +1525,51 @@ open func encryptFor(sessionIds: [String], plaintext: Data)async throws  -> [Fan
         )
 }
     
+    /**
+     * Pins the identity `fingerprint` names (64 hex digits, as `remoteFingerprint` and a batch
+     * result's `sender` give it) for `session_id`, in one commit, and deletes a session of
+     * another identity under that id: a refused PreKeyMessage then decrypts (same message id),
+     * a refused bundle then makes the session with `createSession`. A malformed fingerprint is
+     * `InvalidFingerprint` (411).
+     */
+open func acceptIdentity(sessionId: String, fingerprint: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_accept_identity(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterString.lower(fingerprint)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or null if none
+     * is. With `ClientOptions.identityPinning` the first identity seen for a session id is
+     * pinned; a PreKeyMessage or a bundle of another one is refused with
+     * `RemoteIdentityChanged` (204), changing nothing, until `acceptIdentity`.
+     */
+open func pinnedIdentity(sessionId: String)async throws  -> String?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_pinned_identity(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
 
     
 }
@@ -1946,6 +2008,13 @@ public struct ClientOptions: Equatable, Hashable {
      * 1 runs a batch on the call's own thread.
      */
     public let batchThreads: Int32?
+    /**
+     * Identity pinning: the first identity seen for a session id is pinned, and a
+     * PreKeyMessage or a bundle of another one is refused with `RemoteIdentityChanged` (204)
+     * until `acceptIdentity`. Not stored: give it every time the store is opened, in every
+     * process that opens it.
+     */
+    public let identityPinning: Bool
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -1965,10 +2034,17 @@ public struct ClientOptions: Equatable, Hashable {
          * a fan-out) runs on a pool of that many, with the same results, delivery order and single
          * commit as one thread. 1 to 256; null is the default, the processor's parallelism up to 4;
          * 1 runs a batch on the call's own thread.
-         */batchThreads: Int32? = nil) {
+         */batchThreads: Int32? = nil, 
+        /**
+         * Identity pinning: the first identity seen for a session id is pinned, and a
+         * PreKeyMessage or a bundle of another one is refused with `RemoteIdentityChanged` (204)
+         * until `acceptIdentity`. Not stored: give it every time the store is opened, in every
+         * process that opens it.
+         */identityPinning: Bool = false) {
         self.busyTimeoutMs = busyTimeoutMs
         self.waitTimeoutMs = waitTimeoutMs
         self.batchThreads = batchThreads
+        self.identityPinning = identityPinning
     }
 
     
@@ -1989,7 +2065,8 @@ public struct FfiConverterTypeClientOptions: FfiConverterRustBuffer {
             try ClientOptions(
                 busyTimeoutMs: FfiConverterInt64.read(from: &buf), 
                 waitTimeoutMs: FfiConverterInt64.read(from: &buf), 
-                batchThreads: FfiConverterOptionInt32.read(from: &buf)
+                batchThreads: FfiConverterOptionInt32.read(from: &buf), 
+                identityPinning: FfiConverterBool.read(from: &buf)
         )
     }
 
@@ -1997,6 +2074,7 @@ public struct FfiConverterTypeClientOptions: FfiConverterRustBuffer {
         FfiConverterInt64.write(value.busyTimeoutMs, into: &buf)
         FfiConverterInt64.write(value.waitTimeoutMs, into: &buf)
         FfiConverterOptionInt32.write(value.batchThreads, into: &buf)
+        FfiConverterBool.write(value.identityPinning, into: &buf)
     }
 }
 
@@ -2996,6 +3074,10 @@ public enum ErrorKind: Equatable, Hashable {
      */
     case plaintextTooLong
     /**
+     * A fingerprint is not the 64 hex digits of a valid identity key.
+     */
+    case invalidFingerprint
+    /**
      * The prekey store failed.
      */
     case preKeyStore
@@ -3154,37 +3236,39 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
         
         case 37: return .plaintextTooLong
         
-        case 38: return .preKeyStore
+        case 38: return .invalidFingerprint
         
-        case 39: return .storeBusy
+        case 39: return .preKeyStore
         
-        case 40: return .storeCorrupt
+        case 40: return .storeBusy
         
-        case 41: return .storeNotFound
+        case 41: return .storeCorrupt
         
-        case 42: return .storeAlreadyExists
+        case 42: return .storeNotFound
         
-        case 43: return .unsupportedSchema
+        case 43: return .storeAlreadyExists
         
-        case 44: return .storageFailure
+        case 44: return .unsupportedSchema
         
-        case 45: return .wrongStoreKey
+        case 45: return .storageFailure
         
-        case 46: return .storeNotSealed
+        case 46: return .wrongStoreKey
         
-        case 47: return .storeKeyRequired
+        case 47: return .storeNotSealed
         
-        case 48: return .storeRolledBack
+        case 48: return .storeKeyRequired
         
-        case 49: return .storeConflict
+        case 49: return .storeRolledBack
         
-        case 50: return .storeUnavailable
+        case 50: return .storeConflict
         
-        case 51: return .storeTampered
+        case 51: return .storeUnavailable
         
-        case 52: return .importSourceUnreadable
+        case 52: return .storeTampered
         
-        case 53: return .`internal`
+        case 53: return .importSourceUnreadable
+        
+        case 54: return .`internal`
         
         default: throw UniffiInternalError.unexpectedEnumCase
         }
@@ -3342,68 +3426,72 @@ public struct FfiConverterTypeErrorKind: FfiConverterRustBuffer {
             writeInt(&buf, Int32(37))
         
         
-        case .preKeyStore:
+        case .invalidFingerprint:
             writeInt(&buf, Int32(38))
         
         
-        case .storeBusy:
+        case .preKeyStore:
             writeInt(&buf, Int32(39))
         
         
-        case .storeCorrupt:
+        case .storeBusy:
             writeInt(&buf, Int32(40))
         
         
-        case .storeNotFound:
+        case .storeCorrupt:
             writeInt(&buf, Int32(41))
         
         
-        case .storeAlreadyExists:
+        case .storeNotFound:
             writeInt(&buf, Int32(42))
         
         
-        case .unsupportedSchema:
+        case .storeAlreadyExists:
             writeInt(&buf, Int32(43))
         
         
-        case .storageFailure:
+        case .unsupportedSchema:
             writeInt(&buf, Int32(44))
         
         
-        case .wrongStoreKey:
+        case .storageFailure:
             writeInt(&buf, Int32(45))
         
         
-        case .storeNotSealed:
+        case .wrongStoreKey:
             writeInt(&buf, Int32(46))
         
         
-        case .storeKeyRequired:
+        case .storeNotSealed:
             writeInt(&buf, Int32(47))
         
         
-        case .storeRolledBack:
+        case .storeKeyRequired:
             writeInt(&buf, Int32(48))
         
         
-        case .storeConflict:
+        case .storeRolledBack:
             writeInt(&buf, Int32(49))
         
         
-        case .storeUnavailable:
+        case .storeConflict:
             writeInt(&buf, Int32(50))
         
         
-        case .storeTampered:
+        case .storeUnavailable:
             writeInt(&buf, Int32(51))
         
         
-        case .importSourceUnreadable:
+        case .storeTampered:
             writeInt(&buf, Int32(52))
         
         
-        case .`internal`:
+        case .importSourceUnreadable:
             writeInt(&buf, Int32(53))
+        
+        
+        case .`internal`:
+            writeInt(&buf, Int32(54))
         
         }
     }
@@ -5208,6 +5296,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_encrypt_for() != 4866) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_accept_identity() != 37130) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_pinned_identity() != 46389) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_constructor_client_in_memory() != 30509) {

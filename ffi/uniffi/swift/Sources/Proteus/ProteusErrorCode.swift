@@ -85,6 +85,8 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
     case invalidKey = 409
     /// The plaintext is longer than the engine allows.
     case plaintextTooLong = 410
+    /// A fingerprint is not the 64 hex digits of a valid identity key.
+    case invalidFingerprint = 411
     /// The prekey store failed.
     case preKeyStore = 501
     /// Another process holds the store and did not release it in time.
@@ -161,6 +163,7 @@ public enum ProteusErrorCode: Int32, CaseIterable, Sendable {
         case .tooDeep: return "TooDeep"
         case .invalidKey: return "InvalidKey"
         case .plaintextTooLong: return "PlaintextTooLong"
+        case .invalidFingerprint: return "InvalidFingerprint"
         case .preKeyStore: return "PreKeyStore"
         case .storeBusy: return "StoreBusy"
         case .storeCorrupt: return "StoreCorrupt"

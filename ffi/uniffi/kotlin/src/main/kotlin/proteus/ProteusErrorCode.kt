@@ -88,6 +88,8 @@ enum class ProteusErrorCode(val code: Int, val kind: String, val family: String,
     INVALID_KEY(409, "InvalidKey", "Input", false),
     /** The plaintext is longer than the engine allows. */
     PLAINTEXT_TOO_LONG(410, "PlaintextTooLong", "Input", false),
+    /** A fingerprint is not the 64 hex digits of a valid identity key. */
+    INVALID_FINGERPRINT(411, "InvalidFingerprint", "Input", false),
     /** The prekey store failed. */
     PRE_KEY_STORE(501, "PreKeyStore", "System", false),
     /** Another process holds the store and did not release it in time. */
