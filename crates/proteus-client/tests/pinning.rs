@@ -445,7 +445,7 @@ fn a_damaged_pin_record_is_reported_as_corrupt() {
     assert_eq!(code_of(&bob.pinned_identity("carol")), 503);
 }
 
-#[cfg(feature = "sqlite")]
+#[cfg(all(feature = "sqlite", feature = "sealed"))]
 #[test]
 fn pins_survive_reopening_and_hide_their_session_id_when_sealed() {
     use proteus_client::{OpenMode, SqliteOptions, StoreKey};
