@@ -9,7 +9,7 @@ use crate::batch::{BatchSummary, Executor, Lent, decrypt_one};
 use crate::checked_identities::CheckedIdentities;
 use crate::collections::{OrderedIds, SortedSet};
 use crate::error::{ClientError, StoreError};
-use crate::logging::{LOG_TARGET, LogIds, PREKEY_LOW_WATER};
+use crate::logging::{LOG_TARGET, LogIds};
 use crate::prekeys::{allocate_ids, load_prekey};
 use crate::records::{META_NEXT_PREKEY_ID, check_session_id, prekey_key, staged_prefix};
 use crate::replay_guard::ReplayGuard;
@@ -21,6 +21,7 @@ mod import_cryptobox;
 mod import_export;
 mod operation;
 mod pinning;
+mod telemetry;
 
 pub(crate) use pinning::{check_pin, load_pin};
 
@@ -580,34 +581,6 @@ impl Client {
 
     /// Forgets what the cache holds of `session_ids` and the replay guard's unsaved records:
     /// after a failed batch, memory matches the store again.
-    /// Warns when a commit that used up one-time prekeys left fewer than [`PREKEY_LOW_WATER`]
-    /// (the stock is counted only when warnings are logged).
-    fn log_prekey_stock(&self) {
-        if log::log_enabled!(target: LOG_TARGET, log::Level::Warn)
-            && let Ok(left) = self.prekeys_remaining()
-            && left < PREKEY_LOW_WATER
-        {
-            log::warn!(
-                target: LOG_TARGET,
-                "{left} one-time prekeys left (low water {PREKEY_LOW_WATER}): top the stock up"
-            );
-        }
-    }
-
-    /// Keeps a committed batch's summary and logs it.
-    pub(crate) fn batch_done(&mut self, summary: BatchSummary) {
-        log::info!(target: LOG_TARGET, "batch: {summary}");
-        self.last_batch = Some(summary);
-    }
-
-    /// What the last batch that committed did ([`decrypt_batch`](Self::decrypt_batch),
-    /// [`decrypt_batch_chunked`](Self::decrypt_batch_chunked)): its outcomes counted and where
-    /// its time went, for telemetry. `None` before the first; a batch that fails leaves the
-    /// last one's.
-    pub fn last_batch_summary(&self) -> Option<&BatchSummary> {
-        self.last_batch.as_ref()
-    }
-
     pub(crate) fn forget(&mut self, session_ids: &[&str]) {
         self.replay_guard.rolled_back();
         for id in session_ids {
