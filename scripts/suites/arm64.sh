@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# linux-arm64 (aarch64-unknown-linux-gnu): cross-compiled on this x86_64 machine with Debian's
+# cross toolchain and run under qemu-user (scripts/aarch64-run.sh, which also runs the aarch64
+# programs that a test starts), with Debian's arm64 Node for the addon (scripts/lib/aarch64.sh
+# installs what is missing: gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user, the Rust
+# target, and Debian bookworm's nodejs for arm64 unpacked into /var/lib/proteus-aarch64-node).
+#
+#   1. Rust tests of proteus-core and proteus-client built for aarch64 and run under qemu:
+#      RUST_TESTS below (the ones that fit CI's time; PROTEUS_ARM64_FULL=1 runs every test of
+#      both crates and of proteus-uniffi instead)
+#   2. the Node addon for arm64 (ffi/node/build-linux-arm64.sh), beside the x64 one that
+#      ffi/node/build.sh builds (with the wasm fallback); both ELF files checked
+#   3. Debian's arm64 Node 18 under qemu: which addon the package loads (tests/loader/), the
+#      package's API on the addon (tests/both/) and the native store (tests/native/store.test.mjs)
+#   4. the packed tarball holds both prebuilds; a consumer project installs it and runs on the x64
+#      Node and on the arm64 one, native on each, and on the wasm fallback
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+# shellcheck source=../lib/install.sh
+. scripts/lib/install.sh
+# shellcheck source=../lib/aarch64.sh
+. scripts/lib/aarch64.sh
+log() { printf '\n== %s\n' "$*"; }
+
+[ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || { echo "the arm64 suite cross-compiles from x86_64 Linux" >&2; exit 1; }
+apt_install sqlite3 # tests/native/store.test.mjs holds a store's lock with the sqlite3 CLI
+aarch64_install_system
+aarch64_install_target
+aarch64_install_node
+aarch64_env
+
+# The integration tests of proteus-client run in CI: every one but those whose run under qemu
+# takes more than a minute or so (measured in the README, "linux-arm64"): parallel_batch (its
+# proptests, 12 minutes), crash, two_processes, import_crash (processes killed and restarted),
+# commit_protocol, client_prekeys; PROTEUS_ARM64_FULL=1 runs them all.
+RUST_TESTS=(at_rest batch batch_chunks client_identity client_sessions delete_store deleted_is_gone
+  disk_full durability fanout forged_cost golden_chain_store golden_store import_cryptobox
+  import_cryptobox_directory import_wire lazy_step_records open_store parallel_fanout replay
+  rollback sealed_storage sealed_tamper send_chain_records signing staged_keys)
+
+if [ "${PROTEUS_ARM64_FULL:-0}" = 1 ]; then
+  log "every Rust test of proteus-core, proteus-client and proteus-uniffi for aarch64, under qemu"
+  cargo test --locked --target "$AARCH64_TARGET" -p proteus-core -p proteus-client -p proteus-uniffi --no-fail-fast
+else
+  log "Rust tests for aarch64 under qemu: proteus-core, proteus-client's unit tests and ${#RUST_TESTS[@]} of its integration tests"
+  args=()
+  for t in "${RUST_TESTS[@]}"; do args+=(--test "$t"); done
+  cargo test --locked --target "$AARCH64_TARGET" -p proteus-core --no-fail-fast
+  cargo test --locked --target "$AARCH64_TARGET" -p proteus-client --lib "${args[@]}" --no-fail-fast
+fi
+
+log "the Node package: the x64 addon and the wasm fallback (ffi/node/build.sh), the arm64 addon"
+npm_ci tests/cryptobox
+ffi/node/build.sh
+ffi/node/build-linux-arm64.sh
+check_elf ffi/node/proteus.linux-x64-gnu.node "Advanced Micro Devices X86-64"
+
+cd ffi/node
+export PROTEUS_EXPECT_PREBUILDS="linux-x64-gnu linux-arm64-gnu"
+log "node --test tests/loader/ on x64 ($(node --version))"
+node --test tests/loader/
+log "node --test on Debian's arm64 Node ($(aarch64_node --version)) under qemu: the loader, the API on the addon, the native store"
+PROTEUS_BACKEND=native aarch64_node --test tests/loader/ tests/both/ tests/native/store.test.mjs
+
+log "the packed tarball: both prebuilds; a consumer project on x64 and on arm64"
+consumer=$(mktemp -d)
+npm pack --pack-destination "$consumer" --silent >/dev/null
+tarball=$(ls "$consumer"/proteus-engine-node-*.tgz)
+listing=$(tar -tzf "$tarball")
+for f in package/proteus.linux-x64-gnu.node package/proteus.linux-arm64-gnu.node; do
+  grep -qx "$f" <<<"$listing" || { echo "$tarball lacks $f" >&2; exit 1; }
+done
+grep -E '\.node$' <<<"$listing"
+cp tests/consumer/use.mjs tests/consumer/fallback.mjs "$consumer/"
+cd "$consumer"
+npm init -y >/dev/null
+npm install --no-audit --no-fund --silent ./proteus-engine-node-*.tgz
+echo "x64: $(node use.mjs)"
+echo "arm64: $(aarch64_node use.mjs)"
+echo "arm64, wasm fallback: $(PROTEUS_BACKEND=wasm aarch64_node fallback.mjs)"
+cd - >/dev/null
+rm -rf "$consumer"
