@@ -9,8 +9,8 @@
 #      take the store (the sqlite3 CLI holds its lock) and a process killed in the batch callback
 #      commit nothing, two Node processes on one store file, the addon and the wasm build talking to
 #      each other; tests/loader/: the package loads the prebuild of its machine
-#      (proteus.linux-x64-gnu.node
-#      here; scripts/suites/arm64.sh runs it on arm64 too), and the wasm build where it has none
+#      (proteus.linux-x64-gnu.node here; scripts/suites/arm64.sh runs it on arm64 too), and the
+#      wasm build where it has none
 #   4. node --test tests/faults/: the addon built again with the cargo feature fault-injection (tests
 #      only, into tests/faults/addon/): a batch whose results fail to reach JS after its commit
 #      rejects (Internal, 599) rather than never settling; the package's addon has no such hook
