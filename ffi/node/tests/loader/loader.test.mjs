@@ -16,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 
 import { loadAddon, platformTriple } from '../../load.js';
 
+// The choice without a forced backend (this file's process only: each test file has its own).
+delete process.env.PROTEUS_BACKEND;
 const require = createRequire(import.meta.url);
 const packageDir = fileURLToPath(new URL('../../', import.meta.url));
 const prebuilds = readdirSync(packageDir)
