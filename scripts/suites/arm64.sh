@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 . scripts/lib/install.sh
 # shellcheck source=../lib/aarch64.sh
 . scripts/lib/aarch64.sh
-log() { printf '\n== %s\n' "$*"; }
+log() { printf '\n== %s (at %d s)\n' "$*" "$SECONDS"; }
 
 [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] || { echo "the arm64 suite cross-compiles from x86_64 Linux" >&2; exit 1; }
 apt_install sqlite3 # tests/native/store.test.mjs holds a store's lock with the sqlite3 CLI
@@ -90,8 +90,14 @@ cp tests/consumer/use.mjs tests/consumer/fallback.mjs "$consumer/"
 cd "$consumer"
 npm init -y >/dev/null
 npm install --no-audit --no-fund --silent ./proteus-engine-node-*.tgz
-echo "x64: $(node use.mjs)"
-echo "arm64: $(aarch64_node use.mjs)"
-echo "arm64, wasm fallback: $(PROTEUS_BACKEND=wasm aarch64_node fallback.mjs)"
+echo "x64:"
+node use.mjs
+echo "arm64:"
+aarch64_node use.mjs
+# The wasm fallback needs globalThis.crypto (getrandom), which Node 18 (Debian bookworm's) gives
+# ES modules only with this flag (Node 19 and later by default); without it the fallback traps
+# on x64 Node 18 alike.
+echo "arm64, the wasm fallback:"
+PROTEUS_BACKEND=wasm aarch64_node --experimental-global-webcrypto fallback.mjs
 cd - >/dev/null
 rm -rf "$consumer"
