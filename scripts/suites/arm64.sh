@@ -94,9 +94,9 @@ echo "x64:"
 node use.mjs
 echo "arm64:"
 aarch64_node use.mjs
-# The wasm fallback needs globalThis.crypto (getrandom), which Node 18 (Debian bookworm's) gives
-# ES modules only with this flag (Node 19 and later by default); without it the fallback traps
-# on x64 Node 18 alike.
+# The wasm fallback draws its randomness through globalThis.crypto, which Node 18 (Debian
+# bookworm's) defines only with this flag (Node 19 and later always); without it the module traps
+# when it makes its first client.
 echo "arm64, the wasm fallback:"
 PROTEUS_BACKEND=wasm aarch64_node --experimental-global-webcrypto fallback.mjs
 cd - >/dev/null
