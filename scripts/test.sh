@@ -22,7 +22,11 @@
 #   web      the wasm package: node:test, headless Chromium, live interop (scripts/suites/web.sh)
 #   node     the Node package: the napi-rs addon and the wasm fallback under one node:test suite,
 #            two processes on one store, a consumer of the tarball (scripts/suites/node.sh)
-#   kotlin   the UniFFI Kotlin bindings with Maven and JUnit (scripts/suites/kotlin.sh)
+#   arm64    linux-arm64 cross-compiled and run under qemu-user: Rust tests of the core and the
+#            client, the Node addon on Debian's arm64 Node, the tarball with both prebuilds
+#            (scripts/suites/arm64.sh)
+#   kotlin   the UniFFI Kotlin bindings with Maven and JUnit; the jar holds the x86-64 and the
+#            arm64 library (scripts/suites/kotlin.sh)
 #   swift    the UniFFI Swift bindings with XCTest in a Debian 13 chroot (scripts/suites/swift.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +37,13 @@ export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 SHARED=${PROTEUS_SHARED:-../shared}
 # The suites that install tools from source (deny, fuzz, web) come after the ones that do not, so
 # that the tools compile in the background meanwhile.
-ALL_SUITES=(rust msrv vectors wasm bench chat deny fuzz web node kotlin swift)
+ALL_SUITES=(rust msrv vectors wasm bench chat deny fuzz web node arm64 kotlin swift)
 
 log() { printf '\n== %s\n' "$*"; }
 # shellcheck source=lib/install.sh
 . scripts/lib/install.sh
+# shellcheck source=lib/aarch64.sh
+. scripts/lib/aarch64.sh
 
 ensure_rust_components() {
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
@@ -176,8 +182,8 @@ needs_of() {
     msrv | wasm) echo toolchains ;;
     chat | swift) echo system ;;
     deny | fuzz) echo tools ;;
-    web | node) echo system toolchains packages tools ;;
-    kotlin) echo packages ;;
+    web | node | arm64) echo system toolchains packages tools ;;
+    kotlin) echo system toolchains packages ;;
   esac
 }
 
@@ -185,22 +191,26 @@ install_system() { # Debian packages, then the Swift chroot (network and disk)
   local packages=()
   selected chat && packages+=(tmux)
   selected web && packages+=(chromium firefox-esr)
-  selected node && packages+=(sqlite3)
+  { selected node || selected arm64; } && packages+=(sqlite3)
   selected swift && packages+=(debootstrap)
   apt_install "${packages[@]}"
+  # The cross toolchain and qemu (arm64; the jar's arm64 library), Debian's arm64 Node (arm64).
+  if selected arm64 || selected kotlin; then aarch64_install_system; fi
+  if selected arm64; then aarch64_install_node; fi
   if selected swift; then bash scripts/suites/swift.sh --prepare; fi
 }
 
 install_toolchains() { # rustup: toolchains and targets (network)
   if selected msrv; then ensure_msrv_toolchains; fi
   if selected wasm; then ensure_wasm_targets; fi
-  if selected web || selected node; then ffi/web/build.sh --install-toolchain; fi
+  if selected web || selected node || selected arm64; then ffi/web/build.sh --install-toolchain; fi
+  if selected arm64 || selected kotlin; then aarch64_install_target; fi
 }
 
 install_packages() { # npm and Maven dependencies (network)
-  if selected web || selected node; then npm_ci ffi/web && npm_ci tests/cryptobox; fi
+  if selected web || selected node || selected arm64; then npm_ci ffi/web && npm_ci tests/cryptobox; fi
   if selected web; then npm_ci ffi/web/tests/runtimes; fi
-  if selected node; then npm_ci ffi/node; fi
+  if selected node || selected arm64; then npm_ci ffi/node; fi
   if selected kotlin && command -v mvn >/dev/null; then
     mvn -B -ntp -q -f ffi/uniffi/kotlin/pom.xml dependency:go-offline
   fi
@@ -210,7 +220,7 @@ install_tools() { # Rust tools compiled from crates.io (CPU, at the lowest prior
   renice -n 19 -p "$BASHPID" >/dev/null
   if selected deny; then cargo_install_tool cargo-deny 0.20.2 cargo-deny --locked; fi
   if selected fuzz; then cargo_install_tool cargo-fuzz 0.13.2; fi
-  if selected web || selected node; then
+  if selected web || selected node || selected arm64; then
     await_background toolchains
     ffi/web/build.sh --install-wasm-bindgen
   fi

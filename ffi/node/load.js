@@ -18,17 +18,24 @@ function isMusl() {
   }
 }
 
-/** napi-rs's name of this platform, e.g. linux-x64-gnu, darwin-arm64, win32-x64-msvc. */
-export function platformTriple() {
-  const { platform, arch } = process;
-  if (platform === 'linux') return `linux-${arch}-${isMusl() ? 'musl' : 'gnu'}`;
+/**
+ * napi-rs's name of a platform, this process's unless given: linux-x64-gnu, linux-arm64-gnu,
+ * darwin-arm64, win32-x64-msvc, ...
+ */
+export function platformTriple(platform = process.platform, arch = process.arch, musl = platform === 'linux' && isMusl()) {
+  if (platform === 'linux') return `linux-${arch}-${musl ? 'musl' : 'gnu'}`;
   if (platform === 'win32') return `win32-${arch}-msvc`;
   return `${platform}-${arch}`;
 }
 
-export function loadAddon() {
+/**
+ * The addon of the platform `triple` (this process's unless given): the package ships
+ * `proteus.linux-x64-gnu.node` and `proteus.linux-arm64-gnu.node`, so an x64 or arm64 Linux with
+ * glibc loads its own, and any other platform gets undefined (the wasm build) unless a package
+ * `@proteus-engine/node-<triple>` is installed.
+ */
+export function loadAddon(triple = platformTriple()) {
   if (process.env.PROTEUS_BACKEND === 'wasm') return undefined;
-  const triple = platformTriple();
   const local = new URL(`./proteus.${triple}.node`, import.meta.url);
   if (existsSync(local)) return require(fileURLToPath(local));
   try {

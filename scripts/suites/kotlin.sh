@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Kotlin bindings (UniFFI) on the JVM: builds the native library and generates the Kotlin sources
 # (ffi/uniffi/scripts/build.sh), then `mvn package`: the JUnit tests run against the library,
-# loaded by JNA from the jar's resources, and the jar is built with the library inside.
+# loaded by JNA from the jar's resources, and the jar is built with the library inside: this
+# machine's (linux-x86-64) and the arm64 one (linux-aarch64, cross-compiled by build.sh), which
+# the suite checks are both in the jar, each built for its machine.
 #
 # Installs a JDK and Maven with apt only when missing. Maven takes its plugins and dependencies
 # from Maven Central into ~/.m2 (about 100 MB the first time, 30-40 s).
@@ -39,6 +41,16 @@ for classifier in sources javadoc; do
 done
 echo "== $jar: $(wc -c < "$jar" | tr -d ' ') bytes"
 unzip -l "$jar" | grep -E 'libproteus_uniffi\.so|proteus/Client\.class'
+# The jar carries the library for x86-64 and for arm64 Linux under JNA's resource prefixes
+# (ffi/uniffi/scripts/build.sh), each an ELF of its machine; the arm64 one with its LOAD segments
+# aligned to 16 KB or more.
+# shellcheck source=../lib/aarch64.sh
+. scripts/lib/aarch64.sh
+libs=$(mktemp -d)
+unzip -q -d "$libs" "$jar" 'linux-x86-64/libproteus_uniffi.so' 'linux-aarch64/libproteus_uniffi.so'
+check_elf "$libs/linux-x86-64/libproteus_uniffi.so" "Advanced Micro Devices X86-64"
+check_elf "$libs/linux-aarch64/libproteus_uniffi.so" AArch64
+rm -rf "$libs"
 
 if [ "${PROTEUS_BENCH:-0}" = 1 ]; then
   # Three rounds, native and Kotlin alternating so that both see the same machine; each round's

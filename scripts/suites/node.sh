@@ -8,7 +8,9 @@
 #   3. node --test tests/native/: the durable SQLite store (plain, sealed), a batch that cannot
 #      take the store (the sqlite3 CLI holds its lock) and a process killed in the batch callback
 #      commit nothing, two Node processes on one store file, the addon and the wasm build talking to
-#      each other
+#      each other; tests/loader/: the package loads the prebuild of its machine
+#      (proteus.linux-x64-gnu.node here; scripts/suites/arm64.sh runs it on arm64 too), and the
+#      wasm build where it has none
 #   4. node --test tests/faults/: the addon built again with the cargo feature fault-injection (tests
 #      only, into tests/faults/addon/): a batch whose results fail to reach JS after its commit
 #      rejects (Internal, 599) rather than never settling; the package's addon has no such hook
@@ -39,6 +41,8 @@ log "node --test: the same API on the wasm fallback"
 PROTEUS_BACKEND=wasm node --test tests/both/
 log "node --test: the native store, two processes on one store, native and wasm together"
 PROTEUS_BACKEND=native node --test tests/native/
+log "node --test: which addon the package loads (its platform's prebuild, else the wasm build)"
+node --test tests/loader/
 
 log "node --test: results that fail to reach JS after the commit (the addon built with fault-injection)"
 # Built as build.sh builds (stripped by the profile: no RUSTFLAGS, so the dependencies are shared).

@@ -37,7 +37,8 @@ fi
 bash ffi/uniffi/scripts/build.sh
 mvn -B -ntp -q -f ffi/uniffi/kotlin/pom.xml -DskipTests package
 cp ffi/uniffi/kotlin/target/proteus-jvm-*.jar "$out/aar/classes.jar"
-zip -q -d "$out/aar/classes.jar" 'linux-x86-64/*'
+# The JVM jar's Linux libraries (Android's are in jni/): out of the AAR's classes.
+zip -q -d "$out/aar/classes.jar" 'linux-x86-64/*' 'linux-aarch64/*'
 
 cat > "$out/aar/AndroidManifest.xml" <<XML
 <manifest xmlns:android="http://schemas.android.com/apk/res/android" package="proteus">

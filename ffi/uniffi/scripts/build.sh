@@ -5,6 +5,11 @@
 #   target/uniffi/kotlin/proteus/proteus.kt                        Kotlin (package `proteus`)
 #   target/uniffi/swift/{Proteus.swift,ProteusFFI.h,...}           Swift (module `Proteus`)
 #   target/uniffi/jvm-resources/linux-x86-64/libproteus_uniffi.so  for the jar (JNA's resource path)
+#   target/uniffi/jvm-resources/linux-aarch64/libproteus_uniffi.so  the same for arm64 Linux,
+#       cross-compiled with Debian's toolchain (scripts/lib/aarch64.sh installs it when missing)
+#
+# The jar carries what jvm-resources holds. On a machine that is not x86_64 Linux, or with
+# PROTEUS_JVM_AARCH64=0, only this machine's library is built (under its JNA prefix).
 #
 # uniffi-bindgen is built in a profile of its own, unoptimised and without debug info: its
 # hundred dependencies then compile in about 2 minutes on 2 cores instead of 5 to 9 with the
@@ -45,5 +50,30 @@ if [ "$(grep -c -E '^ *keepCallbackThreadsAttached\(\)$' "$kt")" != 1 ] \
   || ! awk '/\.register\(this\)$/ { print prev; exit } { prev = $0 }' "$kt" | grep -q -E '^ *keepCallbackThreadsAttached\(\)$'; then
   echo "keepCallbackThreadsAttached() was not added before the callback vtables' registration"; exit 1
 fi
-mkdir -p "$out/jvm-resources/linux-x86-64"
-cp "$lib" "$out/jvm-resources/linux-x86-64/libproteus_uniffi.so"
+# JNA's resource prefix of this machine (com.sun.jna.Platform.RESOURCE_PREFIX).
+case "$(uname -s)-$(uname -m)" in
+  Linux-x86_64) prefix=linux-x86-64 ;;
+  Linux-aarch64) prefix=linux-aarch64 ;;
+  Darwin-arm64) prefix=darwin-aarch64 ;;
+  Darwin-x86_64) prefix=darwin-x86-64 ;;
+  *) echo "no JNA resource prefix known for $(uname -s)-$(uname -m)" >&2; exit 1 ;;
+esac
+rm -rf "$out/jvm-resources"
+mkdir -p "$out/jvm-resources/$prefix"
+cp "$lib" "$out/jvm-resources/$prefix/libproteus_uniffi.so"
+
+if [ "$prefix" = linux-x86-64 ] && [ "${PROTEUS_JVM_AARCH64:-1}" != 0 ]; then
+  # shellcheck source=../../../scripts/lib/install.sh
+  . scripts/lib/install.sh
+  # shellcheck source=../../../scripts/lib/aarch64.sh
+  . scripts/lib/aarch64.sh
+  aarch64_install_system
+  aarch64_install_target
+  aarch64_env
+  echo "== cargo build --release -p proteus-uniffi --target $AARCH64_TARGET"
+  cargo build --locked --release -p proteus-uniffi --target "$AARCH64_TARGET"
+  arm_lib=$cargo_target/$AARCH64_TARGET/release/libproteus_uniffi.so
+  check_elf "$arm_lib" AArch64
+  mkdir -p "$out/jvm-resources/linux-aarch64"
+  cp "$arm_lib" "$out/jvm-resources/linux-aarch64/libproteus_uniffi.so"
+fi
