@@ -4,6 +4,7 @@
 // one). Both have the web package's API and types, and raise the same ProteusError class.
 // `backend` says which one runs; PROTEUS_BACKEND=wasm forces the wasm build.
 
+import { webcrypto } from 'node:crypto';
 import { loadAddon } from './load.js';
 import * as wasm from './wasm/index.js';
 import * as native from './native.js';
@@ -13,8 +14,14 @@ export * from './wasm/index.js';
 
 const addon = loadAddon();
 if (addon !== undefined) native.useAddon(addon);
-// The wasm build's module functions need it loaded; the native ones need nothing.
-else await wasm.init();
+else {
+  // The wasm build draws its randomness and seals stores through globalThis.crypto, which Node 18
+  // defines only under --experimental-global-webcrypto (Node 19 and later always): without it
+  // the module traps at its first client. Node's own Web Crypto object is what 19 puts there.
+  if (globalThis.crypto === undefined) globalThis.crypto = webcrypto;
+  // The wasm build's module functions need it loaded; the native ones need nothing.
+  await wasm.init();
+}
 
 /** Which implementation runs: 'native' (the addon) or 'wasm'. */
 export const backend = addon !== undefined ? 'native' : 'wasm';

@@ -1,8 +1,9 @@
 // The web client of proteus-chat: the same chat as the terminal client (src/client/), in a page
 // served by the relay. The engine is the web package (served at /pkg/), its state in IndexedDB,
 // its client living in a module Worker (proteus-worker.js) so a backlog decrypts in one batch
-// while the page keeps drawing; the chat's own records (messages by id, pinned fingerprints, held messages, the outbox) are
-// in a second IndexedDB database. The relay's protocol is in README.md beside this file.
+// while the page keeps drawing; the chat's own records (messages by id, held messages, the outbox) are in a second
+// IndexedDB database. Identities are pinned by the engine (the `identityPinning` option), as in the
+// terminal client. The relay's protocol is in README.md beside this file.
 
 import { b64, unb64, utf8 } from './encoding.js';
 import { MAX_HELD_PER_PEER, Records } from './records.js';
@@ -21,13 +22,15 @@ const $ = (id) => document.getElementById(id);
 const fromUtf8 = new TextDecoder();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-let pkg; // the web package's module (for messageId and the fingerprint helpers)
+let pkg; // the web package's module (messageId, bundleFingerprint, the error codes)
 let me;
 let peer;
 let client;
 let records;
 let relay;
 let outboxBlocked = false;
+/** Identities of bundles the engine refused (RemoteIdentityChanged), by peer, until accepted. */
+const pendingBundles = new Map();
 
 // --- small helpers -------------------------------------------------------------------------
 
@@ -81,12 +84,13 @@ function showMessage(m) {
 
 async function showFingerprints() {
   $('my-fp').textContent = grouped(await client.fingerprint());
-  const p = await records.peer(peer);
-  if (p) $('peer-fp').textContent = grouped(p.fingerprint);
-  $('warning').hidden = !p?.pending;
-  if (p?.pending) {
+  const known = await pinned(peer);
+  if (known) $('peer-fp').textContent = grouped(known);
+  const now = await pending(peer);
+  $('warning').hidden = now === undefined;
+  if (now) {
     $('warning-text').textContent =
-      `WARNING: ${peer}'s identity key has CHANGED. Known: ${grouped(p.fingerprint)}; now: ${grouped(p.pending)}. ` +
+      `WARNING: ${peer}'s identity key has CHANGED. Known: ${known ? grouped(known) : '(none)'}; now: ${grouped(now)}. ` +
       `${peer} may have reinstalled, or someone may be impersonating ${peer}. Compare fingerprints with ${peer} ` +
       `over another channel. Nothing is sent to ${peer}, and ${peer}'s new messages are held, until you accept.`;
   }
@@ -125,36 +129,77 @@ async function topUp(remaining, withLastResort) {
   }
 }
 
-/** Compares a peer's identity with the pinned one; pins it on first sight. */
-async function checkIdentity(from, fingerprint) {
-  const p = await records.peer(from);
-  if (!p) {
-    await records.pin(from, fingerprint);
-    note(`${from}'s fingerprint: ${grouped(fingerprint)} (first seen; compare it with what ${from}'s client shows)`);
-  } else if (p.fingerprint !== fingerprint && p.pending !== fingerprint) {
-    await records.setPending(from, fingerprint);
-    warn(`WARNING: ${from}'s identity key has CHANGED (known ${grouped(p.fingerprint)}, now ${grouped(fingerprint)})`);
+// --- identities: pinned by the engine; what it refuses waits for the user ---------------------
+
+/** The identity the engine pinned for `name`, or else its session's (made before pinning). */
+async function pinned(name) {
+  const pin = await client.pinnedIdentity(name);
+  if (pin !== undefined) return pin;
+  return (await client.hasSession(name)) ? client.remoteFingerprint(name) : undefined;
+}
+
+/** A changed identity of `name` waiting to be accepted: a refused bundle's, or the last one a held message claims. */
+async function pending(name) {
+  if (pendingBundles.has(name)) return pendingBundles.get(name);
+  const pin = await pinned(name);
+  const held = await records.held(name);
+  return held
+    .map((h) => h.fingerprint)
+    .reverse()
+    .find((f) => f !== '' && f !== pin);
+}
+
+function changedWarning(from, known, now) {
+  warn(`WARNING: ${from}'s identity key has CHANGED (known ${known ? grouped(known) : '(none)'}, now ${grouped(now)})`);
+}
+
+/**
+ * Moves the pins of a page made before the engine pinned identities (its records' `peers`) into
+ * the engine, then drops them: the user's trust decisions are kept, not re-made on first sight.
+ * A pin the engine has already wins; a peer whose session has another identity than the old pin
+ * keeps its session's (pinned at its next commit) rather than lose the session.
+ */
+async function migratePins() {
+  const old = await records.legacyPins();
+  for (const { name, fingerprint } of old) {
+    const session = (await client.hasSession(name)) ? await client.remoteFingerprint(name) : undefined;
+    if ((await client.pinnedIdentity(name)) !== undefined || (session !== undefined && session !== fingerprint)) continue;
+    try {
+      await client.acceptIdentity(name, fingerprint);
+    } catch (e) {
+      if (e.code !== pkg.INVALID_FINGERPRINT) throw e;
+    }
   }
-  if (from === peer) await showFingerprints();
+  if (old.length > 0) await records.dropLegacyPins();
 }
 
 /**
  * Decrypts a batch `[{sessionId, envelope}]` and stores its plaintexts in IndexedDB before the
  * engine commits: the callback's last call returns the store's Promise, which the commit waits
  * for. A crash before the commit re-delivers the batch; the ids already stored are dropped.
+ * A prekey message of another identity than the pinned one is refused by the engine
+ * (RemoteIdentityChanged) and held, unread, until the user accepts that identity.
  * `progress(done, total)`, if given, follows the results as they reach the page.
  */
 async function decrypt(batch, notes = [], progress = undefined) {
-  const { queue, held } = await screen(batch);
-  notes.push(...(await hold(held)));
-
+  // Who has no identity yet: a session made now is a first sight.
+  const unpinned = new Set();
+  for (const name of new Set(batch.map((m) => m.sessionId))) {
+    if ((await pinned(name)) === undefined) unpinned.add(name);
+  }
   const received = [];
+  const held = [];
+  const firstSeen = new Map();
   let fresh = [];
-  if (queue.length > 0) {
-    await client.decryptBatch(queue, (r, done, total) => {
+  if (batch.length > 0) {
+    await client.decryptBatch(batch, (r, done, total) => {
       progress?.(done, total);
-      if (r.plaintext) received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: fromUtf8.decode(r.plaintext) });
-      else if (r.alreadySeen) {
+      if (r.plaintext) {
+        received.push({ id: r.messageId, peer: r.sessionId, outgoing: false, text: fromUtf8.decode(r.plaintext) });
+        if (r.sender && unpinned.has(r.sessionId) && !firstSeen.has(r.sessionId)) firstSeen.set(r.sessionId, r.sender);
+      } else if (r.errorCode === pkg.REMOTE_IDENTITY_CHANGED && r.sender) {
+        held.push({ from: r.sessionId, fingerprint: r.sender, envelope: batch[done - 1].envelope });
+      } else if (r.alreadySeen) {
         // committed before: shown then
       } else {
         notes.push(`a message from ${r.sessionId} could not be decrypted: ${r.errorKind} (${r.errorCode})`);
@@ -167,60 +212,31 @@ async function decrypt(batch, notes = [], progress = undefined) {
       return undefined;
     });
   }
-
-  // Pin first-seen identities; a changed one waits for the user.
-  const seen = new Set();
-  for (const m of received) {
-    if (seen.has(m.peer)) continue;
-    seen.add(m.peer);
-    await checkIdentity(m.peer, await client.remoteFingerprint(m.peer));
+  for (const [from, fingerprint] of firstSeen) {
+    note(`${from}'s fingerprint: ${grouped(fingerprint)} (first seen; compare it with what ${from}'s client shows)`);
   }
+  notes.push(...(await hold(held)));
+  if (firstSeen.has(peer) || held.some((h) => h.from === peer)) await showFingerprints();
   for (const n of notes) warn(n);
   for (const m of fresh) showMessage(m);
   return batch.length;
 }
 
-/**
- * Splits a batch before anything is decrypted: a prekey message that claims an identity other
- * than its sender's pinned one is held, unread (also when there is no session that would make
- * the engine refuse it); the rest goes to the engine.
- */
-async function screen(batch) {
-  const pinned = new Map();
-  const queue = [];
-  const held = [];
-  for (const m of batch) {
-    let claimed;
-    try {
-      claimed = pkg.prekeyMessageFingerprint(m.envelope);
-    } catch {
-      // not an envelope: the engine says so
-    }
-    if (claimed) {
-      if (!pinned.has(m.sessionId)) pinned.set(m.sessionId, (await records.peer(m.sessionId))?.fingerprint);
-      const known = pinned.get(m.sessionId);
-      if (known && known !== claimed) {
-        held.push({ from: m.sessionId, fingerprint: claimed, envelope: m.envelope });
-        continue;
-      }
-    }
-    queue.push(m);
-  }
-  return { queue, held };
-}
-
-/** Keeps held envelopes, marks their identity as changed; returns what to tell the user. */
+/** Keeps envelopes the engine refused for their identity; returns what to tell the user. */
 async function hold(held) {
   const notes = [];
   if (held.length === 0) return notes;
+  const known = new Map();
+  for (const from of new Set(held.map((h) => h.from))) known.set(from, { pin: await pinned(from), pending: await pending(from) });
   const dropped = await records.hold(held);
-  const seen = new Set();
+  const warned = new Set();
   for (const h of held) {
-    if (seen.has(`${h.from} ${h.fingerprint}`)) continue;
-    seen.add(`${h.from} ${h.fingerprint}`);
-    await checkIdentity(h.from, h.fingerprint);
+    const { pin, pending: waiting } = known.get(h.from);
+    if (waiting === h.fingerprint || warned.has(`${h.from} ${h.fingerprint}`)) continue;
+    warned.add(`${h.from} ${h.fingerprint}`);
+    changedWarning(h.from, pin, h.fingerprint);
   }
-  for (const from of new Set(held.map((h) => h.from))) {
+  for (const from of known.keys()) {
     notes.push(`messages from ${from} are held until you accept ${from}'s new identity`);
   }
   if (dropped > 0) notes.push(`${dropped} more held message(s) dropped: at most ${MAX_HELD_PER_PEER} are held per peer`);
@@ -354,7 +370,7 @@ async function flushOutbox() {
 /** Encrypts and sends a line (through the outbox, so nothing typed is lost while the relay is away). */
 async function send(text) {
   if (utf8.encode(text).length > MAX_TEXT) return warn(`not sent: a line is at most ${MAX_TEXT} bytes`);
-  if ((await records.peer(peer))?.pending) {
+  if ((await pending(peer)) !== undefined) {
     await showFingerprints();
     return warn(`not sent: ${peer}'s identity key has changed; compare fingerprints and accept it first`);
   }
@@ -368,16 +384,24 @@ async function send(text) {
       }
       return warn(`not sent: ${e.message}`);
     }
-    const bundle = unb64(claimed.bundle);
-    let fingerprint;
+    const bundle = unb64(claimed.bundle) ?? new Uint8Array();
+    const firstSight = (await client.pinnedIdentity(peer)) === undefined;
     try {
-      fingerprint = pkg.bundleFingerprint(bundle ?? new Uint8Array());
+      await client.createSession(peer, bundle);
     } catch (e) {
-      return warn(`not sent: the relay gave a bad bundle for ${peer}: ${e.message}`);
+      if (e.code !== pkg.REMOTE_IDENTITY_CHANGED) return warn(`not sent: the relay gave a bad bundle for ${peer}: ${e.message}`);
+      // Another identity than the pinned one: it waits for the user.
+      const now = pkg.bundleFingerprint(bundle);
+      if ((await pending(peer)) !== now) changedWarning(peer, await pinned(peer), now);
+      pendingBundles.set(peer, now);
+      await showFingerprints();
+      return warn('not sent');
     }
-    await checkIdentity(peer, fingerprint);
-    if ((await records.peer(peer))?.pending) return warn('not sent');
-    await client.createSession(peer, bundle);
+    if (firstSight) {
+      const fingerprint = await client.remoteFingerprint(peer);
+      note(`${peer}'s fingerprint: ${grouped(fingerprint)} (first seen; compare it with what ${peer}'s client shows)`);
+      await showFingerprints();
+    }
   }
   const envelope = await client.encrypt(peer, text);
   showMessage(await records.recordSent(pkg.messageId(envelope), peer, text, envelope));
@@ -386,18 +410,18 @@ async function send(text) {
 
 /** Trusts the peer's changed identity and decrypts what was held. */
 async function accept() {
-  const p = await records.peer(peer);
-  if (!p?.pending) return;
-  if ((await client.hasSession(peer)) && (await client.remoteFingerprint(peer)) !== p.pending) {
-    await client.deleteSession(peer);
-  }
-  await records.accept(peer);
-  note(`${peer}'s new identity ${grouped(p.pending)} is accepted`);
+  const now = await pending(peer);
+  if (now === undefined) return;
+  // Re-pins, and deletes a session of the old identity: the held messages make the new one.
+  await client.acceptIdentity(peer, now);
+  pendingBundles.delete(peer);
+  note(`${peer}'s new identity ${grouped(now)} is accepted`);
+  await showFingerprints();
   const held = await records.held(peer);
   if (held.length > 0) {
     // Only what claimed the accepted identity (or was held before the claim was recorded): a
     // forgery among them fails to decrypt, the genuine one does not.
-    const mine = held.filter((h) => h.fingerprint === p.pending || h.fingerprint === '');
+    const mine = held.filter((h) => h.fingerprint === now || h.fingerprint === '');
     const notes = [];
     if (mine.length < held.length) notes.push(`${held.length - mine.length} held message(s) claimed another identity of ${peer}; dropped`);
     await decrypt(
@@ -446,8 +470,9 @@ async function start(meName, peerName) {
   try {
     // The engine's client lives in a module Worker: its batches never block this page.
     const worker = new Worker('/proteus-worker.js', { type: 'module' });
-    client = await remote.connectWorker(worker).open(`chat-${me}`);
+    client = await remote.connectWorker(worker).open(`chat-${me}`, { identityPinning: true });
     records = await Records.open(me);
+    await migratePins();
   } catch (e) {
     throw new ChatError(`could not open ${me}'s state in IndexedDB: ${e.message}`);
   }

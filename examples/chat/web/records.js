@@ -24,8 +24,9 @@ const order = () => Date.now() * 1000 + (tick++ % 1000);
 /**
  * `messages`: every message shown or sent, by message id (hex of the envelope's MAC); it is
  * also the log of seen ids that makes delivery exactly-once. `peers`: the pinned fingerprint of
- * each peer and a changed one waiting to be accepted. `heldByPeer`: prekey messages that claim an
- * identity other than the pinned one, unread until it is accepted: keyed by peer and their whole
+ * each peer, kept by pages made before the engine pinned identities; moved into the engine and
+ * emptied when such a page opens. `heldByPeer`: prekey messages the engine refused because they
+ * carry an identity other than the pinned one (RemoteIdentityChanged), unread until it is accepted: keyed by peer and their whole
  * bytes (never by the MAC they claim, which nothing has verified yet, so a forgery with a copied
  * MAC cannot take a genuine message's place), at most MAX_HELD_PER_PEER per peer. (Version 1
  * kept them in `held`, by MAC, for all peers: its rows are moved over.) `outbox`: envelopes not
@@ -117,28 +118,17 @@ export class Records {
     await finished(tx);
   }
 
-  peer(name) {
-    return request(this.#tx('peers').objectStore('peers').get(name));
+  /** The pins of a page made before the engine pinned identities: `[{name, fingerprint}]`. */
+  async legacyPins() {
+    const all = await request(this.#tx('peers').objectStore('peers').getAll());
+    return all.filter((p) => typeof p.fingerprint === 'string').map(({ name, fingerprint }) => ({ name, fingerprint }));
   }
 
-  async #putPeer(value) {
+  /** Drops those pins once the engine holds them. */
+  async dropLegacyPins() {
     const tx = this.#tx('peers', 'readwrite');
-    tx.objectStore('peers').put(value);
+    tx.objectStore('peers').clear();
     await finished(tx);
-  }
-
-  pin(name, fingerprint) {
-    return this.#putPeer({ name, fingerprint, pending: null });
-  }
-
-  async setPending(name, fingerprint) {
-    const p = await this.peer(name);
-    return this.#putPeer({ ...p, pending: fingerprint });
-  }
-
-  async accept(name) {
-    const p = await this.peer(name);
-    if (p?.pending) await this.#putPeer({ name, fingerprint: p.pending, pending: null });
   }
 
   /**

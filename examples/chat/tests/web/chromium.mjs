@@ -145,13 +145,13 @@ async function say(page, text) {
 
 /**
  * "bob" with yet another identity, driven from a page of the relay's origin (not the chat page):
- * registers at the relay and queues for alice a genuine prekey message `text`, then a forgery
+ * registers at the relay and queues for `to` a genuine prekey message `text`, then a forgery
  * carrying the genuine one's MAC. Returns its fingerprint.
  */
-async function impostor(text) {
+async function impostor(text, to = 'alice') {
   const tool = await context.newPage();
   await tool.goto(`${url}pkg/index.js`);
-  const fingerprint = await tool.evaluate(async (text) => {
+  const fingerprint = await tool.evaluate(async ([text, to]) => {
     const { Client, messageId } = await import('/pkg/index.js');
     const me = await Client.inMemory();
     const utf8 = new TextEncoder();
@@ -172,7 +172,7 @@ async function impostor(text) {
     };
     await call('POST', '/v1/users/bob', { identity: b64(await me.identityKey()) });
     const prekeyMessage = async (sessionId, plaintext) => {
-      const claimed = await call('POST', '/v1/prekeys/alice/claim');
+      const claimed = await call('POST', `/v1/prekeys/${to}/claim`);
       await me.createSession(sessionId, unb64(claimed.bundle));
       return me.encrypt(sessionId, plaintext);
     };
@@ -180,12 +180,12 @@ async function impostor(text) {
     const forged = await prekeyMessage('two', 'forged');
     forged.set(genuine.subarray(8, 40), 8); // a3 00 01 01 a1 00 58 20 <the 32-byte MAC>
     if (messageId(forged) !== messageId(genuine)) throw new Error('the forgery does not carry the MAC');
-    await call('POST', '/v1/queues/alice', genuine);
-    await call('POST', '/v1/queues/alice', forged);
+    await call('POST', `/v1/queues/${to}`, genuine);
+    await call('POST', `/v1/queues/${to}`, forged);
     const fp = await me.fingerprint();
     await me.close();
     return fp;
-  }, text);
+  }, [text, to]);
   await tool.close();
   return fingerprint;
 }
@@ -362,6 +362,73 @@ describe('the web client against a terminal client', () => {
     assert.equal(await page.locator('#log li', { hasText: 'bob: shown only' }).count(), 0, 'shown before the identity check');
     await page.click('#accept');
     await logLine(page, 'bob: shown only once accepted');
+    assert.equal(await errorShown(page), '');
+    assert.deepEqual(pageErrors, []);
+    await page.close();
+  });
+
+  test("a page made before the engine pinned identities keeps its pins: they move into the engine", async () => {
+    // dave's page as an older version left it: an engine store without pinning, and bob's
+    // fingerprint pinned in the chat's own records (IndexedDB `proteus-chat:dave`, version 2).
+    await bob.stop();
+    await newRelay('relay-5');
+    const tool = await context.newPage();
+    await tool.goto(`${url}pkg/index.js`);
+    const old = await tool.evaluate(async () => {
+      const { Client } = await import('/pkg/index.js');
+      const dave = await Client.open('chat-dave');
+      await dave.close();
+      const someone = await Client.inMemory();
+      const fingerprint = await someone.fingerprint();
+      await someone.close();
+      const req = indexedDB.open('proteus-chat:dave', 2);
+      req.onupgradeneeded = () => {
+        const db = req.result;
+        db.createObjectStore('messages', { keyPath: 'id' }).createIndex('n', 'n');
+        db.createObjectStore('peers', { keyPath: 'name' }).put({ name: 'bob', fingerprint, pending: null });
+        db.createObjectStore('outbox', { autoIncrement: true });
+        const held = db.createObjectStore('heldByPeer', { keyPath: ['from', 'key'] });
+        held.createIndex('n', 'n');
+        held.createIndex('from', 'from');
+      };
+      await new Promise((resolve, reject) => {
+        req.onsuccess = () => resolve(req.result.close());
+        req.onerror = () => reject(req.error);
+      });
+      return fingerprint;
+    });
+    await tool.close();
+
+    page = await newPage(`${url}?me=dave&peer=bob`);
+    await page.click('#start');
+    await ready(page);
+    assert.equal((await page.locator('#peer-fp').textContent()).replaceAll(' ', ''), old, 'the old pin is shown');
+    // A "bob" of another identity is refused by the engine's pin, which came from the records.
+    const now = await impostor('from a stranger', 'dave');
+    await page.locator('#warning', { hasText: "bob's identity key has CHANGED" }).waitFor({ timeout: T });
+    await page.locator('#log li', { hasText: 'messages from bob are held until you accept' }).first().waitFor({ timeout: T });
+    assert.equal(await page.locator('#log li', { hasText: 'bob: from a stranger' }).count(), 0, 'held, not shown');
+    const [pinned, legacy] = await page.evaluate(async () => {
+      const { Client } = await import('/pkg/index.js');
+      const dave = await Client.open('chat-dave');
+      const pin = await dave.pinnedIdentity('bob');
+      await dave.close();
+      const db = await new Promise((resolve) => {
+        const req = indexedDB.open('proteus-chat:dave');
+        req.onsuccess = () => resolve(req.result);
+      });
+      const rows = await new Promise((resolve) => {
+        const req = db.transaction('peers').objectStore('peers').getAll();
+        req.onsuccess = () => resolve(req.result);
+      });
+      db.close();
+      return [pin, rows.length];
+    });
+    assert.equal(pinned, old, "the engine holds the records' pin");
+    assert.equal(legacy, 0, "the records' pins are gone once moved");
+    await page.click('#accept');
+    await logLine(page, 'bob: from a stranger');
+    assert.equal((await page.locator('#peer-fp').textContent()).replaceAll(' ', ''), now);
     assert.equal(await errorShown(page), '');
     assert.deepEqual(pageErrors, []);
     await page.close();
