@@ -71,6 +71,19 @@ build_wasm() {
     cargo "+$toolchain" build --locked --profile release-wasm --target wasm32-unknown-unknown -p proteus-web \
     -Zbuild-std=std,panic_abort \
     ${1:+--features "$1"}
+  # What wasm-bindgen and wasm-opt make of this module is kept under a hash of everything that
+  # decides it (the module, this script, the tools' versions), so building the package again
+  # (the node and arm64 suites after the web suite) skips the 13 s they take.
+  local key cache
+  key=$( { cat "$wasm" build.sh; wasm-bindgen --version; node_modules/.bin/wasm-opt --version; } | sha256sum | cut -c1-32)
+  cache="$(dirname "$wasm")/proteus-web-pkg/$key"
+  if [ -d "$cache" ] && { [ "${PROTEUS_WEB_NAMES:-0}" != 1 ] || [ -f "$cache/names.wasm" ]; }; then
+    cp -a "$cache/pkg/." "$2/"
+    rm -f "$names_wasm"
+    if [ -f "$cache/names.wasm" ]; then cp "$cache/names.wasm" "$names_wasm"; fi
+    echo "wasm-bindgen and wasm-opt: the output of an identical module reused ($cache)"
+    return
+  fi
   wasm-bindgen --target web --out-dir "$2" "$wasm"
   # --low-memory-unused: Rust never uses the first 1 KB of memory (it holds the deepest end of the
   # stack, which starts at 1 MiB), so wasm-opt may fold constant offsets into loads and stores.
@@ -89,6 +102,12 @@ build_wasm() {
   fi
   node_modules/.bin/wasm-opt "${opt[@]}" "$2/proteus_web_bg.wasm" -o "$2/proteus_web_bg.opt.wasm"
   mv "$2/proteus_web_bg.opt.wasm" "$2/proteus_web_bg.wasm"
+  # Only the newest output is kept.
+  rm -rf "$(dirname "$cache")"
+  mkdir -p "$cache.tmp/pkg"
+  cp -a "$2/." "$cache.tmp/pkg/"
+  if [ -f "$names_wasm" ]; then cp "$names_wasm" "$cache.tmp/names.wasm"; fi
+  mv "$cache.tmp" "$cache"
 }
 
 rm -rf pkg
