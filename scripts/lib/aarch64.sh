@@ -14,15 +14,7 @@ AARCH64_NODE_ROOT=${PROTEUS_AARCH64_NODE_ROOT:-/var/lib/proteus-aarch64-node}
 # packages apt recommends: qemu-user recommends qemu-user-binfmt, which would register qemu with
 # the machine's binfmt_misc; scripts/aarch64-run.sh registers it in a namespace of its own.
 aarch64_install_system() {
-  local missing=() p
-  for p in gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-  done
-  [ ${#missing[@]} -gt 0 ] || return 0
-  echo "installing Debian packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=600 update -qq
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install --no-install-recommends gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 }
 
 aarch64_install_target() {

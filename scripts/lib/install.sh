@@ -19,9 +19,11 @@ cargo_install_tool() {
     cargo install "$crate" --version "$version" "$@"
 }
 
-# apt_install PACKAGE...: the Debian packages that are not installed yet, after one update.
+# apt_install [--no-install-recommends] PACKAGE...: the Debian packages that are not installed
+# yet, after one update.
 apt_install() {
-  local missing=() p
+  local missing=() p flags=()
+  if [ "${1:-}" = --no-install-recommends ]; then flags+=("$1"); shift; fi
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
   done
@@ -30,7 +32,7 @@ apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   # Another apt (the machine's own updates, say) is waited for rather than failed on.
   apt-get -o DPkg::Lock::Timeout=600 update -qq
-  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${flags[@]}" "${missing[@]}" >/dev/null
 }
 
 # npm_ci DIR: `npm ci` in DIR when its node_modules is missing or older than its lockfile.
