@@ -1,9 +1,10 @@
 // The web client of proteus-chat: the same chat as the terminal client (src/client/), in a page
 // served by the relay. The engine is the web package (served at /pkg/), its state in IndexedDB,
 // its client living in a module Worker (proteus-worker.js) so a backlog decrypts in one batch
-// while the page keeps drawing; the chat's own records (messages by id, held messages, the outbox) are in a second
-// IndexedDB database. Identities are pinned by the engine (the `identityPinning` option), as in the
-// terminal client. The relay's protocol is in README.md beside this file.
+// while the page keeps drawing; the chat's own records (messages by id, held messages, the
+// outbox) are in a second IndexedDB database. Identities are pinned by the engine (the
+// `identityPinning` option), as in the terminal client. The relay's protocol is in README.md
+// beside this file.
 
 import { b64, unb64, utf8 } from './encoding.js';
 import { MAX_HELD_PER_PEER, Records } from './records.js';
