@@ -197,7 +197,7 @@ export class Client {
     return result;
   }
 
-  // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, import and export: the
+  // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, decrypt, import and export: the
   // web package's methods (wasm/client-calls.js, its documentation there), run here by #run.
   static {
     defineClientCalls(this, (client, fn) => client.#run(fn), { readsDirectories: true });
@@ -235,12 +235,6 @@ export class Client {
       }
       return results;
     });
-  }
-
-  decrypt(id, envelope) {
-    sessionId(id);
-    const e = bytes(envelope, 'envelope');
-    return this.#run((raw) => raw.decrypt(id, e));
   }
 
   /**

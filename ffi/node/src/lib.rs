@@ -9,6 +9,7 @@
 //! time in order, `ProteusError`s (see [`error`]).
 
 mod batch;
+mod calls;
 mod error;
 mod fanout;
 #[cfg(feature = "fault-injection")]
@@ -169,37 +170,6 @@ impl RawClient {
         self.created
     }
 
-    /// Our fingerprint: lowercase hex of the identity key.
-    #[napi]
-    pub fn fingerprint(&self) -> AsyncTask<Call<String>> {
-        run(&self.shared, |c| Ok(c.fingerprint()))
-    }
-
-    /// Our identity's public key (32 bytes).
-    #[napi]
-    pub fn identity_key(&self) -> AsyncTask<Call<Uint8Array>> {
-        run(&self.shared, |c| {
-            Ok(bytes(c.identity().public_key().as_bytes().to_vec()))
-        })
-    }
-
-    /// An Ed25519 signature of `message` by our identity key.
-    #[napi]
-    pub fn sign(&self, message: Uint8Array) -> AsyncTask<Call<Uint8Array>> {
-        let message = message.to_vec();
-        run(&self.shared, move |c| Ok(bytes(c.sign(&message).to_vec())))
-    }
-
-    /// Raises how many skipped-message keys each chain keeps.
-    #[napi]
-    pub fn set_max_counter_gap(&self, gap: u32) -> AsyncTask<Call<()>> {
-        run(&self.shared, move |c| {
-            let config = c.session_config().with_max_counter_gap(gap);
-            c.set_session_config(config);
-            Ok(())
-        })
-    }
-
     /// Generates `n` one-time prekeys.
     #[napi]
     pub fn generate_prekeys(&self, n: u32) -> AsyncTask<Call<Vec<RawPrekeyBundle>>> {
@@ -241,75 +211,11 @@ impl RawClient {
         })
     }
 
-    /// One-time prekeys left.
-    #[napi]
-    pub fn prekeys_remaining(&self) -> AsyncTask<Call<u32>> {
-        run(&self.shared, |c| {
-            Ok(u32::try_from(js(c.prekeys_remaining())?).unwrap_or(u32::MAX))
-        })
-    }
-
     /// Makes sure what earlier calls deleted is gone from the disk; whether it is (`false`
     /// while another connection reads an older snapshot).
     #[napi]
     pub fn erase_deleted(&self) -> AsyncTask<Call<bool>> {
         run(&self.shared, |c| js(c.erase_deleted()))
-    }
-
-    /// Starts a session from a prekey bundle.
-    #[napi]
-    pub fn create_session(&self, session_id: String, bundle: Uint8Array) -> AsyncTask<Call<()>> {
-        let bundle = bundle.to_vec();
-        run(&self.shared, move |c| {
-            js(c.create_session(&session_id, &bundle))
-        })
-    }
-
-    /// Replaces a session with a new one from a prekey bundle; whether the peer's identity
-    /// changed.
-    #[napi]
-    pub fn reset_session(&self, session_id: String, bundle: Uint8Array) -> AsyncTask<Call<bool>> {
-        let bundle = bundle.to_vec();
-        run(&self.shared, move |c| {
-            js(c.reset_session(&session_id, &bundle))
-        })
-    }
-
-    /// Whether a session with this id exists.
-    #[napi]
-    pub fn has_session(&self, session_id: String) -> AsyncTask<Call<bool>> {
-        run(&self.shared, move |c| js(c.has_session(&session_id)))
-    }
-
-    /// The ids of all sessions.
-    #[napi]
-    pub fn session_ids(&self) -> AsyncTask<Call<Vec<String>>> {
-        run(&self.shared, |c| js(c.session_ids()))
-    }
-
-    /// The peer's fingerprint in a session.
-    #[napi]
-    pub fn remote_fingerprint(&self, session_id: String) -> AsyncTask<Call<String>> {
-        run(&self.shared, move |c| js(c.remote_fingerprint(&session_id)))
-    }
-
-    /// Deletes a session.
-    #[napi]
-    pub fn delete_session(&self, session_id: String) -> AsyncTask<Call<()>> {
-        run(&self.shared, move |c| js(c.delete_session(&session_id)))
-    }
-
-    /// Encrypts for a session's peer; resolves once the advanced chain is stored.
-    #[napi]
-    pub fn encrypt(
-        &self,
-        session_id: String,
-        plaintext: Uint8Array,
-    ) -> AsyncTask<Call<Uint8Array>> {
-        let plaintext = plaintext.to_vec();
-        run(&self.shared, move |c| {
-            Ok(bytes(js(c.encrypt(&session_id, &plaintext))?))
-        })
     }
 
     /// Encrypts `plaintexts[i]` for `session_ids[i]`, with one commit for all.
@@ -348,15 +254,6 @@ impl RawClient {
         run(&self.shared, move |c| {
             let ids: Vec<&str> = session_ids.iter().map(String::as_str).collect();
             Ok(fanout::RawFanout::of(&js(c.encrypt_for(&ids, &plaintext))?))
-        })
-    }
-
-    /// Decrypts one message and commits the result.
-    #[napi]
-    pub fn decrypt(&self, session_id: String, envelope: Uint8Array) -> AsyncTask<Call<Uint8Array>> {
-        let envelope = envelope.to_vec();
-        run(&self.shared, move |c| {
-            Ok(bytes(js(c.decrypt(&session_id, &envelope))?))
         })
     }
 

@@ -1,11 +1,11 @@
-//! Identity pinning on the addon's client: the `identityPinning` option (applied by `native.js`
-//! right after opening), `pinnedIdentity` and `acceptIdentity`.
+//! The `identityPinning` option on the addon's client, applied by `native.js` right after
+//! opening (`pinnedIdentity` and `acceptIdentity` are shared calls: `calls.rs`).
 
 use napi::bindgen_prelude::AsyncTask;
 use napi_derive::napi;
 
+use crate::RawClient;
 use crate::task::{Call, run};
-use crate::{RawClient, js};
 
 #[napi]
 impl RawClient {
@@ -15,20 +15,6 @@ impl RawClient {
         run(&self.shared, move |c| {
             c.set_identity_pinning(on);
             Ok(())
-        })
-    }
-
-    /// The fingerprint of the identity pinned for a session id, or null.
-    #[napi]
-    pub fn pinned_identity(&self, session_id: String) -> AsyncTask<Call<Option<String>>> {
-        run(&self.shared, move |c| js(c.pinned_identity(&session_id)))
-    }
-
-    /// Pins the identity a fingerprint names for a session id (deleting a session of another).
-    #[napi]
-    pub fn accept_identity(&self, session_id: String, fingerprint: String) -> AsyncTask<Call<()>> {
-        run(&self.shared, move |c| {
-            js(c.accept_identity(&session_id, &fingerprint))
         })
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use proteus_client::{ClientError, SqliteOptions, StoreKey};
 use proteus_core::PreKeyId;
 
-use crate::bytes::{Bytes, SecretBytes};
+use crate::bytes::SecretBytes;
 use crate::error::ProteusError;
 use crate::gate::Gate;
 use crate::rollback::{AppCounter, CommitCounter};
@@ -284,37 +284,6 @@ pub async fn client_delete_store(path: String) -> Result<(), ProteusError> {
 /// Identity, prekeys, sessions, import and export.
 #[uniffi::export]
 impl Client {
-    /// Our fingerprint: lowercase hex of the identity key (64 characters).
-    pub async fn fingerprint(&self) -> Result<String, ProteusError> {
-        self.run(|c| Ok(c.fingerprint())).await
-    }
-
-    /// Our identity's public key: the 32 bytes of the Ed25519 key.
-    pub async fn identity_key(&self) -> Result<Bytes, ProteusError> {
-        self.run(|c| Ok(Bytes(c.identity().public_key().as_bytes().to_vec())))
-            .await
-    }
-
-    /// An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
-    /// server's authentication challenge; it verifies with `identityKey()`. Prefix the message
-    /// with a context string of your own: the identity key also signs prekey bundles.
-    pub async fn sign(&self, message: Bytes) -> Result<Bytes, ProteusError> {
-        self.run(move |c| Ok(Bytes(c.sign(&message).to_vec())))
-            .await
-    }
-
-    /// Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
-    /// to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
-    /// oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
-    pub async fn set_max_counter_gap(&self, gap: i32) -> Result<(), ProteusError> {
-        let gap = u32::try_from(gap).map_err(|_| ProteusError::out_of_range("gap", gap.into()))?;
-        self.run(move |c| {
-            c.set_session_config(c.session_config().with_max_counter_gap(gap));
-            Ok(())
-        })
-        .await
-    }
-
     /// Generates `count` one-time prekeys and returns their bundles, for publishing.
     pub async fn generate_prekeys(&self, count: i32) -> Result<Vec<PreKeyBundle>, ProteusError> {
         let count = self::count("count", count, usize::MAX)?;
@@ -360,57 +329,6 @@ impl Client {
         let id = u16::try_from(id).map_err(|_| ProteusError::out_of_range("id", id.into()))?;
         self.run(move |c| c.prekey_bundle(PreKeyId::new(id)).map(PreKeyBundle::from))
             .await
-    }
-
-    /// How many one-time prekeys are left (the last-resort prekey is not counted).
-    pub async fn prekeys_remaining(&self) -> Result<i32, ProteusError> {
-        self.run(|c| Ok(i32::try_from(c.prekeys_remaining()?).unwrap_or(i32::MAX)))
-            .await
-    }
-
-    /// Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
-    /// application's choice, such as `"user:device"`.
-    pub async fn create_session(
-        &self,
-        session_id: String,
-        bundle: Bytes,
-    ) -> Result<(), ProteusError> {
-        self.run(move |c| c.create_session(&session_id, &bundle))
-            .await
-    }
-
-    /// Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
-    /// bundle), in one commit; returns whether the peer's identity differs from the old
-    /// session's. Messages sent on the old session and not yet decrypted then fail with
-    /// `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage to a used
-    /// prekey. `SessionNotFound` (104) if there is no session to replace.
-    pub async fn reset_session(
-        &self,
-        session_id: String,
-        bundle: Bytes,
-    ) -> Result<bool, ProteusError> {
-        self.run(move |c| c.reset_session(&session_id, &bundle))
-            .await
-    }
-
-    /// Whether a session with this id exists.
-    pub async fn has_session(&self, session_id: String) -> Result<bool, ProteusError> {
-        self.run(move |c| c.has_session(&session_id)).await
-    }
-
-    /// The ids of all sessions.
-    pub async fn session_ids(&self) -> Result<Vec<String>, ProteusError> {
-        self.run(|c| c.session_ids()).await
-    }
-
-    /// The peer's fingerprint in a session.
-    pub async fn remote_fingerprint(&self, session_id: String) -> Result<String, ProteusError> {
-        self.run(move |c| c.remote_fingerprint(&session_id)).await
-    }
-
-    /// Deletes a session (nothing happens if there is none).
-    pub async fn delete_session(&self, session_id: String) -> Result<(), ProteusError> {
-        self.run(move |c| c.delete_session(&session_id)).await
     }
 
     /// Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old

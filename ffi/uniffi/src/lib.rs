@@ -19,6 +19,7 @@
 
 mod batch;
 mod bytes;
+mod calls;
 mod client;
 mod error;
 mod gate;
@@ -26,7 +27,6 @@ mod import;
 mod kind;
 mod logger;
 mod messages;
-mod pinning;
 mod rollback;
 mod types;
 mod worker;

@@ -13,17 +13,6 @@ use crate::types::{BatchDelivery, BatchProgress, BatchSummary, FanoutResult, Out
 
 #[uniffi::export]
 impl Client {
-    /// Encrypts for the session's peer. The advanced sending chain is committed before the
-    /// envelope is returned.
-    pub async fn encrypt(
-        &self,
-        session_id: String,
-        plaintext: Bytes,
-    ) -> Result<Bytes, ProteusError> {
-        self.run(move |c| c.encrypt(&session_id, &plaintext).map(Bytes))
-            .await
-    }
-
     /// Encrypts several messages (for one or several sessions) with one commit, made before any
     /// envelope is returned. Envelopes come back in order; if one fails, none is returned and
     /// nothing is committed.
@@ -72,17 +61,6 @@ impl Client {
                 .collect())
         })
         .await
-    }
-
-    /// Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
-    /// session (its one-time prekey is deleted in the same commit).
-    pub async fn decrypt(
-        &self,
-        session_id: String,
-        envelope: Bytes,
-    ) -> Result<Bytes, ProteusError> {
-        self.run(move |c| c.decrypt(&session_id, &envelope).map(Bytes))
-            .await
     }
 
     /// Decrypts a queue of messages (mixed senders, new sessions, duplicates welcome) and commits

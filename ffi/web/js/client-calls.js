@@ -2,10 +2,14 @@
 // package (ffi/node/native.js, over the addon; its build copies this file into wasm/) share: the
 // same argument checks, the same call of the raw client, the same result. Each class keeps how a
 // call runs (its queue, closed and busy states, commits) in its own private #run, and installs
-// these with defineClientCalls(this, (client, fn) => client.#run(fn)) in a static block.
+// these with defineClientCalls(this, (client, fn, options) => client.#run(fn, options)) in a
+// static block. The Worker client (remote.js) checks its arguments with the same table
+// (checkArguments) before it posts them.
 //
-// They become own methods of Client.prototype, as if written in the class: the API-surface tests
-// and the Worker client (remote.js) list Client.prototype's own names.
+// Most are a call of the raw client's method of the same name (declared once for every binding
+// in ffi/surface): adding one is a line in CALLS. Their documentation is the package's types
+// (index.d.ts). They become own methods of Client.prototype, as if written in the class: the
+// API-surface tests and remote.js list Client.prototype's own names.
 
 import { bytes, integer, sessionId, textOrBytes } from './args.js';
 import { packCryptobox, readCryptoboxSource } from './cryptobox.js';
@@ -23,153 +27,73 @@ function importOptions(options) {
   return { progress, skipBadRecords };
 }
 
+/** A check of one argument: it returns the value as the raw client takes it, or throws. */
+const data = (what) => (value) => bytes(value, what);
+const text = (what) => (value) => textOrBytes(value, what);
+const upTo = (what, max) => (value) => integer(value, what, max);
+const string = (what) => (value) => {
+  if (typeof value !== 'string') throw new TypeError(`${what} must be a string`);
+  return value;
+};
+
 /**
- * Defines the shared methods on `Client.prototype`. `run(client, fn)` runs `fn(raw)` on the
- * client's raw client, in its turn, and returns a Promise of its result. `readsDirectories`:
- * the raw client reads a cryptobox directory itself (the Node addon).
+ * The calls that run the raw client's method of the same name on their checked arguments: the
+ * checks of each one's arguments, in order.
+ */
+const CALLS = {
+  fingerprint: [],
+  identityKey: [],
+  sign: [text('message')],
+  generatePrekeys: [upTo('n', 0xfffe)],
+  topUpPrekeys: [upTo('target', 0xffff)],
+  lastResortBundle: [],
+  prekeyBundle: [upTo('id', 0xffff)],
+  prekeysRemaining: [],
+  createSession: [sessionId, data('bundle')],
+  resetSession: [sessionId, data('bundle')],
+  hasSession: [sessionId],
+  sessionIds: [],
+  remoteFingerprint: [sessionId],
+  pinnedIdentity: [sessionId],
+  acceptIdentity: [sessionId, string('fingerprint')],
+  deleteSession: [sessionId],
+  encrypt: [sessionId, text('plaintext')],
+  decrypt: [sessionId, data('envelope')],
+  importIdentity: [data('identity')],
+  importPrekey: [data('prekey')],
+  importSession: [sessionId, data('session')],
+  exportIdentity: [],
+  exportSession: [sessionId],
+};
+
+/**
+ * The options of a call's #run, where it has any: a message decrypted alone commits in an
+ * IndexedDB transaction of 'relaxed' durability (commit-engine.js's run; the Node addon has no
+ * such option).
+ */
+const OPTIONS = { decrypt: { durability: 'relaxed' } };
+
+/** What a call's result becomes, where the raw client's is not the API's. */
+const RESULTS = {
+  lastResortBundle: (bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }),
+  prekeyBundle: (bundle, [id]) => ({ id, bundle }),
+  // The wasm client answers '' for none, the addon null.
+  pinnedIdentity: (fingerprint) => fingerprint || undefined,
+};
+
+/** `args` checked for the shared call `name` (as they are for any other name). */
+export function checkArguments(name, args) {
+  const checks = CALLS[name];
+  return checks === undefined ? args : checks.map((check, i) => check(args[i]));
+}
+
+/**
+ * Defines the shared methods on `Client.prototype`. `run(client, fn, options)` runs `fn(raw)`
+ * on the client's raw client, in its turn, and returns a Promise of its result.
+ * `readsDirectories`: the raw client reads a cryptobox directory itself (the Node addon).
  */
 export function defineClientCalls(Client, run, { readsDirectories = false } = {}) {
   const methods = {
-    /** Our fingerprint: lowercase hex of the identity key (64 characters). */
-    fingerprint() {
-      return run(this, (raw) => raw.fingerprint());
-    },
-
-    /** Our identity's public key: the 32 bytes of the Ed25519 key (fingerprint() is its hex). */
-    identityKey() {
-      return run(this, (raw) => raw.identityKey());
-    },
-
-    /**
-     * An Ed25519 signature (64 bytes) of `message` (bytes or a string, as UTF-8) by our identity
-     * key, e.g. to authenticate to a server that knows identityKey().
-     */
-    sign(message) {
-      const m = textOrBytes(message, 'message');
-      return run(this, (raw) => raw.sign(m));
-    },
-
-    /** Generates `n` one-time prekeys; returns `[{id, bundle}]` for publishing. */
-    generatePrekeys(n) {
-      integer(n, 'n', 0xfffe);
-      return run(this, (raw) => raw.generatePrekeys(n));
-    },
-
-    /**
-     * Generates one-time prekeys until `target` are stored; resolves to the new ones' `[{id,
-     * bundle}]`, for publishing (none if the stock is full). Ids go on from the last one handed
-     * out, wrapping after 65534, so a message in flight to a used prekey never meets a new one.
-     */
-    topUpPrekeys(target) {
-      integer(target, 'target', 0xffff);
-      return run(this, (raw) => raw.topUpPrekeys(target));
-    },
-
-    /** The last-resort prekey (id 65535, never used up): `{ id, bundle }`, as generatePrekeys. */
-    lastResortBundle() {
-      return run(this, (raw) => raw.lastResortBundle()).then((bundle) => ({ id: LAST_RESORT_PREKEY_ID, bundle }));
-    },
-
-    /** A stored prekey: `{ id, bundle }`, as generatePrekeys. */
-    prekeyBundle(id) {
-      integer(id, 'id', 0xffff);
-      return run(this, (raw) => raw.prekeyBundle(id)).then((bundle) => ({ id, bundle }));
-    },
-
-    /** How many one-time prekeys are left (the last-resort prekey is not counted). */
-    prekeysRemaining() {
-      return run(this, (raw) => raw.prekeysRemaining());
-    },
-
-    /** Starts a session with the owner of `bundle` under an id such as "user:device". */
-    createSession(id, bundle) {
-      sessionId(id);
-      const b = bytes(bundle, 'bundle');
-      return run(this, (raw) => raw.createSession(id, b));
-    },
-
-    /**
-     * Replaces a session with a new one from the peer's fresh `bundle`, in one commit; resolves
-     * to whether the peer's identity changed. Messages sent on the old session and not yet
-     * decrypted then fail with UnknownSessionTag (205), or PreKeyNotFound (101).
-     */
-    resetSession(id, bundle) {
-      sessionId(id);
-      const b = bytes(bundle, 'bundle');
-      return run(this, (raw) => raw.resetSession(id, b));
-    },
-
-    /** Whether a session with this id exists. */
-    hasSession(id) {
-      sessionId(id);
-      return run(this, (raw) => raw.hasSession(id));
-    },
-
-    /** The ids of all sessions. */
-    sessionIds() {
-      return run(this, (raw) => raw.sessionIds());
-    },
-
-    /** The peer's fingerprint in a session. */
-    remoteFingerprint(id) {
-      sessionId(id);
-      return run(this, (raw) => raw.remoteFingerprint(id));
-    },
-
-    /**
-     * The fingerprint of the identity pinned for a session id (the `identityPinning` option of
-     * open and inMemory), or undefined if none is.
-     */
-    pinnedIdentity(id) {
-      sessionId(id);
-      // The wasm client answers '' for none, the addon null.
-      return run(this, (raw) => raw.pinnedIdentity(id)).then((fingerprint) => fingerprint || undefined);
-    },
-
-    /**
-     * Pins the identity `fingerprint` names (64 hex digits, as remoteFingerprint and a batch
-     * result's sender give it) for a session id, in one commit, deleting a session of another
-     * identity under that id: a refused PreKeyMessage then decrypts (same message id), a refused
-     * bundle makes the session with createSession. InvalidFingerprint (411) if malformed.
-     */
-    acceptIdentity(id, fingerprint) {
-      sessionId(id);
-      if (typeof fingerprint !== 'string') throw new TypeError('fingerprint must be a string');
-      return run(this, (raw) => raw.acceptIdentity(id, fingerprint));
-    },
-
-    /** Deletes a session and its staged keys. */
-    deleteSession(id) {
-      sessionId(id);
-      return run(this, (raw) => raw.deleteSession(id));
-    },
-
-    /** Encrypts for a session's peer; resolves once the advanced chain is stored. */
-    encrypt(id, plaintext) {
-      sessionId(id);
-      const p = textOrBytes(plaintext);
-      return run(this, (raw) => raw.encrypt(id, p));
-    },
-
-    /** Replaces the identity with one serialised by Wire's Proteus (only while there are no sessions). */
-    importIdentity(identity) {
-      const b = bytes(identity, 'identity');
-      return run(this, (raw) => raw.importIdentity(b));
-    },
-
-    /** Stores a prekey serialised by Wire's Proteus; resolves to its id. */
-    importPrekey(prekey) {
-      const b = bytes(prekey, 'prekey');
-      return run(this, (raw) => raw.importPrekey(b));
-    },
-
-    /** Stores a session serialised by Wire's Proteus under `id`. */
-    importSession(id, session) {
-      sessionId(id);
-      const b = bytes(session, 'session');
-      return run(this, (raw) => raw.importSession(id, b));
-    },
-
     /**
      * Imports a store that Wire's cryptobox wrote — its identity, prekeys and sessions, every id
      * kept — in one commit. `source`: `{ indexedDB: name }`, `{ directory: path }` (Node) or
@@ -190,18 +114,18 @@ export function defineClientCalls(Client, run, { readsDirectories = false } = {}
         packed.wipe();
       }
     },
-
-    /** The identity key pair as Wire's Proteus serialises it. It holds the secret key. */
-    exportIdentity() {
-      return run(this, (raw) => raw.exportIdentity());
-    },
-
-    /** A session as Wire's Proteus serialises it. It holds secret keys. */
-    exportSession(id) {
-      sessionId(id);
-      return run(this, (raw) => raw.exportSession(id));
-    },
   };
+  for (const name of Object.keys(CALLS)) {
+    const result = RESULTS[name];
+    const options = OPTIONS[name];
+    methods[name] = {
+      [name](...args) {
+        const checked = checkArguments(name, args);
+        const called = run(this, (raw) => raw[name](...checked), options);
+        return result === undefined ? called : called.then((value) => result(value, checked));
+      },
+    }[name];
+  }
   // As a class defines its methods: writable, configurable, not enumerable.
   for (const [name, value] of Object.entries(methods)) {
     if (Object.hasOwn(Client.prototype, name)) throw new Error(`Client.prototype.${name} is defined twice`);

@@ -179,10 +179,10 @@ export class Client {
     return this.#engine.run(fn, options);
   }
 
-  // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, import and export: the
-  // methods the Node package's Client shares (client-calls.js), run here by #run.
+  // fingerprint, identityKey, sign, the prekeys, the sessions, encrypt, decrypt, import and
+  // export: the methods the Node package's Client shares (client-calls.js), run here by #run.
   static {
-    defineClientCalls(this, (client, fn) => client.#run(fn));
+    defineClientCalls(this, (client, fn, options) => client.#run(fn, options));
   }
 
   /** Raises the counter-gap limit of every session (default 1000). */
@@ -230,7 +230,6 @@ export class Client {
     });
   }
 
-  /** Decrypts one message and stores the result (a PreKeyMessage may create the session). */
   /**
    * Whether what earlier calls deleted (a consumed prekey, used message keys) is gone from the
    * disk now. In memory, true. On IndexedDB, false: the browser keeps deleted values in its
@@ -239,12 +238,6 @@ export class Client {
    */
   eraseDeleted() {
     return this.#run(() => this.#inMemory);
-  }
-
-  decrypt(id, envelope) {
-    sessionId(id);
-    const e = bytes(envelope, 'envelope');
-    return this.#run((raw) => raw.decrypt(id, e), { durability: 'relaxed' });
   }
 
   /**

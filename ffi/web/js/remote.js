@@ -12,8 +12,9 @@
 // at once); bytes are copied to the worker (a batch's in one buffer, transferred).
 
 import { CLIENT_CLOSED, Client, ProteusError } from './index.js';
+import { checkArguments } from './client-calls.js';
 import { checkLogger } from './log.js';
-import { bytes, integer, packBatch, sessionId, textOrBytes } from './args.js';
+import { bytes, integer, packBatch, textOrBytes } from './args.js';
 import { fromWire, own, owned, port, split, toWire } from './wire.js';
 
 const CONSTRUCT = Symbol('construct');
@@ -204,73 +205,8 @@ export class RemoteClient {
     return this.#connection.request({ op: 'call', handle: this.#handle, method, args });
   }
 
-  fingerprint() {
-    return this.#call('fingerprint');
-  }
-
-  identityKey() {
-    return this.#call('identityKey');
-  }
-
-  sign(message) {
-    return this.#call('sign', own(textOrBytes(message, 'message')));
-  }
-
   setMaxCounterGap(gap) {
     return this.#call('setMaxCounterGap', integer(gap, 'gap', 0xffffffff));
-  }
-
-  generatePrekeys(n) {
-    return this.#call('generatePrekeys', integer(n, 'n', 0xfffe));
-  }
-
-  lastResortBundle() {
-    return this.#call('lastResortBundle');
-  }
-
-  prekeyBundle(id) {
-    return this.#call('prekeyBundle', integer(id, 'id', 0xffff));
-  }
-
-  prekeysRemaining() {
-    return this.#call('prekeysRemaining');
-  }
-
-  eraseDeleted() {
-    return this.#call('eraseDeleted');
-  }
-
-  createSession(id, bundle) {
-    return this.#call('createSession', sessionId(id), own(bytes(bundle, 'bundle')));
-  }
-
-  hasSession(id) {
-    return this.#call('hasSession', sessionId(id));
-  }
-
-  sessionIds() {
-    return this.#call('sessionIds');
-  }
-
-  remoteFingerprint(id) {
-    return this.#call('remoteFingerprint', sessionId(id));
-  }
-
-  deleteSession(id) {
-    return this.#call('deleteSession', sessionId(id));
-  }
-
-  pinnedIdentity(id) {
-    return this.#call('pinnedIdentity', sessionId(id));
-  }
-
-  acceptIdentity(id, fingerprint) {
-    if (typeof fingerprint !== 'string') throw new TypeError('fingerprint must be a string');
-    return this.#call('acceptIdentity', sessionId(id), fingerprint);
-  }
-
-  encrypt(id, plaintext) {
-    return this.#call('encrypt', sessionId(id), own(textOrBytes(plaintext)));
   }
 
   encryptBatch(messages) {
@@ -278,10 +214,6 @@ export class RemoteClient {
     // Each plaintext in a buffer of its own: a view would take the whole batch's buffer along.
     const parts = split(all, lengths);
     return this.#call('encryptBatch', Array.from(index, (k, i) => ({ sessionId: ids[k], plaintext: parts[i].slice() })));
-  }
-
-  decrypt(id, envelope) {
-    return this.#call('decrypt', sessionId(id), own(bytes(envelope, 'envelope')));
   }
 
   /**
@@ -348,18 +280,6 @@ export class RemoteClient {
       .then((summary) => Object.defineProperty(results, 'summary', { value: summary }));
   }
 
-  importIdentity(identity) {
-    return this.#call('importIdentity', own(bytes(identity, 'identity')));
-  }
-
-  importPrekey(prekey) {
-    return this.#call('importPrekey', own(bytes(prekey, 'prekey')));
-  }
-
-  importSession(id, session) {
-    return this.#call('importSession', sessionId(id), own(bytes(session, 'session')));
-  }
-
   /**
    * Client's importCryptobox, run in the worker (which reads an `indexedDB` source itself).
    * `onProgress` stays on this side: it hears the end of the import only.
@@ -371,14 +291,6 @@ export class RemoteClient {
     const total = 1 + report.prekeys + report.sessions + report.skipped.length;
     onProgress?.({ done: total, total });
     return report;
-  }
-
-  exportIdentity() {
-    return this.#call('exportIdentity');
-  }
-
-  exportSession(id) {
-    return this.#call('exportSession', sessionId(id));
   }
 
   /** Closes the client in the worker (waiting for its calls); the worker keeps running. */
@@ -393,15 +305,15 @@ export class RemoteClient {
     return this.close();
   }
 
-  // Client's methods without their own definition here (added to Client after this file):
-  // forwarded as they are, their bytes copied.
+  // Client's methods without their own definition here: their arguments checked as Client
+  // checks them (client-calls.js), then forwarded, their bytes copied.
   static {
     for (const name of Object.getOwnPropertyNames(Client.prototype)) {
       const method = Object.getOwnPropertyDescriptor(Client.prototype, name).value;
       if (name === 'constructor' || typeof method !== 'function' || name in RemoteClient.prototype) continue;
       Object.defineProperty(RemoteClient.prototype, name, {
         value(...args) {
-          return this.#call(name, ...args.map(owned));
+          return this.#call(name, ...checkArguments(name, args).map(owned));
         },
         writable: true,
         configurable: true,

@@ -17,6 +17,7 @@
 //! [`ClientError`]; the JS side (`errors.js`, `adopt`) gives them the registry's `kind` for it,
 //! as it does to batch results: the kind names need not be in the module.
 
+mod calls;
 mod delivery;
 mod import;
 mod js;
@@ -201,30 +202,6 @@ impl RawClient {
         })
     }
 
-    /// Our fingerprint: lowercase hex of the identity key.
-    pub fn fingerprint(&self) -> String {
-        self.client.fingerprint()
-    }
-
-    /// Our identity's public key (the 32 bytes of the Ed25519 key).
-    #[wasm_bindgen(js_name = identityKey)]
-    pub fn identity_key(&self) -> Vec<u8> {
-        self.client.identity().public_key().as_bytes().to_vec()
-    }
-
-    /// An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to authenticate
-    /// to a server that knows the identity key.
-    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
-        self.client.sign(message).to_vec()
-    }
-
-    /// Raises how many skipped-message keys each chain keeps, for every session (default 1000).
-    #[wasm_bindgen(js_name = setMaxCounterGap)]
-    pub fn set_max_counter_gap(&mut self, gap: u32) {
-        let config = self.client.session_config().with_max_counter_gap(gap);
-        self.client.set_session_config(config);
-    }
-
     /// Generates `n` one-time prekeys: `[{id, bundle}]`.
     #[wasm_bindgen(js_name = generatePrekeys)]
     pub fn generate_prekeys(&mut self, n: u32) -> Result<Vec<JsValue>, JsValue> {
@@ -259,67 +236,6 @@ impl RawClient {
             .prekey_bundle(PreKeyId::new(id))
             .map_err(|e| js_error(&e))?;
         Ok(bundle.to_bytes())
-    }
-
-    /// How many one-time prekeys are left.
-    #[wasm_bindgen(js_name = prekeysRemaining)]
-    pub fn prekeys_remaining(&self) -> Result<u32, JsValue> {
-        let n = self.client.prekeys_remaining().map_err(|e| js_error(&e))?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
-    }
-
-    /// Starts a session from a prekey bundle.
-    #[wasm_bindgen(js_name = createSession)]
-    pub fn create_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<(), JsValue> {
-        self.client
-            .create_session(session_id, bundle)
-            .map_err(|e| js_error(&e))
-    }
-
-    /// Replaces a session with a new one from a prekey bundle; whether the peer's identity
-    /// changed.
-    #[wasm_bindgen(js_name = resetSession)]
-    pub fn reset_session(&mut self, session_id: &str, bundle: &[u8]) -> Result<bool, JsValue> {
-        self.client
-            .reset_session(session_id, bundle)
-            .map_err(|e| js_error(&e))
-    }
-
-    /// Whether a session with this id exists.
-    #[wasm_bindgen(js_name = hasSession)]
-    pub fn has_session(&mut self, session_id: &str) -> Result<bool, JsValue> {
-        self.client
-            .has_session(session_id)
-            .map_err(|e| js_error(&e))
-    }
-
-    /// The ids of all sessions.
-    #[wasm_bindgen(js_name = sessionIds)]
-    pub fn session_ids(&self) -> Result<Vec<String>, JsValue> {
-        self.client.session_ids().map_err(|e| js_error(&e))
-    }
-
-    /// The peer's fingerprint in a session.
-    #[wasm_bindgen(js_name = remoteFingerprint)]
-    pub fn remote_fingerprint(&mut self, session_id: &str) -> Result<String, JsValue> {
-        self.client
-            .remote_fingerprint(session_id)
-            .map_err(|e| js_error(&e))
-    }
-
-    /// Deletes a session and its staged keys.
-    #[wasm_bindgen(js_name = deleteSession)]
-    pub fn delete_session(&mut self, session_id: &str) -> Result<(), JsValue> {
-        self.client
-            .delete_session(session_id)
-            .map_err(|e| js_error(&e))
-    }
-
-    /// Encrypts for a session's peer. The chain advance is pending until persisted.
-    pub fn encrypt(&mut self, session_id: &str, plaintext: &[u8]) -> Result<Vec<u8>, JsValue> {
-        self.client
-            .encrypt(session_id, plaintext)
-            .map_err(|e| js_error(&e))
     }
 
     /// Encrypts message `i` (`plaintexts` split by `lengths`) for `session_ids[index[i]]`, with
@@ -373,13 +289,6 @@ impl RawClient {
             out.extend_from_slice(envelope);
         }
         Ok(out)
-    }
-
-    /// Decrypts one message.
-    pub fn decrypt(&mut self, session_id: &str, envelope: &[u8]) -> Result<Vec<u8>, JsValue> {
-        self.client
-            .decrypt(session_id, envelope)
-            .map_err(|e| js_error(&e))
     }
 
     /// Makes room for `len` bytes of the next batch's input in wasm memory and returns where it

@@ -635,22 +635,108 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
 public protocol ClientProtocol: AnyObject, Sendable {
     
     /**
+     * Pins the identity `fingerprint` names (64 hex digits, as `remoteFingerprint` and a
+     * batch result's `sender` give it) for `session_id`, in one commit, and deletes a
+     * session of another identity under that id: a refused PreKeyMessage then decrypts
+     * (same message id), a refused bundle then makes the session with `createSession`.
+     * A malformed fingerprint is `InvalidFingerprint` (411).
+     */
+    func acceptIdentity(sessionId: String, fingerprint: String) async throws 
+    
+    /**
+     * Starts a session with the owner of `bundle` (its bytes, as published) under an id
+     * of the application's choice, such as `"user:device"`.
+     */
+    func createSession(sessionId: String, bundle: Data) async throws 
+    
+    /**
+     * Decrypts one message and commits the result. A PreKeyMessage from a new peer
+     * creates the session (its one-time prekey is deleted in the same commit).
+     */
+    func decrypt(sessionId: String, envelope: Data) async throws  -> Data
+    
+    /**
+     * Deletes a session and its staged keys (nothing happens if there is none).
+     */
+    func deleteSession(sessionId: String) async throws 
+    
+    /**
+     * Encrypts for the session's peer. The advanced sending chain is committed before
+     * the envelope is returned.
+     */
+    func encrypt(sessionId: String, plaintext: Data) async throws  -> Data
+    
+    /**
+     * Our fingerprint: lowercase hex of the identity key (64 characters).
+     */
+    func fingerprint() async throws  -> String
+    
+    /**
+     * Whether a session with this id exists.
+     */
+    func hasSession(sessionId: String) async throws  -> Bool
+    
+    /**
+     * Our identity's public key: the 32 bytes of the Ed25519 key (`fingerprint` is its
+     * hex).
+     */
+    func identityKey() async throws  -> Data
+    
+    /**
+     * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or none.
+     * With identity pinning on (an option of opening the client) the first identity
+     * seen for a session id is pinned; a PreKeyMessage or a bundle of another one is
+     * refused with `RemoteIdentityChanged` (204), changing nothing, until
+     * `acceptIdentity`.
+     */
+    func pinnedIdentity(sessionId: String) async throws  -> String?
+    
+    /**
+     * How many one-time prekeys are left (the last-resort prekey is not counted).
+     */
+    func prekeysRemaining() async throws  -> Int32
+    
+    /**
+     * The peer's fingerprint in a session.
+     */
+    func remoteFingerprint(sessionId: String) async throws  -> String
+    
+    /**
+     * Replaces the session `session_id` with a new one from `bundle` (the peer's fresh
+     * prekey bundle), in one commit; returns whether the peer's identity differs from
+     * the old session's. Messages sent on the old session and not yet decrypted then
+     * fail with `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage
+     * to a used prekey. `SessionNotFound` (104) if there is no session to replace.
+     */
+    func resetSession(sessionId: String, bundle: Data) async throws  -> Bool
+    
+    /**
+     * The ids of all sessions.
+     */
+    func sessionIds() async throws  -> [String]
+    
+    /**
+     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the
+     * least) to 10,000. A message may skip up to 100,000 messages whatever this is; the
+     * keys of the oldest skipped ones beyond this limit are evicted
+     * (`MessageKeyEvicted`, 214).
+     */
+    func setMaxCounterGap(gap: Int32) async throws 
+    
+    /**
+     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
+     * server's authentication challenge; it verifies with `identityKey`. Prefix the
+     * message with a context string of your own: the identity key also signs prekey
+     * bundles.
+     */
+    func sign(message: Data) async throws  -> Data
+    
+    /**
      * Waits for the call in progress, then closes the store and wipes the keys in memory.
      * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
      * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
      */
     func close() async throws 
-    
-    /**
-     * Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
-     * application's choice, such as `"user:device"`.
-     */
-    func createSession(sessionId: String, bundle: Data) async throws 
-    
-    /**
-     * Deletes a session (nothing happens if there is none).
-     */
-    func deleteSession(sessionId: String) async throws 
     
     /**
      * Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
@@ -673,24 +759,9 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func exportSession(sessionId: String) async throws  -> Data
     
     /**
-     * Our fingerprint: lowercase hex of the identity key (64 characters).
-     */
-    func fingerprint() async throws  -> String
-    
-    /**
      * Generates `count` one-time prekeys and returns their bundles, for publishing.
      */
     func generatePrekeys(count: Int32) async throws  -> [PreKeyBundle]
-    
-    /**
-     * Whether a session with this id exists.
-     */
-    func hasSession(sessionId: String) async throws  -> Bool
-    
-    /**
-     * Our identity's public key: the 32 bytes of the Ed25519 key.
-     */
-    func identityKey() async throws  -> Data
     
     /**
      * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
@@ -720,44 +791,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func prekeyBundle(id: Int32) async throws  -> PreKeyBundle
     
     /**
-     * How many one-time prekeys are left (the last-resort prekey is not counted).
-     */
-    func prekeysRemaining() async throws  -> Int32
-    
-    /**
-     * The peer's fingerprint in a session.
-     */
-    func remoteFingerprint(sessionId: String) async throws  -> String
-    
-    /**
-     * Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
-     * bundle), in one commit; returns whether the peer's identity differs from the old
-     * session's. Messages sent on the old session and not yet decrypted then fail with
-     * `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage to a used
-     * prekey. `SessionNotFound` (104) if there is no session to replace.
-     */
-    func resetSession(sessionId: String, bundle: Data) async throws  -> Bool
-    
-    /**
-     * The ids of all sessions.
-     */
-    func sessionIds() async throws  -> [String]
-    
-    /**
-     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
-     * to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
-     * oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
-     */
-    func setMaxCounterGap(gap: Int32) async throws 
-    
-    /**
-     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
-     * server's authentication challenge; it verifies with `identityKey()`. Prefix the message
-     * with a context string of your own: the identity key also signs prekey bundles.
-     */
-    func sign(message: Data) async throws  -> Data
-    
-    /**
      * Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
      * for publishing (none if the stock is full). Ids go on from the last one handed out and
      * wrap around after 65534, so a message in flight to a used prekey never meets a new one of
@@ -774,12 +807,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * `ImportSourceUnreadable` (515). The source is only read.
      */
     func importCryptobox(source: CryptoboxSource, skipBadRecords: Bool, onProgress: ImportProgress?) async throws  -> ImportReport
-    
-    /**
-     * Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
-     * session (its one-time prekey is deleted in the same commit).
-     */
-    func decrypt(sessionId: String, envelope: Data) async throws  -> Data
     
     /**
      * Decrypts a queue of messages (mixed senders, new sessions, duplicates welcome) and commits
@@ -801,12 +828,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func decryptBatch(queue: [QueuedMessage], delivery: BatchDelivery, maxChunk: Int32, progressIntervalMs: Int64) async throws  -> BatchSummary
     
     /**
-     * Encrypts for the session's peer. The advanced sending chain is committed before the
-     * envelope is returned.
-     */
-    func encrypt(sessionId: String, plaintext: Data) async throws  -> Data
-    
-    /**
      * Encrypts several messages (for one or several sessions) with one commit, made before any
      * envelope is returned. Envelopes come back in order; if one fails, none is returned and
      * nothing is committed.
@@ -821,23 +842,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * the number of recipients.
      */
     func encryptFor(sessionIds: [String], plaintext: Data) async throws  -> [FanoutResult]
-    
-    /**
-     * Pins the identity `fingerprint` names (64 hex digits, as `remoteFingerprint` and a batch
-     * result's `sender` give it) for `session_id`, in one commit, and deletes a session of
-     * another identity under that id: a refused PreKeyMessage then decrypts (same message id),
-     * a refused bundle then makes the session with `createSession`. A malformed fingerprint is
-     * `InvalidFingerprint` (411).
-     */
-    func acceptIdentity(sessionId: String, fingerprint: String) async throws 
-    
-    /**
-     * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or null if none
-     * is. With `ClientOptions.identityPinning` the first identity seen for a session id is
-     * pinned; a PreKeyMessage or a bundle of another one is refused with
-     * `RemoteIdentityChanged` (204), changing nothing, until `acceptIdentity`.
-     */
-    func pinnedIdentity(sessionId: String) async throws  -> String?
     
 }
 /**
@@ -946,16 +950,18 @@ public static func `open`(path: String, storeKey: Data? = nil, mode: OpenMode? =
 
     
     /**
-     * Waits for the call in progress, then closes the store and wipes the keys in memory.
-     * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
-     * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
+     * Pins the identity `fingerprint` names (64 hex digits, as `remoteFingerprint` and a
+     * batch result's `sender` give it) for `session_id`, in one commit, and deletes a
+     * session of another identity under that id: a refused PreKeyMessage then decrypts
+     * (same message id), a refused bundle then makes the session with `createSession`.
+     * A malformed fingerprint is `InvalidFingerprint` (411).
      */
-open func close()async throws   {
+open func acceptIdentity(sessionId: String, fingerprint: String)async throws   {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_close(
-                        self.uniffiCloneHandle()
+                uniffi_proteus_uniffi_fn_method_client_accept_identity(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterString.lower(fingerprint)
                 )
             },
             pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
@@ -967,8 +973,8 @@ open func close()async throws   {
 }
     
     /**
-     * Starts a session with the owner of `bundle` (its bytes, as published) under an id of the
-     * application's choice, such as `"user:device"`.
+     * Starts a session with the owner of `bundle` (its bytes, as published) under an id
+     * of the application's choice, such as `"user:device"`.
      */
 open func createSession(sessionId: String, bundle: Data)async throws   {
     return
@@ -987,7 +993,27 @@ open func createSession(sessionId: String, bundle: Data)async throws   {
 }
     
     /**
-     * Deletes a session (nothing happens if there is none).
+     * Decrypts one message and commits the result. A PreKeyMessage from a new peer
+     * creates the session (its one-time prekey is deleted in the same commit).
+     */
+open func decrypt(sessionId: String, envelope: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_decrypt(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(envelope)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Deletes a session and its staged keys (nothing happens if there is none).
      */
 open func deleteSession(sessionId: String)async throws   {
     return
@@ -995,6 +1021,252 @@ open func deleteSession(sessionId: String)async throws   {
             rustFutureFunc: {
                 uniffi_proteus_uniffi_fn_method_client_delete_session(
                         self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Encrypts for the session's peer. The advanced sending chain is committed before
+     * the envelope is returned.
+     */
+open func encrypt(sessionId: String, plaintext: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_encrypt(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(plaintext)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Our fingerprint: lowercase hex of the identity key (64 characters).
+     */
+open func fingerprint()async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_fingerprint(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Whether a session with this id exists.
+     */
+open func hasSession(sessionId: String)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_has_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Our identity's public key: the 32 bytes of the Ed25519 key (`fingerprint` is its
+     * hex).
+     */
+open func identityKey()async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_identity_key(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or none.
+     * With identity pinning on (an option of opening the client) the first identity
+     * seen for a session id is pinned; a PreKeyMessage or a bundle of another one is
+     * refused with `RemoteIdentityChanged` (204), changing nothing, until
+     * `acceptIdentity`.
+     */
+open func pinnedIdentity(sessionId: String)async throws  -> String?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_pinned_identity(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * How many one-time prekeys are left (the last-resort prekey is not counted).
+     */
+open func prekeysRemaining()async throws  -> Int32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_prekeys_remaining(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i32,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i32,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i32,
+            liftFunc: FfiConverterInt32.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The peer's fingerprint in a session.
+     */
+open func remoteFingerprint(sessionId: String)async throws  -> String  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_remote_fingerprint(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Replaces the session `session_id` with a new one from `bundle` (the peer's fresh
+     * prekey bundle), in one commit; returns whether the peer's identity differs from
+     * the old session's. Messages sent on the old session and not yet decrypted then
+     * fail with `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage
+     * to a used prekey. `SessionNotFound` (104) if there is no session to replace.
+     */
+open func resetSession(sessionId: String, bundle: Data)async throws  -> Bool  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_reset_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(bundle)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
+            liftFunc: FfiConverterBool.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The ids of all sessions.
+     */
+open func sessionIds()async throws  -> [String]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_session_ids(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the
+     * least) to 10,000. A message may skip up to 100,000 messages whatever this is; the
+     * keys of the oldest skipped ones beyond this limit are evicted
+     * (`MessageKeyEvicted`, 214).
+     */
+open func setMaxCounterGap(gap: Int32)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(gap)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
+     * server's authentication challenge; it verifies with `identityKey`. Prefix the
+     * message with a context string of your own: the identity key also signs prekey
+     * bundles.
+     */
+open func sign(message: Data)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_sign(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(message)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Waits for the call in progress, then closes the store and wipes the keys in memory.
+     * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
+     * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
+     */
+open func close()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_close(
+                        self.uniffiCloneHandle()
                 )
             },
             pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
@@ -1068,25 +1340,6 @@ open func exportSession(sessionId: String)async throws  -> Data  {
 }
     
     /**
-     * Our fingerprint: lowercase hex of the identity key (64 characters).
-     */
-open func fingerprint()async throws  -> String  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_fingerprint(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterString.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
      * Generates `count` one-time prekeys and returns their bundles, for publishing.
      */
 open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
@@ -1101,44 +1354,6 @@ open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Whether a session with this id exists.
-     */
-open func hasSession(sessionId: String)async throws  -> Bool  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_has_session(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
-            liftFunc: FfiConverterBool.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Our identity's public key: the 32 bytes of the Ed25519 key.
-     */
-open func identityKey()async throws  -> Data  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_identity_key(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterData.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -1241,128 +1456,6 @@ open func prekeyBundle(id: Int32)async throws  -> PreKeyBundle  {
 }
     
     /**
-     * How many one-time prekeys are left (the last-resort prekey is not counted).
-     */
-open func prekeysRemaining()async throws  -> Int32  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_prekeys_remaining(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_i32,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_i32,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_i32,
-            liftFunc: FfiConverterInt32.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * The peer's fingerprint in a session.
-     */
-open func remoteFingerprint(sessionId: String)async throws  -> String  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_remote_fingerprint(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterString.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Replaces the session `session_id` with a new one from `bundle` (the peer's fresh prekey
-     * bundle), in one commit; returns whether the peer's identity differs from the old
-     * session's. Messages sent on the old session and not yet decrypted then fail with
-     * `UnknownSessionTag` (205), or `PreKeyNotFound` (101) for a PreKeyMessage to a used
-     * prekey. `SessionNotFound` (104) if there is no session to replace.
-     */
-open func resetSession(sessionId: String, bundle: Data)async throws  -> Bool  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_reset_session(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(bundle)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_i8,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
-            liftFunc: FfiConverterBool.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * The ids of all sessions.
-     */
-open func sessionIds()async throws  -> [String]  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_session_ids(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterSequenceString.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Raises how many skipped-message keys each chain keeps: 1000 (the default, and the least)
-     * to 10,000. A message may skip up to 100,000 messages whatever this is; the keys of the
-     * oldest skipped ones beyond this limit are evicted (`MessageKeyEvicted`, 214).
-     */
-open func setMaxCounterGap(gap: Int32)async throws   {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(
-                        self.uniffiCloneHandle(),FfiConverterInt32.lower(gap)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
-            liftFunc: { $0 },
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * An Ed25519 signature of `message` by our identity key (64 bytes), e.g. to answer a
-     * server's authentication challenge; it verifies with `identityKey()`. Prefix the message
-     * with a context string of your own: the identity key also signs prekey bundles.
-     */
-open func sign(message: Data)async throws  -> Data  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_sign(
-                        self.uniffiCloneHandle(),FfiConverterData.lower(message)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterData.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
      * Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
      * for publishing (none if the stock is full). Ids go on from the last one handed out and
      * wrap around after 65534, so a message in flight to a used prekey never meets a new one of
@@ -1409,26 +1502,6 @@ open func importCryptobox(source: CryptoboxSource, skipBadRecords: Bool = false,
 }
     
     /**
-     * Decrypts one message and commits the result. A PreKeyMessage from a new peer creates the
-     * session (its one-time prekey is deleted in the same commit).
-     */
-open func decrypt(sessionId: String, envelope: Data)async throws  -> Data  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_decrypt(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(envelope)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterData.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
      * Decrypts a queue of messages (mixed senders, new sessions, duplicates welcome) and commits
      * every change in one transaction, **after** `delivery` has received every result.
      *
@@ -1457,26 +1530,6 @@ open func decryptBatch(queue: [QueuedMessage], delivery: BatchDelivery, maxChunk
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterTypeBatchSummary_lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Encrypts for the session's peer. The advanced sending chain is committed before the
-     * envelope is returned.
-     */
-open func encrypt(sessionId: String, plaintext: Data)async throws  -> Data  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_encrypt(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(plaintext)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterData.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -1521,51 +1574,6 @@ open func encryptFor(sessionIds: [String], plaintext: Data)async throws  -> [Fan
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceTypeFanoutResult.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Pins the identity `fingerprint` names (64 hex digits, as `remoteFingerprint` and a batch
-     * result's `sender` give it) for `session_id`, in one commit, and deletes a session of
-     * another identity under that id: a refused PreKeyMessage then decrypts (same message id),
-     * a refused bundle then makes the session with `createSession`. A malformed fingerprint is
-     * `InvalidFingerprint` (411).
-     */
-open func acceptIdentity(sessionId: String, fingerprint: String)async throws   {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_accept_identity(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterString.lower(fingerprint)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
-            liftFunc: { $0 },
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or null if none
-     * is. With `ClientOptions.identityPinning` the first identity seen for a session id is
-     * pinned; a PreKeyMessage or a bundle of another one is refused with
-     * `RemoteIdentityChanged` (204), changing nothing, until `acceptIdentity`.
-     */
-open func pinnedIdentity(sessionId: String)async throws  -> String?  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_pinned_identity(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterOptionString.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -5214,13 +5222,52 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_func_set_logger() != 45782) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_accept_identity() != 50858) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_create_session() != 47103) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_decrypt() != 55669) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_delete_session() != 62755) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_encrypt() != 41983) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_fingerprint() != 41136) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_has_session() != 2904) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_identity_key() != 52736) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_pinned_identity() != 41170) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_prekeys_remaining() != 36583) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_remote_fingerprint() != 51764) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_reset_session() != 61714) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_session_ids() != 50187) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_set_max_counter_gap() != 38867) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_sign() != 27925) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_close() != 45817) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_create_session() != 61304) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_delete_session() != 2077) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_erase_deleted() != 29256) {
@@ -5232,16 +5279,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_export_session() != 2040) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_fingerprint() != 28077) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_proteus_uniffi_checksum_method_client_generate_prekeys() != 59241) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_has_session() != 26869) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_identity_key() != 53875) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_import_identity() != 33745) {
@@ -5259,49 +5297,19 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_prekey_bundle() != 58445) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_prekeys_remaining() != 30292) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_remote_fingerprint() != 13750) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_reset_session() != 29276) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_session_ids() != 14943) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_set_max_counter_gap() != 54569) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_sign() != 45710) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys() != 41886) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_import_cryptobox() != 18983) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_decrypt() != 4785) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_proteus_uniffi_checksum_method_client_decrypt_batch() != 15284) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_encrypt() != 11732) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_encrypt_batch() != 35078) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_encrypt_for() != 4866) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_accept_identity() != 37130) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_pinned_identity() != 46389) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_constructor_client_in_memory() != 30509) {
