@@ -402,18 +402,36 @@ impl Client {
     /// Deletes a session and its staged keys. A replay of a PreKeyMessage that created it from
     /// the last-resort prekey does not create it again (`DuplicateMessage`, 209; see
     /// [`MAX_LAST_RESORT_BASE_KEYS`](crate::MAX_LAST_RESORT_BASE_KEYS)); a new handshake does.
-    /// Under [identity pinning](Self::set_identity_pinning) the session id keeps its pin.
+    /// Under [identity pinning](Self::set_identity_pinning) the session id keeps its pin
+    /// ([`forget_session`](Self::forget_session) deletes both).
     pub fn delete_session(&mut self, session_id: &str) -> Result<(), ClientError> {
-        self.operation(|this| this.delete_session_op(session_id))
+        self.remove_session(session_id, false)
     }
 
-    fn delete_session_op(&mut self, session_id: &str) -> Result<(), ClientError> {
+    /// Deletes the session `session_id`, its staged keys and the identity pinned for it, in one
+    /// commit: for a peer the application is done with (a contact removed, a device logged
+    /// out), whose pin would otherwise stay in the store for good. The id is then as one never
+    /// seen: under [identity pinning](Self::set_identity_pinning), the next identity seen for it
+    /// is pinned anew. Nothing happens if there is neither a session nor a pin; it works with
+    /// pinning off too.
+    pub fn forget_session(&mut self, session_id: &str) -> Result<(), ClientError> {
+        self.remove_session(session_id, true)
+    }
+
+    /// [`delete_session`](Self::delete_session), and with `forget` the pin too.
+    fn remove_session(&mut self, session_id: &str, forget: bool) -> Result<(), ClientError> {
+        self.operation(|this| this.delete_session_op(session_id, forget))
+    }
+
+    fn delete_session_op(&mut self, session_id: &str, forget: bool) -> Result<(), ClientError> {
         check_session_id(session_id)?;
         let mut writes = vec![Write::Delete {
             table: Table::Sessions,
             key: session_id.as_bytes().to_vec(),
         }];
-        if let Some(pin) = self.pin_kept(session_id)? {
+        if forget {
+            writes.push(pinning::pin_delete(session_id));
+        } else if let Some(pin) = self.pin_kept(session_id)? {
             writes.push(pinning::pin_write(session_id, &pin));
         }
         self.delete_staged_records(session_id, &mut writes)?;

@@ -128,6 +128,70 @@ fn a_deleted_session_keeps_its_pin_and_another_identity_waits_for_accept() {
 }
 
 #[test]
+fn a_forgotten_session_id_loses_its_session_staged_keys_and_pin_in_one_commit() {
+    let (storage, mut bob) = pinned_bob();
+    let mut alice = Client::in_memory().unwrap();
+    let hello = first_message(&mut alice, &mut bob);
+    bob.decrypt("alice", &hello).unwrap();
+    // A skipped message leaves a staged key.
+    let _skipped = alice.encrypt("bob", b"skipped").unwrap();
+    let later = alice.encrypt("bob", b"later").unwrap();
+    bob.decrypt("alice", &later).unwrap();
+    let alice_records = |storage: &TestStorage| {
+        storage
+            .dump()
+            .into_iter()
+            .filter(|((table, key), _)| {
+                key.windows(5).any(|w| w == b"alice") && *table != Table::PreKeys
+            })
+            .count()
+    };
+    assert!(alice_records(&storage) >= 3, "session, pin and staged key");
+
+    let commits = storage.commits();
+    bob.forget_session("alice").unwrap();
+    assert_eq!(storage.commits(), commits + 1, "one commit");
+    assert_eq!(alice_records(&storage), 0);
+    assert!(!bob.has_session("alice").unwrap());
+    assert_eq!(bob.pinned_identity("alice").unwrap(), None);
+
+    // The id is as one never seen: another identity under it is pinned anew.
+    let mut carol = Client::in_memory().unwrap();
+    let from_carol = first_message(&mut carol, &mut bob);
+    assert_eq!(bob.decrypt("alice", &from_carol).unwrap(), b"hello");
+    assert_eq!(
+        bob.pinned_identity("alice").unwrap(),
+        Some(carol.fingerprint())
+    );
+
+    // Forgetting an id with neither a session nor a pin changes nothing; bad ids are typed.
+    let before = storage.dump();
+    bob.forget_session("nobody").unwrap();
+    assert_eq!(storage.dump(), before);
+    assert_eq!(code_of(&bob.forget_session("")), 106);
+}
+
+#[test]
+fn a_failed_forget_changes_nothing() {
+    let (storage, mut bob) = pinned_bob();
+    let mut alice = Client::in_memory().unwrap();
+    let hello = first_message(&mut alice, &mut bob);
+    bob.decrypt("alice", &hello).unwrap();
+    let before = storage.dump();
+    storage.set_fail_commits(true);
+    assert!(bob.forget_session("alice").is_err());
+    storage.set_fail_commits(false);
+    assert_eq!(storage.dump(), before);
+    assert!(bob.has_session("alice").unwrap());
+    assert_eq!(
+        bob.pinned_identity("alice").unwrap(),
+        Some(alice.fingerprint())
+    );
+    let next = alice.encrypt("bob", b"still here").unwrap();
+    assert_eq!(bob.decrypt("alice", &next).unwrap(), b"still here");
+}
+
+#[test]
 fn accept_identity_lets_the_held_message_decrypt() {
     let (storage, mut bob) = pinned_bob();
     let mut alice = Client::in_memory().unwrap();

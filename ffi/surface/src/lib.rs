@@ -112,6 +112,14 @@ macro_rules! client_calls {
             fn delete_session / deleteSession (session_id: Id [$($Id)*]) -> Unit [$($Unit)*] =
                 |c| c.delete_session(&session_id);
 
+            /// Deletes the session `session_id`, its staged keys and the identity pinned for it,
+            /// in one commit: for a peer the application is done with (a contact removed, a
+            /// device logged out), whose pin would otherwise stay in the store for good. The id
+            /// is then as one never seen: with identity pinning, the next identity seen for it is
+            /// pinned anew. Nothing happens if there is neither a session nor a pin.
+            fn forget_session / forgetSession (session_id: Id [$($Id)*]) -> Unit [$($Unit)*] =
+                |c| c.forget_session(&session_id);
+
             /// The fingerprint (lowercase hex) of the identity pinned for `session_id`, or none.
             /// With identity pinning on (an option of opening the client) the first identity
             /// seen for a session id is pinned; a PreKeyMessage or a bundle of another one is

@@ -57,6 +57,7 @@ const CALLS = {
   pinnedIdentity: [sessionId],
   acceptIdentity: [sessionId, string('fingerprint')],
   deleteSession: [sessionId],
+  forgetSession: [sessionId],
   encrypt: [sessionId, text('plaintext')],
   decrypt: [sessionId, data('envelope')],
   importIdentity: [data('identity')],

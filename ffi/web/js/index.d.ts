@@ -282,6 +282,12 @@ export class Client implements AsyncDisposable {
   sessionIds(): Promise<string[]>;
   remoteFingerprint(sessionId: string): Promise<string>;
   deleteSession(sessionId: string): Promise<void>;
+  /**
+   * Deletes a session, its staged keys and the identity pinned for its id, in one commit: for a
+   * peer the app is done with (a contact removed, a device logged out). The id is then as one
+   * never seen: with identityPinning, the next identity seen for it is pinned anew.
+   */
+  forgetSession(sessionId: string): Promise<void>;
   /** The fingerprint of the identity pinned for a session id (OpenOptions.identityPinning), if any. */
   pinnedIdentity(sessionId: string): Promise<string | undefined>;
   /**

@@ -105,6 +105,50 @@ for (const sealed of [false, true]) {
   });
 }
 
+for (const sealed of [false, true]) {
+  test(`forgetSession deletes a session and its pin from an IndexedDB store${sealed ? ', sealed' : ''}`, async () => {
+    const indexedDB = new IDBFactory();
+    const options = { indexedDB, locks: noLocks, persist: false, identityPinning: true };
+    if (sealed) options.storeKey = new Uint8Array(32).fill(9);
+    const carol = await Client.inMemory();
+    const bob = await Client.open('forget', options);
+    assert.equal(text(await bob.decrypt('carol', await firstMessage(carol, bob))), 'hello');
+    assert.equal(await bob.pinnedIdentity('carol'), await carol.fingerprint());
+    const records = await count(indexedDB, 'forget');
+    await bob.forgetSession('carol');
+    await bob.forgetSession('nobody');
+    assert.throws(() => bob.forgetSession(7), TypeError);
+    await rejectsWith(bob.forgetSession(''), 106, 'InvalidSessionId');
+    await bob.close();
+    assert.equal(await count(indexedDB, 'forget'), records - 2, 'the session and the pin are gone');
+
+    const reopened = await Client.open('forget', options);
+    assert.equal(await reopened.hasSession('carol'), false);
+    assert.equal(await reopened.pinnedIdentity('carol'), undefined);
+    const dave = await Client.inMemory();
+    assert.equal(text(await reopened.decrypt('carol', await firstMessage(dave, reopened))), 'hello');
+    assert.equal(await reopened.pinnedIdentity('carol'), await dave.fingerprint());
+    await reopened.close();
+  });
+}
+
+/** How many records the tables of store `name` hold (the commit counter's table left out). */
+async function count(indexedDB, name) {
+  const db = await new Promise((resolve, reject) => {
+    const req = indexedDB.open(`proteus:${name}`);
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+  const tables = ['meta', 'prekeys', 'sessions', 'staged_keys'].filter((t) => db.objectStoreNames.contains(t));
+  const tx = db.transaction(tables, 'readonly');
+  let n = 0;
+  for (const table of tables) {
+    n += await new Promise((resolve) => (tx.objectStore(table).count().onsuccess = (e) => resolve(e.target.result)));
+  }
+  db.close();
+  return n;
+}
+
 /** Whether any key or value IndexedDB holds for store `name` contains `bytes`. */
 async function holds(indexedDB, name, bytes) {
   const db = await new Promise((resolve, reject) => {

@@ -3,8 +3,9 @@
 //!
 //! A pin is a meta record, `pinned/` ‖ session id → `1 ‖` the identity key's 32 bytes (1 is the
 //! record's format version), written in the same commit as the session it comes with. It is not
-//! deleted with the session: a session id whose session was deleted or reset keeps its pin. A
-//! sealed store hashes the session id in the pin's key, as it does for sessions.
+//! deleted with the session: a session id whose session was deleted or reset keeps its pin,
+//! until the application forgets the id (`forget_session`). A sealed store hashes the session id
+//! in the pin's key, as it does for sessions.
 
 use proteus_core::{DecryptError, IdentityKey, PublicKey};
 use zeroize::Zeroizing;
@@ -33,6 +34,14 @@ pub(crate) fn pin_write(session_id: &str, identity: &IdentityKey) -> Write {
         table: Table::Meta,
         key: pin_key(session_id),
         value,
+    }
+}
+
+/// The write that deletes the pin of `session_id` (`forget_session`).
+pub(crate) fn pin_delete(session_id: &str) -> Write {
+    Write::Delete {
+        table: Table::Meta,
+        key: pin_key(session_id),
     }
 }
 

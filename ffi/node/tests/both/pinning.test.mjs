@@ -27,6 +27,21 @@ async function firstMessage(from, to) {
   return from.encrypt('bob', 'hello');
 }
 
+test('forgetSession deletes the session and its pin: the id is pinned anew', async () => {
+  const bob = await Client.inMemory({ identityPinning: true });
+  const alice = await Client.inMemory();
+  await bob.decrypt('alice', await firstMessage(alice, bob));
+  await bob.forgetSession('alice');
+  assert.equal(await bob.hasSession('alice'), false);
+  assert.equal(await bob.pinnedIdentity('alice'), undefined);
+  const carol = await Client.inMemory();
+  assert.equal(text(await bob.decrypt('alice', await firstMessage(carol, bob))), 'hello');
+  assert.equal(await bob.pinnedIdentity('alice'), await carol.fingerprint());
+  await bob.forgetSession('nobody');
+  assert.throws(() => bob.forgetSession(7), TypeError);
+  await rejectsWith(bob.forgetSession(''), 106, 'InvalidSessionId');
+});
+
 test('a new identity under a pinned session id waits for acceptIdentity, in a batch too', async () => {
   const bob = await Client.inMemory({ identityPinning: true });
   const alice = await Client.inMemory();

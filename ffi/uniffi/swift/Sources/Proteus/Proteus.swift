@@ -672,6 +672,15 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func fingerprint() async throws  -> String
     
     /**
+     * Deletes the session `session_id`, its staged keys and the identity pinned for it,
+     * in one commit: for a peer the application is done with (a contact removed, a
+     * device logged out), whose pin would otherwise stay in the store for good. The id
+     * is then as one never seen: with identity pinning, the next identity seen for it is
+     * pinned anew. Nothing happens if there is neither a session nor a pin.
+     */
+    func forgetSession(sessionId: String) async throws 
+    
+    /**
      * Whether a session with this id exists.
      */
     func hasSession(sessionId: String) async throws  -> Bool
@@ -1066,6 +1075,29 @@ open func fingerprint()async throws  -> String  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Deletes the session `session_id`, its staged keys and the identity pinned for it,
+     * in one commit: for a peer the application is done with (a contact removed, a
+     * device logged out), whose pin would otherwise stay in the store for good. The id
+     * is then as one never seen: with identity pinning, the next identity seen for it is
+     * pinned anew. Nothing happens if there is neither a session nor a pin.
+     */
+open func forgetSession(sessionId: String)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_forget_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -5238,6 +5270,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_fingerprint() != 41136) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_forget_session() != 28264) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_has_session() != 2904) {

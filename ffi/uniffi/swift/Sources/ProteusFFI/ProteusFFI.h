@@ -365,6 +365,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_encrypt(uint64_t ptr, RustBuffer
 uint64_t uniffi_proteus_uniffi_fn_method_client_fingerprint(uint64_t ptr
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_FORGET_SESSION
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_FORGET_SESSION
+uint64_t uniffi_proteus_uniffi_fn_method_client_forget_session(uint64_t ptr, RustBuffer session_id
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_HAS_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_HAS_SESSION
 uint64_t uniffi_proteus_uniffi_fn_method_client_has_session(uint64_t ptr, RustBuffer session_id
@@ -957,6 +962,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_encrypt(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_FINGERPRINT
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_FINGERPRINT
 uint16_t uniffi_proteus_uniffi_checksum_method_client_fingerprint(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_FORGET_SESSION
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_FORGET_SESSION
+uint16_t uniffi_proteus_uniffi_checksum_method_client_forget_session(void
     
 );
 #endif

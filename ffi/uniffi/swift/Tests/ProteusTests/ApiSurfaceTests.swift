@@ -70,6 +70,7 @@ final class ApiSurfaceTests: XCTestCase {
         let _: (Client) -> () async throws -> [String] = Client.sessionIds
         let _: (Client) -> (String) async throws -> String = Client.remoteFingerprint
         let _: (Client) -> (String) async throws -> Void = Client.deleteSession
+        let _: (Client) -> (String) async throws -> Void = Client.forgetSession
         let _: (Client) -> (String) async throws -> String? = Client.pinnedIdentity
         let _: (Client) -> (String, String) async throws -> Void = Client.acceptIdentity
         let _: (Client) -> (String, Data) async throws -> Data = Client.encrypt

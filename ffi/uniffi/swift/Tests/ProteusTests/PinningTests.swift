@@ -39,6 +39,20 @@ final class PinningTests: XCTestCase {
         await assertEqual(again.results[0].messageId, result.messageId)
     }
 
+    func testForgetSessionDeletesTheSessionAndItsPinAndTheIdIsPinnedAnew() async throws {
+        let bob = try await Client.inMemory(options: ClientOptions(identityPinning: true))
+        let alice = try await Client.inMemory()
+        _ = try await bob.decrypt(sessionId: "alice", envelope: try await firstMessage(alice, bob))
+        try await bob.forgetSession(sessionId: "alice")
+        await assertFalse(try await bob.hasSession(sessionId: "alice"))
+        await assertNil(try await bob.pinnedIdentity(sessionId: "alice"))
+        let carol = try await Client.inMemory()
+        await assertEqual(text(try await bob.decrypt(sessionId: "alice", envelope: try await firstMessage(carol, bob))), "hello")
+        await assertEqual(try await bob.pinnedIdentity(sessionId: "alice"), try await carol.fingerprint())
+        try await bob.forgetSession(sessionId: "nobody")
+        _ = await expectError(106, .invalidSessionId) { try await bob.forgetSession(sessionId: "") }
+    }
+
     func testABundleOfAnotherIdentityIsRefusedAndBadInputIsATypedError() async throws {
         let bob = try await Client.inMemory(options: ClientOptions(identityPinning: true))
         let alice = try await Client.inMemory()

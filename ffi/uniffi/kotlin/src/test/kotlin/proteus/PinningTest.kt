@@ -44,6 +44,21 @@ class PinningTest {
     }
 
     @Test
+    fun `forgetSession deletes the session and its pin, and the id is pinned anew`() = runTest {
+        val bob = Client.inMemory(ClientOptions(identityPinning = true))
+        val alice = Client.inMemory()
+        bob.decrypt("alice", firstMessage(alice, bob))
+        bob.forgetSession("alice")
+        assertFalse(bob.hasSession("alice"))
+        assertNull(bob.pinnedIdentity("alice"))
+        val carol = Client.inMemory()
+        assertEquals("hello", text(bob.decrypt("alice", firstMessage(carol, bob))))
+        assertEquals(carol.fingerprint(), bob.pinnedIdentity("alice"))
+        bob.forgetSession("nobody")
+        expectError(106, ErrorKind.INVALID_SESSION_ID) { bob.forgetSession("") }
+    }
+
+    @Test
     fun `a bundle of another identity is refused and bad input is a typed error`() = runTest {
         val bob = Client.inMemory(ClientOptions(identityPinning = true))
         val alice = Client.inMemory()
