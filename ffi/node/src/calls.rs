@@ -1,11 +1,13 @@
 //! The client's calls that every binding offers alike (`proteus-ffi-surface`), as Promises:
-//! each runs on libuv's pool (`task.rs`); bytes cross as `Uint8Array`, a count as `u32`
-//! (saturated).
+//! each runs on libuv's pool (`task.rs`); bytes cross as `Uint8Array` (a secret argument's
+//! copy is wiped after the call), a count as `u32` (saturated).
 
 use napi::bindgen_prelude::{AsyncTask, Uint8Array};
 use napi_derive::napi;
 use proteus_client::ClientError;
+use zeroize::Zeroizing;
 
+use crate::secret::SecretBytes;
 use crate::task::{Call, run};
 use crate::{RawClient, bytes, js};
 
@@ -13,6 +15,9 @@ use crate::{RawClient, bytes, js};
 macro_rules! argument {
     (Data, $arg:ident) => {
         $arg.to_vec()
+    };
+    (SecretData, $arg:ident) => {
+        Zeroizing::new($arg.to_vec())
     };
     ($kind:ident, $arg:ident) => {
         $arg
@@ -26,6 +31,9 @@ macro_rules! result {
     };
     (Bytes, $value:expr) => {
         bytes($value)
+    };
+    (SecretBytes, $value:expr) => {
+        SecretBytes::new($value)
     };
     ($kind:ident, $value:expr) => {
         $value
@@ -56,7 +64,8 @@ macro_rules! node_calls {
 }
 
 proteus_ffi_surface::client_calls!(node_calls {
-    Id: [String], Str: [String], Data: [Uint8Array], U32: [u32],
+    Id: [String], Str: [String], Data: [Uint8Array], SecretData: [Uint8Array], U32: [u32],
     Unit: [()], Bool: [bool], Count: [u32], Text: [String],
     MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Uint8Array],
+    SecretBytes: [SecretBytes],
 });

@@ -300,31 +300,6 @@ impl RawClient {
         })
     }
 
-    /// Replaces the identity (only while there are no sessions).
-    #[napi]
-    pub fn import_identity(&self, identity: Uint8Array) -> AsyncTask<Call<()>> {
-        let identity = identity.to_vec();
-        run(&self.shared, move |c| js(c.import_identity(&identity)))
-    }
-
-    /// Stores a prekey serialised by Wire's Proteus; resolves to its id.
-    #[napi]
-    pub fn import_prekey(&self, prekey: Uint8Array) -> AsyncTask<Call<u32>> {
-        let prekey = prekey.to_vec();
-        run(&self.shared, move |c| {
-            Ok(u32::from(js(c.import_prekey(&prekey))?.value()))
-        })
-    }
-
-    /// Stores a session serialised by Wire's Proteus.
-    #[napi]
-    pub fn import_session(&self, session_id: String, session: Uint8Array) -> AsyncTask<Call<()>> {
-        let session = session.to_vec();
-        run(&self.shared, move |c| {
-            js(c.import_session(&session_id, &session))
-        })
-    }
-
     /// Imports a cryptobox store in one commit (see `proteus_client::Client::import_cryptobox`):
     /// its identity, then its prekeys and sessions, each as ids and their bytes one after the
     /// other, split by lengths. Resolves to the report.
@@ -380,24 +355,6 @@ impl RawClient {
             );
             Ok(js(report)?.into())
         }))
-    }
-
-    /// The identity key pair as Wire's Proteus serialises it (holds the secret key: see
-    /// [`secret::SecretBytes`]).
-    #[napi(ts_return_type = "Promise<Uint8Array>")]
-    pub fn export_identity(&self) -> AsyncTask<Call<secret::SecretBytes>> {
-        run(&self.shared, |c| {
-            Ok(secret::SecretBytes::new(c.export_identity()))
-        })
-    }
-
-    /// A session as Wire's Proteus serialises it (holds secret keys: see
-    /// [`secret::SecretBytes`]).
-    #[napi(ts_return_type = "Promise<Uint8Array>")]
-    pub fn export_session(&self, session_id: String) -> AsyncTask<Call<secret::SecretBytes>> {
-        run(&self.shared, move |c| {
-            Ok(secret::SecretBytes::new(js(c.export_session(&session_id))?))
-        })
     }
 
     /// Drops the client: its keys are wiped and the store is closed.

@@ -9,30 +9,32 @@
 //! one declaration here (plus the JS argument checks and the TypeScript types, which are the
 //! JS packages' API, and `ffi/api-surface.json`, which the bindings' tests compare with).
 //!
-//! Calls whose shape differs between languages (opening, batches and their delivery, prekey
-//! bundles as records, secret-bearing imports and exports) are written in each binding.
+//! Calls whose shape differs between languages (opening and closing, batches and their
+//! delivery, prekey bundles as records, the cryptobox import) are written in each binding.
 //!
 //! # Kinds
 //!
 //! The body sees each argument as its Rust value and returns `Result<T, ClientError>`:
 //!
-//! | argument kind | the body sees          | result kind | the body returns  |
-//! |---------------|------------------------|-------------|-------------------|
-//! | `Id`          | a session id (`&str`-like) | `Unit`  | `()`              |
-//! | `Str`         | a string (`&str`-like) | `Bool`      | `bool`            |
-//! | `Data`        | bytes (`&[u8]`-like)   | `Count`     | `usize`           |
-//! | `U32`         | `u32`                  | `Text`      | `String`          |
-//! |               |                        | `MaybeText` | `Option<String>`  |
-//! |               |                        | `Texts`     | `Vec<String>`     |
-//! |               |                        | `Bytes`     | `Vec<u8>`         |
+//! | argument kind | the body sees                  | result kind   | the body returns           |
+//! |---------------|--------------------------------|---------------|----------------------------|
+//! | `Id`          | a session id (`&str`-like)     | `Unit`        | `()`                       |
+//! | `Str`         | a string (`&str`-like)         | `Bool`        | `bool`                     |
+//! | `Data`        | bytes (`&[u8]`-like)           | `Count`       | `usize`                    |
+//! | `SecretData`  | secret bytes (`&[u8]`-like), wiped after the call | `Text` | `String`      |
+//! | `U32`         | `u32`                          | `MaybeText`   | `Option<String>`           |
+//! |               |                                | `Texts`       | `Vec<String>`              |
+//! |               |                                | `Bytes`       | `Vec<u8>`                  |
+//! |               |                                | `SecretBytes` | `Zeroizing<Vec<u8>>`       |
 //!
 //! A binding whose language has no such integer (Kotlin's `Int` is signed) checks the range
 //! before the call; one that cannot return a count in full saturates it.
 //!
 //! # Expansion
 //!
-//! `client_calls!(binding { Id: [T], Str: [T], Data: [T], U32: [T], Unit: [T], Bool: [T],
-//! Count: [T], Text: [T], MaybeText: [T], Texts: [T], Bytes: [T] })` calls the binding's macro
+//! `client_calls!(binding { Id: [T], Str: [T], Data: [T], SecretData: [T], U32: [T], Unit: [T],
+//! Bool: [T], Count: [T], Text: [T], MaybeText: [T], Texts: [T], Bytes: [T], SecretBytes: [T] })`
+//! calls the binding's macro
 //! `binding!` with every call, each as
 //!
 //! ```text
@@ -50,9 +52,11 @@
 #[macro_export]
 macro_rules! client_calls {
     ($binding:ident {
-        Id: [$($Id:tt)*], Str: [$($Str:tt)*], Data: [$($Data:tt)*], U32: [$($U32:tt)*],
-        Unit: [$($Unit:tt)*], Bool: [$($Bool:tt)*], Count: [$($Count:tt)*], Text: [$($Text:tt)*],
-        MaybeText: [$($MaybeText:tt)*], Texts: [$($Texts:tt)*], Bytes: [$($Bytes:tt)*] $(,)?
+        Id: [$($Id:tt)*], Str: [$($Str:tt)*], Data: [$($Data:tt)*],
+        SecretData: [$($SecretData:tt)*], U32: [$($U32:tt)*], Unit: [$($Unit:tt)*],
+        Bool: [$($Bool:tt)*], Count: [$($Count:tt)*], Text: [$($Text:tt)*],
+        MaybeText: [$($MaybeText:tt)*], Texts: [$($Texts:tt)*], Bytes: [$($Bytes:tt)*],
+        SecretBytes: [$($SecretBytes:tt)*] $(,)?
     }) => {
         $binding! {
             /// Our fingerprint: lowercase hex of the identity key (64 characters).
@@ -145,6 +149,32 @@ macro_rules! client_calls {
             /// creates the session (its one-time prekey is deleted in the same commit).
             fn decrypt / decrypt (session_id: Id [$($Id)*], envelope: Data [$($Data)*])
                 -> Bytes [$($Bytes)*] = |c| c.decrypt(&session_id, &envelope);
+
+            /// Replaces the identity with one serialised by Wire's Proteus (or this library).
+            /// Only allowed while there are no sessions (`IdentityInUse`, 107).
+            fn import_identity / importIdentity (identity: SecretData [$($SecretData)*])
+                -> Unit [$($Unit)*] = |c| c.import_identity(&identity);
+
+            /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with
+            /// the same id; returns its id.
+            fn import_prekey / importPrekey (prekey: SecretData [$($SecretData)*])
+                -> Count [$($Count)*] =
+                |c| c.import_prekey(&prekey).map(|id| usize::from(id.value()));
+
+            /// Stores a session serialised by Wire's Proteus (or this library) under
+            /// `session_id`.
+            fn import_session / importSession
+                (session_id: Id [$($Id)*], session: SecretData [$($SecretData)*])
+                -> Unit [$($Unit)*] = |c| c.import_session(&session_id, &session);
+
+            /// The identity key pair, serialised as Wire's Proteus does. It holds the secret key:
+            /// wipe it after use.
+            fn export_identity / exportIdentity () -> SecretBytes [$($SecretBytes)*] =
+                |c| Ok(c.export_identity());
+
+            /// A session, serialised as Wire's Proteus does. It holds secret keys.
+            fn export_session / exportSession (session_id: Id [$($Id)*])
+                -> SecretBytes [$($SecretBytes)*] = |c| c.export_session(&session_id);
         }
     };
 }

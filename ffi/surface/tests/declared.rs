@@ -21,9 +21,9 @@ type Call = (
 );
 
 const CALLS: &[Call] = proteus_ffi_surface::client_calls!(js_names {
-    Id: [&str], Str: [&str], Data: [&[u8]], U32: [u32],
+    Id: [&str], Str: [&str], Data: [&[u8]], SecretData: [Vec<u8>], U32: [u32],
     Unit: [()], Bool: [bool], Count: [u32], Text: [String],
-    MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Vec<u8>],
+    MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Vec<u8>], SecretBytes: [Vec<u8>],
 });
 
 fn surface_methods() -> Vec<String> {
@@ -74,7 +74,7 @@ fn kinds_are_the_documented_ones() {
     for (rust, _, args, ret) in CALLS {
         for kind in *args {
             assert!(
-                ["Id", "Str", "Data", "U32"].contains(kind),
+                ["Id", "Str", "Data", "SecretData", "U32"].contains(kind),
                 "{rust}: argument kind {kind}"
             );
         }
@@ -86,7 +86,8 @@ fn kinds_are_the_documented_ones() {
                 "Text",
                 "MaybeText",
                 "Texts",
-                "Bytes"
+                "Bytes",
+                "SecretBytes",
             ]
             .contains(ret),
             "{rust}: result kind {ret}"

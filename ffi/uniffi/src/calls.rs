@@ -5,7 +5,7 @@
 
 use proteus_client::ClientError;
 
-use crate::bytes::Bytes;
+use crate::bytes::{Bytes, SecretBytes};
 use crate::client::Client;
 use crate::error::ProteusError;
 
@@ -27,6 +27,9 @@ macro_rules! result {
     };
     (Bytes, $value:expr) => {
         Bytes($value)
+    };
+    (SecretBytes, $value:expr) => {
+        SecretBytes::new($value)
     };
     ($kind:ident, $value:expr) => {
         $value
@@ -58,7 +61,7 @@ macro_rules! uniffi_calls {
 }
 
 proteus_ffi_surface::client_calls!(uniffi_calls {
-    Id: [String], Str: [String], Data: [Bytes], U32: [i32],
+    Id: [String], Str: [String], Data: [Bytes], SecretData: [SecretBytes], U32: [i32],
     Unit: [()], Bool: [bool], Count: [i32], Text: [String],
-    MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Bytes],
+    MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Bytes], SecretBytes: [SecretBytes],
 });

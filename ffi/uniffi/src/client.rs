@@ -339,40 +339,4 @@ impl Client {
     pub async fn erase_deleted(&self) -> Result<bool, ProteusError> {
         self.run(|c| c.erase_deleted()).await
     }
-
-    /// Replaces the identity with one serialised by Wire's Proteus (or this library). Only
-    /// allowed while there are no sessions (`IdentityInUse`, 107).
-    pub async fn import_identity(&self, identity: SecretBytes) -> Result<(), ProteusError> {
-        self.run(move |c| c.import_identity(&identity)).await
-    }
-
-    /// Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
-    /// same id; returns its id.
-    pub async fn import_prekey(&self, prekey: SecretBytes) -> Result<i32, ProteusError> {
-        self.run(move |c| c.import_prekey(&prekey).map(|id| i32::from(id.value())))
-            .await
-    }
-
-    /// Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-    pub async fn import_session(
-        &self,
-        session_id: String,
-        session: SecretBytes,
-    ) -> Result<(), ProteusError> {
-        self.run(move |c| c.import_session(&session_id, &session))
-            .await
-    }
-
-    /// The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
-    /// the array after use.
-    pub async fn export_identity(&self) -> Result<SecretBytes, ProteusError> {
-        self.run(|c| Ok(SecretBytes::new(c.export_identity())))
-            .await
-    }
-
-    /// A session, serialised as Wire's Proteus does. It holds secret keys.
-    pub async fn export_session(&self, session_id: String) -> Result<SecretBytes, ProteusError> {
-        self.run(move |c| Ok(SecretBytes::new(c.export_session(&session_id)?)))
-            .await
-    }
 }

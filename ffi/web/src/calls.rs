@@ -7,6 +7,17 @@ use wasm_bindgen::prelude::*;
 
 use crate::{RawClient, js_error};
 
+/// An argument of a kind as the body takes it: a secret's copy in the module's memory is wiped
+/// when the call is over.
+macro_rules! argument {
+    (SecretData, $arg:ident) => {
+        zeroize::Zeroizing::new($arg)
+    };
+    ($kind:ident, $arg:ident) => {
+        $arg
+    };
+}
+
 /// A result of a kind as it crosses.
 macro_rules! result {
     (Count, $value:expr) => {
@@ -14,6 +25,9 @@ macro_rules! result {
     };
     (MaybeText, $value:expr) => {
         $value.unwrap_or_default()
+    };
+    (SecretBytes, $value:expr) => {
+        crate::js::bytes(&$value)
     };
     ($kind:ident, $value:expr) => {
         $value
@@ -32,6 +46,7 @@ macro_rules! wasm_calls {
                 $(#[$meta])*
                 #[wasm_bindgen(js_name = $js)]
                 pub fn $name(&mut self, $($arg: $($ty)*),*) -> Result<$($rty)*, JsValue> {
+                    $(let $arg = argument!($kind, $arg);)*
                     let $c = &mut self.client;
                     let result: Result<_, proteus_client::ClientError> = $body;
                     result.map(|value| result!($ret, value)).map_err(|e| js_error(&e))
@@ -42,7 +57,7 @@ macro_rules! wasm_calls {
 }
 
 proteus_ffi_surface::client_calls!(wasm_calls {
-    Id: [&str], Str: [&str], Data: [&[u8]], U32: [u32],
+    Id: [&str], Str: [&str], Data: [&[u8]], SecretData: [Vec<u8>], U32: [u32],
     Unit: [()], Bool: [bool], Count: [u32], Text: [String],
-    MaybeText: [String], Texts: [Vec<String>], Bytes: [Vec<u8>],
+    MaybeText: [String], Texts: [Vec<String>], Bytes: [Vec<u8>], SecretBytes: [JsValue],
 });

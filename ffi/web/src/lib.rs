@@ -368,32 +368,6 @@ impl RawClient {
         counts
     }
 
-    /// Replaces the identity (only while there are no sessions).
-    #[wasm_bindgen(js_name = importIdentity)]
-    pub fn import_identity(&mut self, identity: &[u8]) -> Result<(), JsValue> {
-        self.client
-            .import_identity(identity)
-            .map_err(|e| js_error(&e))
-    }
-
-    /// Stores a prekey serialised by Wire's Proteus (or this library); returns its id.
-    #[wasm_bindgen(js_name = importPrekey)]
-    pub fn import_prekey(&mut self, prekey: &[u8]) -> Result<u16, JsValue> {
-        let id = self
-            .client
-            .import_prekey(prekey)
-            .map_err(|e| js_error(&e))?;
-        Ok(id.value())
-    }
-
-    /// Stores a session serialised by Wire's Proteus (or this library).
-    #[wasm_bindgen(js_name = importSession)]
-    pub fn import_session(&mut self, session_id: &str, session: &[u8]) -> Result<(), JsValue> {
-        self.client
-            .import_session(session_id, session)
-            .map_err(|e| js_error(&e))
-    }
-
     /// Imports a cryptobox store in one commit: its identity, then its prekeys and sessions,
     /// each as ids and their bytes one after the other, split by lengths. Returns the report.
     #[wasm_bindgen(js_name = importCryptobox)]
@@ -424,22 +398,6 @@ impl RawClient {
             )
             .map_err(|e| js_error(&e))?;
         Ok(import::report(&report))
-    }
-
-    /// The identity key pair as Wire's Proteus serialises it (holds the secret key).
-    #[wasm_bindgen(js_name = exportIdentity)]
-    pub fn export_identity(&self) -> JsValue {
-        js::bytes(&self.client.export_identity())
-    }
-
-    /// A session as Wire's Proteus serialises it (holds secret keys).
-    #[wasm_bindgen(js_name = exportSession)]
-    pub fn export_session(&mut self, session_id: &str) -> Result<JsValue, JsValue> {
-        let bytes = self
-            .client
-            .export_session(session_id)
-            .map_err(|e| js_error(&e))?;
-        Ok(js::bytes(&bytes))
     }
 }
 

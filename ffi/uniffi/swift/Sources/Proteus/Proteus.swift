@@ -667,6 +667,17 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func encrypt(sessionId: String, plaintext: Data) async throws  -> Data
     
     /**
+     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key:
+     * wipe it after use.
+     */
+    func exportIdentity() async throws  -> Data
+    
+    /**
+     * A session, serialised as Wire's Proteus does. It holds secret keys.
+     */
+    func exportSession(sessionId: String) async throws  -> Data
+    
+    /**
      * Our fingerprint: lowercase hex of the identity key (64 characters).
      */
     func fingerprint() async throws  -> String
@@ -690,6 +701,24 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * hex).
      */
     func identityKey() async throws  -> Data
+    
+    /**
+     * Replaces the identity with one serialised by Wire's Proteus (or this library).
+     * Only allowed while there are no sessions (`IdentityInUse`, 107).
+     */
+    func importIdentity(identity: Data) async throws 
+    
+    /**
+     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with
+     * the same id; returns its id.
+     */
+    func importPrekey(prekey: Data) async throws  -> Int32
+    
+    /**
+     * Stores a session serialised by Wire's Proteus (or this library) under
+     * `session_id`.
+     */
+    func importSession(sessionId: String, session: Data) async throws 
     
     /**
      * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or none.
@@ -757,37 +786,9 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func eraseDeleted() async throws  -> Bool
     
     /**
-     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
-     * the array after use.
-     */
-    func exportIdentity() async throws  -> Data
-    
-    /**
-     * A session, serialised as Wire's Proteus does. It holds secret keys.
-     */
-    func exportSession(sessionId: String) async throws  -> Data
-    
-    /**
      * Generates `count` one-time prekeys and returns their bundles, for publishing.
      */
     func generatePrekeys(count: Int32) async throws  -> [PreKeyBundle]
-    
-    /**
-     * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
-     * allowed while there are no sessions (`IdentityInUse`, 107).
-     */
-    func importIdentity(identity: Data) async throws 
-    
-    /**
-     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
-     * same id; returns its id.
-     */
-    func importPrekey(prekey: Data) async throws  -> Int32
-    
-    /**
-     * Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-     */
-    func importSession(sessionId: String, session: Data) async throws 
     
     /**
      * The bundle of the last-resort prekey (id 65535), which is never used up.
@@ -1061,6 +1062,45 @@ open func encrypt(sessionId: String, plaintext: Data)async throws  -> Data  {
 }
     
     /**
+     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key:
+     * wipe it after use.
+     */
+open func exportIdentity()async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_export_identity(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * A session, serialised as Wire's Proteus does. It holds secret keys.
+     */
+open func exportSession(sessionId: String)async throws  -> Data  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_export_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
      * Our fingerprint: lowercase hex of the identity key (64 characters).
      */
 open func fingerprint()async throws  -> String  {
@@ -1137,6 +1177,66 @@ open func identityKey()async throws  -> Data  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterData.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Replaces the identity with one serialised by Wire's Proteus (or this library).
+     * Only allowed while there are no sessions (`IdentityInUse`, 107).
+     */
+open func importIdentity(identity: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_identity(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(identity)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with
+     * the same id; returns its id.
+     */
+open func importPrekey(prekey: Data)async throws  -> Int32  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_prekey(
+                        self.uniffiCloneHandle(),FfiConverterData.lower(prekey)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_i32,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_i32,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_i32,
+            liftFunc: FfiConverterInt32.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * Stores a session serialised by Wire's Proteus (or this library) under
+     * `session_id`.
+     */
+open func importSession(sessionId: String, session: Data)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_import_session(
+                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(session)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -1333,45 +1433,6 @@ open func eraseDeleted()async throws  -> Bool  {
 }
     
     /**
-     * The identity key pair, serialised as Wire's Proteus does. It holds the secret key: wipe
-     * the array after use.
-     */
-open func exportIdentity()async throws  -> Data  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_export_identity(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterData.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * A session, serialised as Wire's Proteus does. It holds secret keys.
-     */
-open func exportSession(sessionId: String)async throws  -> Data  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_export_session(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterData.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
      * Generates `count` one-time prekeys and returns their bundles, for publishing.
      */
 open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
@@ -1386,65 +1447,6 @@ open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Replaces the identity with one serialised by Wire's Proteus (or this library). Only
-     * allowed while there are no sessions (`IdentityInUse`, 107).
-     */
-open func importIdentity(identity: Data)async throws   {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_import_identity(
-                        self.uniffiCloneHandle(),FfiConverterData.lower(identity)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
-            liftFunc: { $0 },
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Stores a prekey serialised by Wire's Proteus (or this library), replacing one with the
-     * same id; returns its id.
-     */
-open func importPrekey(prekey: Data)async throws  -> Int32  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_import_prekey(
-                        self.uniffiCloneHandle(),FfiConverterData.lower(prekey)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_i32,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_i32,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_i32,
-            liftFunc: FfiConverterInt32.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Stores a session serialised by Wire's Proteus (or this library) under `session_id`.
-     */
-open func importSession(sessionId: String, session: Data)async throws   {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_import_session(
-                        self.uniffiCloneHandle(),FfiConverterString.lower(sessionId),FfiConverterData.lower(session)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_void,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_void,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_void,
-            liftFunc: { $0 },
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -5269,6 +5271,12 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_encrypt() != 41983) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_export_identity() != 60826) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_export_session() != 54860) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_fingerprint() != 41136) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5279,6 +5287,15 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_identity_key() != 52736) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_import_identity() != 53260) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_import_prekey() != 37838) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_import_session() != 62187) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_pinned_identity() != 41170) {
@@ -5308,22 +5325,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_erase_deleted() != 29256) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_proteus_uniffi_checksum_method_client_export_identity() != 1621) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_export_session() != 2040) {
-        return InitializationResult.apiChecksumMismatch
-    }
     if (uniffi_proteus_uniffi_checksum_method_client_generate_prekeys() != 59241) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_import_identity() != 33745) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_import_prekey() != 10786) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_import_session() != 16051) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle() != 6666) {
