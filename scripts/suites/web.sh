@@ -62,6 +62,7 @@ FIREFOX=${FIREFOX:-/usr/bin/firefox-esr}
 # declared once for every binding (ffi/surface: four calls that could not fail now return a
 # Result) 188 bytes, forgetSession 243, and the imports' secret arguments taken as owned buffers
 # and wiped after the call (wasm-bindgen frees a borrowed one unwiped) 485: 235,055.
+# Where the bytes go: node scripts/wasm-sizes.mjs on the module with names (PROTEUS_WEB_NAMES=1).
 WASM_BUDGET=${WASM_BUDGET:-235300}
 
 log() { printf '\n== %s\n' "$*"; }
