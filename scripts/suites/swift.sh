@@ -76,14 +76,20 @@ if grep -n unsafeFlags "$swift_pkg/Package.swift"; then
 fi
 
 echo "== swift test (XCTest)"
-# The build directory stays inside the chroot, out of the repo. The module map links the library
-# by name: LIBRARY_PATH finds it at link time, LD_LIBRARY_PATH at run time.
+# The build directories stay inside the chroot, out of the repo, one set per checkout (named by a
+# hash of its path): two checkouts testing at once on one machine share the chroot, and a shared
+# directory let one run delete the consumer package while the other compiled it (swiftc crashed).
+# The module map links the library by name: LIBRARY_PATH finds it at link time, LD_LIBRARY_PATH
+# at run time.
+tag=$(printf %s "$repo" | sha256sum | cut -c1-12)
+work=/var/tmp/proteus-swift-$tag
 libs="$repo/target/release"
 chroot "$root" env HOME=/root LIBRARY_PATH="$libs" LD_LIBRARY_PATH="$libs" \
-  bash -c "cd '$repo/$swift_pkg' && swift test --scratch-path /var/tmp/proteus-swift-build 2>&1"
+  bash -c "cd '$repo/$swift_pkg' && swift test --scratch-path $work/build 2>&1"
 
 echo "== a consumer package outside the repository, depending on the Proteus package"
-rm -rf "$root/var/tmp/proteus-consumer"
-cp -r "$swift_pkg/consumer" "$root/var/tmp/proteus-consumer"
+rm -rf "$root$work/consumer"
+mkdir -p "$root$work"
+cp -r "$swift_pkg/consumer" "$root$work/consumer"
 chroot "$root" env HOME=/root LIBRARY_PATH="$libs" LD_LIBRARY_PATH="$libs" PROTEUS_SWIFT_PACKAGE="$repo/$swift_pkg" \
-  bash -c "cd /var/tmp/proteus-consumer && swift run --scratch-path /var/tmp/proteus-consumer-build Consumer 2>&1"
+  bash -c "cd $work/consumer && swift run --scratch-path $work/consumer-build Consumer 2>&1"

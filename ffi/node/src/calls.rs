@@ -9,7 +9,7 @@ use zeroize::Zeroizing;
 
 use crate::secret::SecretBytes;
 use crate::task::{Call, run};
-use crate::{RawClient, bytes, js};
+use crate::{RawClient, RawPrekeyBundle, bundle_object, bytes, js};
 
 /// An argument of a kind as the body takes it (moved to the pool's thread).
 macro_rules! argument {
@@ -18,6 +18,9 @@ macro_rules! argument {
     };
     (SecretData, $arg:ident) => {
         Zeroizing::new($arg.to_vec())
+    };
+    (Amount, $arg:ident) => {
+        usize::try_from($arg).unwrap_or(usize::MAX)
     };
     ($kind:ident, $arg:ident) => {
         $arg
@@ -34,6 +37,12 @@ macro_rules! result {
     };
     (SecretBytes, $value:expr) => {
         SecretBytes::new($value)
+    };
+    (Bundle, $value:expr) => {
+        bytes($value.to_bytes())
+    };
+    (Bundles, $value:expr) => {
+        $value.iter().map(bundle_object).collect()
     };
     ($kind:ident, $value:expr) => {
         $value
@@ -65,7 +74,7 @@ macro_rules! node_calls {
 
 proteus_ffi_surface::client_calls!(node_calls {
     Id: [String], Str: [String], Data: [Uint8Array], SecretData: [Uint8Array], U32: [u32],
-    Unit: [()], Bool: [bool], Count: [u32], Text: [String],
+    Amount: [u32], PrekeyId: [u16], Unit: [()], Bool: [bool], Count: [u32], Text: [String],
     MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Uint8Array],
-    SecretBytes: [SecretBytes],
+    SecretBytes: [SecretBytes], Bundle: [Uint8Array], Bundles: [Vec<RawPrekeyBundle>],
 });

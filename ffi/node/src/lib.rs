@@ -35,7 +35,7 @@ use napi::bindgen_prelude::{
 };
 use napi_derive::napi;
 use proteus_client::{Client, ClientError, ImportOptions, MessageId};
-use proteus_core::{PreKeyBundle, PreKeyId};
+use proteus_core::PreKeyBundle;
 
 use crate::batch::{RawBatchChunk, RawBatchSummary};
 pub use crate::error::RawFailure;
@@ -168,47 +168,6 @@ impl RawClient {
     #[napi(getter)]
     pub fn created(&self) -> bool {
         self.created
-    }
-
-    /// Generates `n` one-time prekeys.
-    #[napi]
-    pub fn generate_prekeys(&self, n: u32) -> AsyncTask<Call<Vec<RawPrekeyBundle>>> {
-        run(&self.shared, move |c| {
-            let n = usize::try_from(n).map_err(|_| internal("n does not fit this platform"))?;
-            Ok(js(c.generate_prekeys(n))?
-                .iter()
-                .map(bundle_object)
-                .collect())
-        })
-    }
-
-    /// Generates one-time prekeys until `target` are stored; the new ones' bundles.
-    #[napi]
-    pub fn top_up_prekeys(&self, target: u32) -> AsyncTask<Call<Vec<RawPrekeyBundle>>> {
-        run(&self.shared, move |c| {
-            let target = usize::try_from(target)
-                .map_err(|_| internal("target does not fit this platform"))?;
-            Ok(js(c.top_up_prekeys(target))?
-                .iter()
-                .map(bundle_object)
-                .collect())
-        })
-    }
-
-    /// The bundle of the last-resort prekey (id 65535).
-    #[napi]
-    pub fn last_resort_bundle(&self) -> AsyncTask<Call<Uint8Array>> {
-        run(&self.shared, |c| {
-            Ok(bytes(js(c.last_resort_bundle())?.to_bytes()))
-        })
-    }
-
-    /// The bundle of a stored prekey.
-    #[napi]
-    pub fn prekey_bundle(&self, id: u16) -> AsyncTask<Call<Uint8Array>> {
-        run(&self.shared, move |c| {
-            Ok(bytes(js(c.prekey_bundle(PreKeyId::new(id)))?.to_bytes()))
-        })
     }
 
     /// Makes sure what earlier calls deleted is gone from the disk; whether it is (`false`

@@ -10,7 +10,7 @@
 //! JS packages' API, and `ffi/api-surface.json`, which the bindings' tests compare with).
 //!
 //! Calls whose shape differs between languages (opening and closing, batches and their
-//! delivery, prekey bundles as records, the cryptobox import) are written in each binding.
+//! delivery, the cryptobox import) are written in each binding.
 //!
 //! # Kinds
 //!
@@ -23,18 +23,20 @@
 //! | `Data`        | bytes (`&[u8]`-like)           | `Count`       | `usize`                    |
 //! | `SecretData`  | secret bytes (`&[u8]`-like), wiped after the call | `Text` | `String`      |
 //! | `U32`         | `u32`                          | `MaybeText`   | `Option<String>`           |
-//! |               |                                | `Texts`       | `Vec<String>`              |
-//! |               |                                | `Bytes`       | `Vec<u8>`                  |
+//! | `Amount`      | `usize`                        | `Texts`       | `Vec<String>`              |
+//! | `PrekeyId`    | `u16`                          | `Bytes`       | `Vec<u8>`                  |
 //! |               |                                | `SecretBytes` | `Zeroizing<Vec<u8>>`       |
+//! |               |                                | `Bundle`      | `PreKeyBundle`             |
+//! |               |                                | `Bundles`     | `Vec<PreKeyBundle>`        |
 //!
 //! A binding whose language has no such integer (Kotlin's `Int` is signed) checks the range
 //! before the call; one that cannot return a count in full saturates it.
 //!
 //! # Expansion
 //!
-//! `client_calls!(binding { Id: [T], Str: [T], Data: [T], SecretData: [T], U32: [T], Unit: [T],
-//! Bool: [T], Count: [T], Text: [T], MaybeText: [T], Texts: [T], Bytes: [T], SecretBytes: [T] })`
-//! calls the binding's macro
+//! `client_calls!(binding { Id: [T], Str: [T], Data: [T], SecretData: [T], U32: [T], Amount: [T],
+//! PrekeyId: [T], Unit: [T], Bool: [T], Count: [T], Text: [T], MaybeText: [T], Texts: [T],
+//! Bytes: [T], SecretBytes: [T], Bundle: [T], Bundles: [T] })` calls the binding's macro
 //! `binding!` with every call, each as
 //!
 //! ```text
@@ -53,10 +55,12 @@
 macro_rules! client_calls {
     ($binding:ident {
         Id: [$($Id:tt)*], Str: [$($Str:tt)*], Data: [$($Data:tt)*],
-        SecretData: [$($SecretData:tt)*], U32: [$($U32:tt)*], Unit: [$($Unit:tt)*],
+        SecretData: [$($SecretData:tt)*], U32: [$($U32:tt)*], Amount: [$($Amount:tt)*],
+        PrekeyId: [$($PrekeyId:tt)*], Unit: [$($Unit:tt)*],
         Bool: [$($Bool:tt)*], Count: [$($Count:tt)*], Text: [$($Text:tt)*],
         MaybeText: [$($MaybeText:tt)*], Texts: [$($Texts:tt)*], Bytes: [$($Bytes:tt)*],
-        SecretBytes: [$($SecretBytes:tt)*] $(,)?
+        SecretBytes: [$($SecretBytes:tt)*], Bundle: [$($Bundle:tt)*],
+        Bundles: [$($Bundles:tt)*] $(,)?
     }) => {
         $binding! {
             /// Our fingerprint: lowercase hex of the identity key (64 characters).
@@ -83,6 +87,27 @@ macro_rules! client_calls {
                     c.set_session_config(c.session_config().with_max_counter_gap(gap));
                     Ok(())
                 };
+
+            /// Generates `count` one-time prekeys and returns their bundles, for publishing.
+            /// Ids are never reused while a prekey with that id is stored
+            /// (`PreKeyIdsExhausted`, 110, if fewer are free).
+            fn generate_prekeys / generatePrekeys (count: Amount [$($Amount)*])
+                -> Bundles [$($Bundles)*] = |c| c.generate_prekeys(count);
+
+            /// Generates one-time prekeys until `target` are stored and returns the new ones'
+            /// bundles, for publishing (none if the stock is full). Ids go on from the last one
+            /// handed out and wrap around after 65534, so a message in flight to a used prekey
+            /// never meets a new one of the same id. `prekeysRemaining` is the stock.
+            fn top_up_prekeys / topUpPrekeys (target: Amount [$($Amount)*])
+                -> Bundles [$($Bundles)*] = |c| c.top_up_prekeys(target);
+
+            /// The bundle of the last-resort prekey (id 65535), which is never used up.
+            fn last_resort_bundle / lastResortBundle () -> Bundle [$($Bundle)*] =
+                |c| c.last_resort_bundle();
+
+            /// The bundle of a stored prekey (`PreKeyNotFound`, 101, if there is none).
+            fn prekey_bundle / prekeyBundle (id: PrekeyId [$($PrekeyId)*])
+                -> Bundle [$($Bundle)*] = |c| c.prekey_bundle(::proteus_core::PreKeyId::new(id));
 
             /// How many one-time prekeys are left (the last-resort prekey is not counted).
             fn prekeys_remaining / prekeysRemaining () -> Count [$($Count)*] =

@@ -21,9 +21,10 @@ type Call = (
 );
 
 const CALLS: &[Call] = proteus_ffi_surface::client_calls!(js_names {
-    Id: [&str], Str: [&str], Data: [&[u8]], SecretData: [Vec<u8>], U32: [u32],
-    Unit: [()], Bool: [bool], Count: [u32], Text: [String],
+    Id: [&str], Str: [&str], Data: [&[u8]], SecretData: [Vec<u8>], U32: [u32], Amount: [u32],
+    PrekeyId: [u16], Unit: [()], Bool: [bool], Count: [u32], Text: [String],
     MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Vec<u8>], SecretBytes: [Vec<u8>],
+    Bundle: [Vec<u8>], Bundles: [Vec<Vec<u8>>],
 });
 
 fn surface_methods() -> Vec<String> {
@@ -74,7 +75,16 @@ fn kinds_are_the_documented_ones() {
     for (rust, _, args, ret) in CALLS {
         for kind in *args {
             assert!(
-                ["Id", "Str", "Data", "SecretData", "U32"].contains(kind),
+                [
+                    "Id",
+                    "Str",
+                    "Data",
+                    "SecretData",
+                    "U32",
+                    "Amount",
+                    "PrekeyId"
+                ]
+                .contains(kind),
                 "{rust}: argument kind {kind}"
             );
         }
@@ -88,6 +98,8 @@ fn kinds_are_the_documented_ones() {
                 "Texts",
                 "Bytes",
                 "SecretBytes",
+                "Bundle",
+                "Bundles",
             ]
             .contains(ret),
             "{rust}: result kind {ret}"

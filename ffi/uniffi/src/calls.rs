@@ -6,14 +6,22 @@
 use proteus_client::ClientError;
 
 use crate::bytes::{Bytes, SecretBytes};
-use crate::client::Client;
+use crate::client::{Client, count};
 use crate::error::ProteusError;
+use crate::types::PreKeyBundle;
 
 /// An argument of a kind as the body takes it.
 macro_rules! argument {
     (U32, $arg:ident) => {
         u32::try_from($arg)
             .map_err(|_| ProteusError::out_of_range(stringify!($arg), $arg.into()))?
+    };
+    (PrekeyId, $arg:ident) => {
+        u16::try_from($arg)
+            .map_err(|_| ProteusError::out_of_range(stringify!($arg), $arg.into()))?
+    };
+    (Amount, $arg:ident) => {
+        count(stringify!($arg), $arg, usize::MAX)?
     };
     ($kind:ident, $arg:ident) => {
         $arg
@@ -30,6 +38,12 @@ macro_rules! result {
     };
     (SecretBytes, $value:expr) => {
         SecretBytes::new($value)
+    };
+    (Bundle, $value:expr) => {
+        PreKeyBundle::from($value)
+    };
+    (Bundles, $value:expr) => {
+        $value.into_iter().map(PreKeyBundle::from).collect()
     };
     ($kind:ident, $value:expr) => {
         $value
@@ -62,6 +76,7 @@ macro_rules! uniffi_calls {
 
 proteus_ffi_surface::client_calls!(uniffi_calls {
     Id: [String], Str: [String], Data: [Bytes], SecretData: [SecretBytes], U32: [i32],
-    Unit: [()], Bool: [bool], Count: [i32], Text: [String],
+    Amount: [i32], PrekeyId: [i32], Unit: [()], Bool: [bool], Count: [i32], Text: [String],
     MaybeText: [Option<String>], Texts: [Vec<String>], Bytes: [Bytes], SecretBytes: [SecretBytes],
+    Bundle: [PreKeyBundle], Bundles: [Vec<PreKeyBundle>],
 });

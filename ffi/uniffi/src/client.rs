@@ -9,13 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proteus_client::{ClientError, SqliteOptions, StoreKey};
-use proteus_core::PreKeyId;
 
 use crate::bytes::SecretBytes;
 use crate::error::ProteusError;
 use crate::gate::Gate;
 use crate::rollback::{AppCounter, CommitCounter};
-use crate::types::PreKeyBundle;
 use crate::worker::{self, Cancel};
 
 /// How `Client.open` treats the path.
@@ -284,53 +282,6 @@ pub async fn client_delete_store(path: String) -> Result<(), ProteusError> {
 /// Identity, prekeys, sessions, import and export.
 #[uniffi::export]
 impl Client {
-    /// Generates `count` one-time prekeys and returns their bundles, for publishing.
-    pub async fn generate_prekeys(&self, count: i32) -> Result<Vec<PreKeyBundle>, ProteusError> {
-        let count = self::count("count", count, usize::MAX)?;
-        self.run(move |c| {
-            let one_time_ids = usize::from(PreKeyId::LAST_RESORT.value());
-            if count > one_time_ids {
-                // Refused here rather than by the store, which would first reserve room for
-                // `count` ids.
-                let free = one_time_ids.saturating_sub(c.prekeys_remaining()?);
-                return Err(ClientError::PreKeyIdsExhausted { free });
-            }
-            Ok(c.generate_prekeys(count)?
-                .into_iter()
-                .map(PreKeyBundle::from)
-                .collect())
-        })
-        .await
-    }
-
-    /// Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
-    /// for publishing (none if the stock is full). Ids go on from the last one handed out and
-    /// wrap around after 65534, so a message in flight to a used prekey never meets a new one of
-    /// the same id. `prekeysRemaining` is the stock.
-    pub async fn top_up_prekeys(&self, target: i32) -> Result<Vec<PreKeyBundle>, ProteusError> {
-        let target = self::count("target", target, usize::MAX)?;
-        self.run(move |c| {
-            Ok(c.top_up_prekeys(target)?
-                .into_iter()
-                .map(PreKeyBundle::from)
-                .collect())
-        })
-        .await
-    }
-
-    /// The bundle of the last-resort prekey (id 65535), which is never used up.
-    pub async fn last_resort_bundle(&self) -> Result<PreKeyBundle, ProteusError> {
-        self.run(|c| c.last_resort_bundle().map(PreKeyBundle::from))
-            .await
-    }
-
-    /// The bundle of a stored prekey (id 0 to 65535).
-    pub async fn prekey_bundle(&self, id: i32) -> Result<PreKeyBundle, ProteusError> {
-        let id = u16::try_from(id).map_err(|_| ProteusError::out_of_range("id", id.into()))?;
-        self.run(move |c| c.prekey_bundle(PreKeyId::new(id)).map(PreKeyBundle::from))
-            .await
-    }
-
     /// Makes sure that what earlier calls deleted (a consumed prekey, used message keys, old
     /// session states) is gone from the disk now, and says whether it is: `false` while another
     /// connection still reads an older snapshot of the store (a backup agent, another process);

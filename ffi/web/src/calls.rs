@@ -13,6 +13,9 @@ macro_rules! argument {
     (SecretData, $arg:ident) => {
         zeroize::Zeroizing::new($arg)
     };
+    (Amount, $arg:ident) => {
+        usize::try_from($arg).unwrap_or(usize::MAX)
+    };
     ($kind:ident, $arg:ident) => {
         $arg
     };
@@ -28,6 +31,12 @@ macro_rules! result {
     };
     (SecretBytes, $value:expr) => {
         crate::js::bytes(&$value)
+    };
+    (Bundle, $value:expr) => {
+        $value.to_bytes()
+    };
+    (Bundles, $value:expr) => {
+        $value.iter().map(crate::bundle_object).collect()
     };
     ($kind:ident, $value:expr) => {
         $value
@@ -57,7 +66,8 @@ macro_rules! wasm_calls {
 }
 
 proteus_ffi_surface::client_calls!(wasm_calls {
-    Id: [&str], Str: [&str], Data: [&[u8]], SecretData: [Vec<u8>], U32: [u32],
-    Unit: [()], Bool: [bool], Count: [u32], Text: [String],
+    Id: [&str], Str: [&str], Data: [&[u8]], SecretData: [Vec<u8>], U32: [u32], Amount: [u32],
+    PrekeyId: [u16], Unit: [()], Bool: [bool], Count: [u32], Text: [String],
     MaybeText: [String], Texts: [Vec<String>], Bytes: [Vec<u8>], SecretBytes: [JsValue],
+    Bundle: [Vec<u8>], Bundles: [Vec<JsValue>],
 });

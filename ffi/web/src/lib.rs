@@ -29,7 +29,7 @@ use proteus_client::{
     BatchError, Chunking, Client, ClientError, ImportOptions, Journal, MessageId, QueuedMessage,
     StoreError,
 };
-use proteus_core::{PreKeyBundle, PreKeyId};
+use proteus_core::PreKeyBundle;
 use wasm_bindgen::prelude::*;
 
 pub use crate::delivery::BatchSink;
@@ -200,42 +200,6 @@ impl RawClient {
             client,
             input: Vec::new(),
         })
-    }
-
-    /// Generates `n` one-time prekeys: `[{id, bundle}]`.
-    #[wasm_bindgen(js_name = generatePrekeys)]
-    pub fn generate_prekeys(&mut self, n: u32) -> Result<Vec<JsValue>, JsValue> {
-        let n = usize::try_from(n).map_err(|_| js::range_error("n"))?;
-        let bundles = self.client.generate_prekeys(n).map_err(|e| js_error(&e))?;
-        Ok(bundles.iter().map(bundle_object).collect())
-    }
-
-    /// Generates one-time prekeys until `target` are stored; the new ones' `{id, bundle}`.
-    #[wasm_bindgen(js_name = topUpPrekeys)]
-    pub fn top_up_prekeys(&mut self, target: u32) -> Result<Vec<JsValue>, JsValue> {
-        let target = usize::try_from(target).map_err(|_| js::range_error("target"))?;
-        let bundles = self
-            .client
-            .top_up_prekeys(target)
-            .map_err(|e| js_error(&e))?;
-        Ok(bundles.iter().map(bundle_object).collect())
-    }
-
-    /// The bundle of the last-resort prekey (id 65535).
-    #[wasm_bindgen(js_name = lastResortBundle)]
-    pub fn last_resort_bundle(&self) -> Result<Vec<u8>, JsValue> {
-        let bundle = self.client.last_resort_bundle().map_err(|e| js_error(&e))?;
-        Ok(bundle.to_bytes())
-    }
-
-    /// The bundle of a stored prekey.
-    #[wasm_bindgen(js_name = prekeyBundle)]
-    pub fn prekey_bundle(&self, id: u16) -> Result<Vec<u8>, JsValue> {
-        let bundle = self
-            .client
-            .prekey_bundle(PreKeyId::new(id))
-            .map_err(|e| js_error(&e))?;
-        Ok(bundle.to_bytes())
     }
 
     /// Encrypts message `i` (`plaintexts` split by `lengths`) for `session_ids[index[i]]`, with

@@ -692,6 +692,13 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func forgetSession(sessionId: String) async throws 
     
     /**
+     * Generates `count` one-time prekeys and returns their bundles, for publishing.
+     * Ids are never reused while a prekey with that id is stored
+     * (`PreKeyIdsExhausted`, 110, if fewer are free).
+     */
+    func generatePrekeys(count: Int32) async throws  -> [PreKeyBundle]
+    
+    /**
      * Whether a session with this id exists.
      */
     func hasSession(sessionId: String) async throws  -> Bool
@@ -721,6 +728,11 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func importSession(sessionId: String, session: Data) async throws 
     
     /**
+     * The bundle of the last-resort prekey (id 65535), which is never used up.
+     */
+    func lastResortBundle() async throws  -> PreKeyBundle
+    
+    /**
      * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or none.
      * With identity pinning on (an option of opening the client) the first identity
      * seen for a session id is pinned; a PreKeyMessage or a bundle of another one is
@@ -728,6 +740,11 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * `acceptIdentity`.
      */
     func pinnedIdentity(sessionId: String) async throws  -> String?
+    
+    /**
+     * The bundle of a stored prekey (`PreKeyNotFound`, 101, if there is none).
+     */
+    func prekeyBundle(id: Int32) async throws  -> PreKeyBundle
     
     /**
      * How many one-time prekeys are left (the last-resort prekey is not counted).
@@ -770,6 +787,14 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func sign(message: Data) async throws  -> Data
     
     /**
+     * Generates one-time prekeys until `target` are stored and returns the new ones'
+     * bundles, for publishing (none if the stock is full). Ids go on from the last one
+     * handed out and wrap around after 65534, so a message in flight to a used prekey
+     * never meets a new one of the same id. `prekeysRemaining` is the stock.
+     */
+    func topUpPrekeys(target: Int32) async throws  -> [PreKeyBundle]
+    
+    /**
      * Waits for the call in progress, then closes the store and wipes the keys in memory.
      * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
      * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
@@ -784,29 +809,6 @@ public protocol ClientProtocol: AnyObject, Sendable {
      * before the app is suspended. A store in memory answers `true`.
      */
     func eraseDeleted() async throws  -> Bool
-    
-    /**
-     * Generates `count` one-time prekeys and returns their bundles, for publishing.
-     */
-    func generatePrekeys(count: Int32) async throws  -> [PreKeyBundle]
-    
-    /**
-     * The bundle of the last-resort prekey (id 65535), which is never used up.
-     */
-    func lastResortBundle() async throws  -> PreKeyBundle
-    
-    /**
-     * The bundle of a stored prekey (id 0 to 65535).
-     */
-    func prekeyBundle(id: Int32) async throws  -> PreKeyBundle
-    
-    /**
-     * Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
-     * for publishing (none if the stock is full). Ids go on from the last one handed out and
-     * wrap around after 65534, so a message in flight to a used prekey never meets a new one of
-     * the same id. `prekeysRemaining` is the stock.
-     */
-    func topUpPrekeys(target: Int32) async throws  -> [PreKeyBundle]
     
     /**
      * Imports a store that Wire's cryptobox wrote — its identity, prekeys and sessions, every
@@ -1143,6 +1145,27 @@ open func forgetSession(sessionId: String)async throws   {
 }
     
     /**
+     * Generates `count` one-time prekeys and returns their bundles, for publishing.
+     * Ids are never reused while a prekey with that id is stored
+     * (`PreKeyIdsExhausted`, 110, if fewer are free).
+     */
+open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_generate_prekeys(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(count)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
      * Whether a session with this id exists.
      */
 open func hasSession(sessionId: String)async throws  -> Bool  {
@@ -1242,6 +1265,25 @@ open func importSession(sessionId: String, session: Data)async throws   {
 }
     
     /**
+     * The bundle of the last-resort prekey (id 65535), which is never used up.
+     */
+open func lastResortBundle()async throws  -> PreKeyBundle  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_last_resort_bundle(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePreKeyBundle_lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
      * The fingerprint (lowercase hex) of the identity pinned for `session_id`, or none.
      * With identity pinning on (an option of opening the client) the first identity
      * seen for a session id is pinned; a PreKeyMessage or a bundle of another one is
@@ -1260,6 +1302,25 @@ open func pinnedIdentity(sessionId: String)async throws  -> String?  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterOptionString.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
+     * The bundle of a stored prekey (`PreKeyNotFound`, 101, if there is none).
+     */
+open func prekeyBundle(id: Int32)async throws  -> PreKeyBundle  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_prekey_bundle(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(id)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterTypePreKeyBundle_lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -1389,6 +1450,28 @@ open func sign(message: Data)async throws  -> Data  {
 }
     
     /**
+     * Generates one-time prekeys until `target` are stored and returns the new ones'
+     * bundles, for publishing (none if the stock is full). Ids go on from the last one
+     * handed out and wrap around after 65534, so a message in flight to a used prekey
+     * never meets a new one of the same id. `prekeysRemaining` is the stock.
+     */
+open func topUpPrekeys(target: Int32)async throws  -> [PreKeyBundle]  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_proteus_uniffi_fn_method_client_top_up_prekeys(
+                        self.uniffiCloneHandle(),FfiConverterInt32.lower(target)
+                )
+            },
+            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
+            errorHandler: FfiConverterTypeProteusError_lift
+        )
+}
+    
+    /**
      * Waits for the call in progress, then closes the store and wipes the keys in memory.
      * Later calls fail with `ClientClosed` (122); closing again does nothing. (Kotlin's
      * `close()` is `AutoCloseable`'s: it releases the client once the calls in progress end.)
@@ -1428,85 +1511,6 @@ open func eraseDeleted()async throws  -> Bool  {
             completeFunc: ffi_proteus_uniffi_rust_future_complete_i8,
             freeFunc: ffi_proteus_uniffi_rust_future_free_i8,
             liftFunc: FfiConverterBool.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Generates `count` one-time prekeys and returns their bundles, for publishing.
-     */
-open func generatePrekeys(count: Int32)async throws  -> [PreKeyBundle]  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_generate_prekeys(
-                        self.uniffiCloneHandle(),FfiConverterInt32.lower(count)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * The bundle of the last-resort prekey (id 65535), which is never used up.
-     */
-open func lastResortBundle()async throws  -> PreKeyBundle  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_last_resort_bundle(
-                        self.uniffiCloneHandle()
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypePreKeyBundle_lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * The bundle of a stored prekey (id 0 to 65535).
-     */
-open func prekeyBundle(id: Int32)async throws  -> PreKeyBundle  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_prekey_bundle(
-                        self.uniffiCloneHandle(),FfiConverterInt32.lower(id)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterTypePreKeyBundle_lift,
-            errorHandler: FfiConverterTypeProteusError_lift
-        )
-}
-    
-    /**
-     * Generates one-time prekeys until `target` are stored and returns the new ones' bundles,
-     * for publishing (none if the stock is full). Ids go on from the last one handed out and
-     * wrap around after 65534, so a message in flight to a used prekey never meets a new one of
-     * the same id. `prekeysRemaining` is the stock.
-     */
-open func topUpPrekeys(target: Int32)async throws  -> [PreKeyBundle]  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_proteus_uniffi_fn_method_client_top_up_prekeys(
-                        self.uniffiCloneHandle(),FfiConverterInt32.lower(target)
-                )
-            },
-            pollFunc: ffi_proteus_uniffi_rust_future_poll_rust_buffer,
-            completeFunc: ffi_proteus_uniffi_rust_future_complete_rust_buffer,
-            freeFunc: ffi_proteus_uniffi_rust_future_free_rust_buffer,
-            liftFunc: FfiConverterSequenceTypePreKeyBundle.lift,
             errorHandler: FfiConverterTypeProteusError_lift
         )
 }
@@ -5283,6 +5287,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_forget_session() != 28264) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_generate_prekeys() != 3350) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_has_session() != 2904) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5298,7 +5305,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_import_session() != 62187) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle() != 43407) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_pinned_identity() != 41170) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_proteus_uniffi_checksum_method_client_prekey_bundle() != 42000) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_prekeys_remaining() != 36583) {
@@ -5319,22 +5332,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_proteus_uniffi_checksum_method_client_sign() != 27925) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys() != 18404) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_proteus_uniffi_checksum_method_client_close() != 45817) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_erase_deleted() != 29256) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_generate_prekeys() != 59241) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle() != 6666) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_prekey_bundle() != 58445) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys() != 41886) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_proteus_uniffi_checksum_method_client_import_cryptobox() != 18983) {

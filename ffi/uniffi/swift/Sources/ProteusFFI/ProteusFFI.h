@@ -380,6 +380,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_fingerprint(uint64_t ptr
 uint64_t uniffi_proteus_uniffi_fn_method_client_forget_session(uint64_t ptr, RustBuffer session_id
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_GENERATE_PREKEYS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_GENERATE_PREKEYS
+uint64_t uniffi_proteus_uniffi_fn_method_client_generate_prekeys(uint64_t ptr, int32_t count
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_HAS_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_HAS_SESSION
 uint64_t uniffi_proteus_uniffi_fn_method_client_has_session(uint64_t ptr, RustBuffer session_id
@@ -405,9 +410,19 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_import_prekey(uint64_t ptr, Rust
 uint64_t uniffi_proteus_uniffi_fn_method_client_import_session(uint64_t ptr, RustBuffer session_id, RustBuffer session
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_LAST_RESORT_BUNDLE
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_LAST_RESORT_BUNDLE
+uint64_t uniffi_proteus_uniffi_fn_method_client_last_resort_bundle(uint64_t ptr
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PINNED_IDENTITY
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PINNED_IDENTITY
 uint64_t uniffi_proteus_uniffi_fn_method_client_pinned_identity(uint64_t ptr, RustBuffer session_id
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PREKEY_BUNDLE
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PREKEY_BUNDLE
+uint64_t uniffi_proteus_uniffi_fn_method_client_prekey_bundle(uint64_t ptr, int32_t id
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PREKEYS_REMAINING
@@ -440,6 +455,11 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_set_max_counter_gap(uint64_t ptr
 uint64_t uniffi_proteus_uniffi_fn_method_client_sign(uint64_t ptr, RustBuffer message
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_TOP_UP_PREKEYS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_TOP_UP_PREKEYS
+uint64_t uniffi_proteus_uniffi_fn_method_client_top_up_prekeys(uint64_t ptr, int32_t target
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_CLOSE
 uint64_t uniffi_proteus_uniffi_fn_method_client_close(uint64_t ptr
@@ -448,26 +468,6 @@ uint64_t uniffi_proteus_uniffi_fn_method_client_close(uint64_t ptr
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_ERASE_DELETED
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_ERASE_DELETED
 uint64_t uniffi_proteus_uniffi_fn_method_client_erase_deleted(uint64_t ptr
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_GENERATE_PREKEYS
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_GENERATE_PREKEYS
-uint64_t uniffi_proteus_uniffi_fn_method_client_generate_prekeys(uint64_t ptr, int32_t count
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_LAST_RESORT_BUNDLE
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_LAST_RESORT_BUNDLE
-uint64_t uniffi_proteus_uniffi_fn_method_client_last_resort_bundle(uint64_t ptr
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PREKEY_BUNDLE
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_PREKEY_BUNDLE
-uint64_t uniffi_proteus_uniffi_fn_method_client_prekey_bundle(uint64_t ptr, int32_t id
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_TOP_UP_PREKEYS
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_TOP_UP_PREKEYS
-uint64_t uniffi_proteus_uniffi_fn_method_client_top_up_prekeys(uint64_t ptr, int32_t target
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_FN_METHOD_CLIENT_IMPORT_CRYPTOBOX
@@ -983,6 +983,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_forget_session(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_GENERATE_PREKEYS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_GENERATE_PREKEYS
+uint16_t uniffi_proteus_uniffi_checksum_method_client_generate_prekeys(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_HAS_SESSION
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_HAS_SESSION
 uint16_t uniffi_proteus_uniffi_checksum_method_client_has_session(void
@@ -1013,9 +1019,21 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_import_session(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_LAST_RESORT_BUNDLE
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_LAST_RESORT_BUNDLE
+uint16_t uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_PINNED_IDENTITY
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_PINNED_IDENTITY
 uint16_t uniffi_proteus_uniffi_checksum_method_client_pinned_identity(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_PREKEY_BUNDLE
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_PREKEY_BUNDLE
+uint16_t uniffi_proteus_uniffi_checksum_method_client_prekey_bundle(void
     
 );
 #endif
@@ -1055,6 +1073,12 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_sign(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_TOP_UP_PREKEYS
+#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_TOP_UP_PREKEYS
+uint16_t uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_CLOSE
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_CLOSE
 uint16_t uniffi_proteus_uniffi_checksum_method_client_close(void
@@ -1064,30 +1088,6 @@ uint16_t uniffi_proteus_uniffi_checksum_method_client_close(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_ERASE_DELETED
 #define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_ERASE_DELETED
 uint16_t uniffi_proteus_uniffi_checksum_method_client_erase_deleted(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_GENERATE_PREKEYS
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_GENERATE_PREKEYS
-uint16_t uniffi_proteus_uniffi_checksum_method_client_generate_prekeys(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_LAST_RESORT_BUNDLE
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_LAST_RESORT_BUNDLE
-uint16_t uniffi_proteus_uniffi_checksum_method_client_last_resort_bundle(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_PREKEY_BUNDLE
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_PREKEY_BUNDLE
-uint16_t uniffi_proteus_uniffi_checksum_method_client_prekey_bundle(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_TOP_UP_PREKEYS
-#define UNIFFI_FFIDEF_UNIFFI_PROTEUS_UNIFFI_CHECKSUM_METHOD_CLIENT_TOP_UP_PREKEYS
-uint16_t uniffi_proteus_uniffi_checksum_method_client_top_up_prekeys(void
     
 );
 #endif
