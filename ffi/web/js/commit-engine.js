@@ -4,14 +4,14 @@
 //   * Calls of one client run one at a time; calls on one store take turns across tabs through
 //     Web Locks (navigator.locks). Every commit is a compare-and-swap on the store's commit
 //     counter, so even without the lock two tabs never reuse a message key or lose a commit.
-//   * Every step of a call is decided in wasm, by its RawDriver (proteus-client's
-//     storage/journal/driver.rs: read the counter, run in one transaction and ahead of its read
+//   * Every step of a call is decided in wasm, by the journal's driver (proteus-client's
+//     storage/journal/driver.rs; ffi/web/src/commit.rs: read the counter, run in one transaction and ahead of its read
 //     or not, reload, run, wait for the application, store, run again or fail with StoreConflict).
 //     This module executes each action and reports how it went: it keeps the IndexedDB I/O, the
 //     locks, the call of the application's function and the platform's error objects.
 
 import { log } from './log.js';
-import { RawClient, RawDriver, RawJournal } from './proteus_web.js';
+import { RawClient, RawJournal } from './proteus_web.js';
 import { CommitConflict, LocalLocks, StaleRun } from './stores.js';
 import {
   adopt,
@@ -24,8 +24,9 @@ import {
   wasm,
 } from './errors.js';
 
-// The driver's actions and the reports of them, numbered as in ffi/web/src/commit.rs.
-const [READ, TRANSACTION, TRANSACTION_AHEAD, RELOAD, RUN, AWAIT, STORE, STORE_STRICT, WRITE, LEAVE, RETURN, FAIL_CALL, FAIL] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+// The driver's actions and the reports of them, numbered as in ffi/web/src/commit.rs. An action
+// of AHEAD + counter runs the call in one transaction, ahead of its read, on that counter.
+const [READ, TRANSACTION, RELOAD, RUN, AWAIT, STORE, STORE_STRICT, WRITE, LEAVE, RETURN, FAIL_CALL, FAIL, MISREPORTED, AHEAD] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
 const [COUNTER, DONE, RAN, DEFERRED, THREW, CONFLICT, STALE_RUN, FAILED] = [0, 1, 2, 3, 4, 5, 6, 7];
 
 async function load(store) {
@@ -41,7 +42,6 @@ export class CommitEngine {
   #raw;
   /** Made by start(), where a trap (out of wasm memory) fails the open with Internal. */
   #journal;
-  #driver;
   #store;
   #closed = false;
   /**
@@ -70,9 +70,8 @@ export class CommitEngine {
     const store = this.#store;
     try {
       this.#journal = this.#inWasm(() => new RawJournal());
-      this.#driver = this.#inWasm(() => new RawDriver(this.#journal));
       const op = { opening: true, mustExist, durability: 'strict' };
-      return await store.lock(() => this.#drive(this.#inWasm(() => this.#driver.open()), op));
+      return await store.lock(() => this.#drive(this.#inWasm(() => this.#journal.open()), op));
     } catch (e) {
       this.#free();
       store.close();
@@ -84,7 +83,6 @@ export class CommitEngine {
   #free() {
     try {
       this.#raw?.free();
-      this.#driver?.free();
       this.#journal?.free();
     } catch {
       // a failed client may not free; its memory goes with the page
@@ -110,7 +108,7 @@ export class CommitEngine {
           if (this.#failed) throw internalError(this.#failed);
           const op = { fn, beforePersist, durability };
           const inOne = this.#store.updatesInOne === true;
-          return await this.#drive(this.#inWasm(() => this.#driver.call(inOne, delivers)), op);
+          return await this.#drive(this.#inWasm(() => this.#journal.call(inOne, delivers)), op);
         } finally {
           this.delivering = false;
         }
@@ -130,8 +128,7 @@ export class CommitEngine {
           action = await this.#report(() => this.#store.version(), op, COUNTER);
           break;
         case TRANSACTION:
-        case TRANSACTION_AHEAD:
-          action = await this.#transaction(op, action === TRANSACTION_AHEAD ? this.#driver.ranOn() : undefined);
+          action = await this.#transaction(op, undefined);
           break;
         case RELOAD:
           if (!op.opening) log('info', 'another process or tab committed: reloading');
@@ -140,15 +137,17 @@ export class CommitEngine {
         case RUN:
           action = this.#next(this.#call(op));
           break;
-        case AWAIT:
+        case AWAIT: {
+          let report = DONE;
           try {
             await op.waitFor;
-            action = this.#next(DONE);
           } catch (e) {
             op.error = e;
-            action = this.#next(FAILED);
+            report = FAILED;
           }
+          action = this.#next(report);
           break;
+        }
         case STORE:
         case STORE_STRICT: {
           const durability = action === STORE ? op.durability : 'strict';
@@ -164,8 +163,10 @@ export class CommitEngine {
           throw adopt(op.callError);
         case FAIL:
           throw op.error;
+        case MISREPORTED:
+          throw internalError(new Error('the commit engine reported a step it was not asked for'));
         default:
-          throw internalError(new Error(`the commit driver answered ${action}`));
+          action = await this.#transaction(op, action - AHEAD);
       }
     }
   }
@@ -248,7 +249,7 @@ export class CommitEngine {
 
   /** The driver's answer to `report`. */
   #next(report, counter = 0) {
-    return this.#inWasm(() => this.#driver.next(report, counter));
+    return this.#inWasm(() => this.#journal.next(report, counter));
   }
 
   /** Opens the wasm client on `loaded` (the journal then holds it); the previous one goes. */
@@ -277,7 +278,7 @@ export class CommitEngine {
 
   /**
    * `f()`, a call into the wasm client outside the call's own `fn`: opening it, the journal, its
-   * driver, and its commit (takeCommit encodes the writes in wasm memory). A trap there (out of
+   * driver's steps, and its commit (takeCommit encodes the writes in wasm memory). A trap there (out of
    * memory: tests/faults/memory.mjs) fails the client with Internal as a trap in `fn` does,
    * before anything is stored, rather than escaping as a bare RuntimeError (or, from takeCommit,
    * a StorageFailure) and leaving a journal that traps at every later step.

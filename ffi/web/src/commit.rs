@@ -1,25 +1,26 @@
-//! The loop of the commit protocol for the JS side: [`RawDriver`], over
-//! [`CommitDriver`](proteus_client::CommitDriver), which decides every step of a call (read the
+//! The loop of the commit protocol for the JS side: the [`RawJournal`]'s driver
+//! ([`CommitDriver`](proteus_client::CommitDriver)) decides every step of a call (read the
 //! counter, run in one transaction and ahead of its read or not, reload, run, wait for the
-//! application, store, run again or fail). `js/commit-engine.js` executes each action and reports
-//! how it went; it keeps only the I/O, the call of the application's function and the platform's
-//! error objects.
+//! application, store, run again or fail); `js/commit-engine.js` executes each action and
+//! reports how it went. It keeps only the I/O, the call of the application's function and the
+//! platform's error objects.
 //!
-//! Actions and reports cross as small numbers, in the order of [`ACTIONS`] and [`REPORTS`],
-//! which `js/commit-engine.js` declares as constants (a test below checks them): one call into
-//! wasm per step, no object built for it.
+//! Actions and reports cross as numbers, in the order of [`ACTIONS`] and [`REPORTS`], which
+//! `js/commit-engine.js` declares as constants (a test below checks them): one call into wasm per
+//! step, no object built for it. The driver is the journal's (no class of its own, whose glue
+//! would cost more than its code).
 
-use proteus_client::{CommitAction, CommitDriver, CommitReport};
+use proteus_client::{CommitAction, CommitReport};
 use wasm_bindgen::prelude::*;
 
 use crate::RawJournal;
 
-/// The actions' names in commit-engine.js, by their numbers.
+/// The actions' names in commit-engine.js, by their numbers. `AHEAD` is the first of its own:
+/// `AHEAD + counter` runs the call in one transaction, ahead of its read, on `counter`.
 #[cfg(test)]
-const ACTIONS: [&str; 13] = [
+const ACTIONS: [&str; 14] = [
     "READ",
     "TRANSACTION",
-    "TRANSACTION_AHEAD",
     "RELOAD",
     "RUN",
     "AWAIT",
@@ -30,6 +31,8 @@ const ACTIONS: [&str; 13] = [
     "RETURN",
     "FAIL_CALL",
     "FAIL",
+    "MISREPORTED",
+    "AHEAD",
 ];
 
 /// The reports' names in commit-engine.js, by their numbers.
@@ -45,46 +48,53 @@ const REPORTS: [&str; 8] = [
     "FAILED",
 ];
 
-/// The number of `Misreported` (a bug of the JS side): past the actions it knows, so that it
-/// fails the call as an internal error.
-const MISREPORTED: u8 = 13;
+/// `Misreported`: the JS side reported what was not asked (its bug), or a report it does not
+/// know; the call fails as an internal error.
+const MISREPORTED: f64 = 12.0;
+/// `Transaction { ahead: Some(counter) }` is `AHEAD + counter`: the counter crosses with the
+/// action, exactly (counters are integers below 2^53, as the JS side stores them).
+const AHEAD: f64 = 13.0;
 
-/// The driver of the commit protocol of one client, for the JS side. See the module docs.
-#[wasm_bindgen]
-pub struct RawDriver {
-    driver: CommitDriver,
-    /// The counter of the last `TRANSACTION_AHEAD`, to run on.
-    ahead: u64,
+/// The number of `action` for the JS side.
+fn code(action: CommitAction) -> f64 {
+    match action {
+        CommitAction::ReadCounter => 0.0,
+        CommitAction::Transaction { ahead: None } => 1.0,
+        CommitAction::Reload => 2.0,
+        CommitAction::Run => 3.0,
+        CommitAction::Await => 4.0,
+        CommitAction::Store { strict: false } => 5.0,
+        CommitAction::Store { strict: true } => 6.0,
+        CommitAction::Write => 7.0,
+        CommitAction::Leave => 8.0,
+        CommitAction::Return => 9.0,
+        CommitAction::FailCall => 10.0,
+        CommitAction::Fail => 11.0,
+        CommitAction::Misreported => MISREPORTED,
+        CommitAction::Transaction {
+            ahead: Some(counter),
+        } => AHEAD + counter as f64,
+    }
 }
 
 #[wasm_bindgen]
-impl RawDriver {
-    /// The driver of the calls on `journal`.
-    #[wasm_bindgen(constructor)]
-    pub fn new(journal: &RawJournal) -> RawDriver {
-        Self {
-            driver: CommitDriver::new(journal.journal.clone()),
-            ahead: 0,
-        }
-    }
-
-    /// The client opens: the first action.
-    pub fn open(&mut self) -> u8 {
-        let action = self.driver.open();
-        self.code(action)
+impl RawJournal {
+    /// The client opens on the journal (load, store a new identity, return whether one was
+    /// made): the first action.
+    pub fn open(&mut self) -> f64 {
+        code(self.driver.open())
     }
 
     /// A call starts: the first action. `in_one`: the store can run it in one transaction;
     /// `delivers`: it hands results to the application before its commit.
-    pub fn call(&mut self, in_one: bool, delivers: bool) -> u8 {
-        let action = self.driver.call(in_one, delivers);
-        self.code(action)
+    pub fn call(&mut self, in_one: bool, delivers: bool) -> f64 {
+        code(self.driver.call(in_one, delivers))
     }
 
     /// The report of the last action (a number of [`REPORTS`]; `counter` for `COUNTER`): the
-    /// next action. Counters cross as JS numbers (integers below 2^53, as the JS side stores
-    /// them); anything else converts to some other count, which can only make the journal stale.
-    pub fn next(&mut self, report: u8, counter: f64) -> u8 {
+    /// next action. A counter that is not an integer below 2^53 (a damaged store) converts to
+    /// some other count, which can only make the journal stale.
+    pub fn next(&mut self, report: u8, counter: f64) -> f64 {
         let report = match report {
             0 => CommitReport::Counter(counter as u64),
             1 => CommitReport::Done,
@@ -96,36 +106,7 @@ impl RawDriver {
             7 => CommitReport::Failed,
             _ => return MISREPORTED,
         };
-        let action = self.driver.next(report);
-        self.code(action)
-    }
-
-    /// The counter a `TRANSACTION_AHEAD` runs on.
-    #[wasm_bindgen(js_name = ranOn)]
-    pub fn ran_on(&self) -> f64 {
-        self.ahead as f64
-    }
-
-    fn code(&mut self, action: CommitAction) -> u8 {
-        match action {
-            CommitAction::ReadCounter => 0,
-            CommitAction::Transaction { ahead: None } => 1,
-            CommitAction::Transaction { ahead: Some(counter) } => {
-                self.ahead = counter;
-                2
-            }
-            CommitAction::Reload => 3,
-            CommitAction::Run => 4,
-            CommitAction::Await => 5,
-            CommitAction::Store { strict: false } => 6,
-            CommitAction::Store { strict: true } => 7,
-            CommitAction::Write => 8,
-            CommitAction::Leave => 9,
-            CommitAction::Return => 10,
-            CommitAction::FailCall => 11,
-            CommitAction::Fail => 12,
-            CommitAction::Misreported => MISREPORTED,
-        }
+        code(self.driver.next(report))
     }
 }
 
@@ -146,12 +127,9 @@ mod tests {
             );
             assert!(js.contains(&line), "js/commit-engine.js must say: {line}");
         }
-        assert_eq!(usize::from(MISREPORTED), ACTIONS.len());
-        let mut driver = RawDriver::new(&RawJournal::new());
         for (action, name) in [
             (CommitAction::ReadCounter, "READ"),
             (CommitAction::Transaction { ahead: None }, "TRANSACTION"),
-            (CommitAction::Transaction { ahead: Some(7) }, "TRANSACTION_AHEAD"),
             (CommitAction::Reload, "RELOAD"),
             (CommitAction::Run, "RUN"),
             (CommitAction::Await, "AWAIT"),
@@ -162,10 +140,17 @@ mod tests {
             (CommitAction::Return, "RETURN"),
             (CommitAction::FailCall, "FAIL_CALL"),
             (CommitAction::Fail, "FAIL"),
+            (CommitAction::Misreported, "MISREPORTED"),
+            (CommitAction::Transaction { ahead: Some(0) }, "AHEAD"),
         ] {
-            assert_eq!(ACTIONS[usize::from(driver.code(action))], name);
+            assert_eq!(ACTIONS[code(action) as usize], name);
         }
-        assert_eq!(driver.ran_on(), 7.0);
-        assert_eq!(driver.code(CommitAction::Misreported), MISREPORTED);
+        let far = (1u64 << 53) - 14;
+        assert_eq!(
+            code(CommitAction::Transaction { ahead: Some(far) }) - AHEAD,
+            far as f64
+        );
+        let mut journal = RawJournal::new();
+        assert_eq!(journal.next(8, 0.0), MISREPORTED);
     }
 }

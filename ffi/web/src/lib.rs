@@ -8,9 +8,9 @@
 //! The client runs on a [`Journal`] of the store (`proteus-client`), which the JS side holds as a
 //! [`RawJournal`]: it loads every record and the commit counter into it when it opens a client
 //! ([`RawClient::new`]), and takes each commit to store from it, with its compare-and-swap
-//! ([`RawJournal::take_commit`]). A [`RawDriver`] over the journal decides every step of the
-//! commit protocol (read the counter, reload, run, store, run again or fail); the JS side
-//! executes them: the IndexedDB I/O and the Web Locks, nothing more.
+//! ([`RawJournal::take_commit`]). The journal's driver decides every step of the commit
+//! protocol (read the counter, reload, run, store, run again or fail: [`RawJournal::next`]); the
+//! JS side executes them: the IndexedDB I/O and the Web Locks, nothing more.
 //!
 //! Errors are JS `Error`s named `ProteusError` with the native numeric `code` of
 //! [`ClientError`]; the JS side (`errors.js`, `adopt`) gives them the registry's `kind` for it,
@@ -26,13 +26,12 @@ mod pinning;
 use std::ops::ControlFlow;
 
 use proteus_client::{
-    BatchError, Chunking, Client, ClientError, ImportOptions, Journal, MessageId, QueuedMessage,
-    StoreError,
+    BatchError, Chunking, Client, ClientError, CommitDriver, ImportOptions, Journal, MessageId,
+    QueuedMessage, StoreError,
 };
 use proteus_core::PreKeyBundle;
 use wasm_bindgen::prelude::*;
 
-pub use crate::commit::RawDriver;
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
 pub use crate::import::ImportProgress;
@@ -111,15 +110,25 @@ pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsV
 }
 
 /// The JS side's handle on the [`Journal`] of its store, which the [`RawClient`]s it opens run
-/// on and its [`RawDriver`] drives (see `proteus_client::Journal`); the JS side does the I/O.
+/// on, with the driver of its commit protocol (`proteus_client::CommitDriver`; its methods are
+/// in `commit.rs`); the JS side does the I/O.
 ///
 /// Commit counters cross as JS numbers: integers below 2^53, as the JS side stores them.
 /// Anything else (a damaged store) converts to some other count, which can only make a
 /// compare-and-swap fail.
 #[wasm_bindgen]
-#[derive(Default)]
 pub struct RawJournal {
     journal: Journal,
+    /// The loop of the commit protocol over it (its methods: commit.rs).
+    driver: CommitDriver,
+}
+
+impl Default for RawJournal {
+    fn default() -> Self {
+        let journal = Journal::new();
+        let driver = CommitDriver::new(journal.clone());
+        Self { journal, driver }
+    }
 }
 
 #[wasm_bindgen]
@@ -132,7 +141,7 @@ impl RawJournal {
 
     /// The commit to store, or `undefined`: `[writes, expected, next]`, the writes (a record
     /// buffer) to store in one transaction only if the store's counter is still `expected`,
-    /// setting it to `next`. Its [`RawDriver`] asks for it, and hears whether it was stored.
+    /// setting it to `next`. The driver asks for it, and hears whether it was stored.
     #[wasm_bindgen(js_name = takeCommit)]
     pub fn take_commit(&self) -> Result<Option<Vec<JsValue>>, JsValue> {
         let Some(commit) = self.journal.take_commit().map_err(store_error)? else {
