@@ -63,8 +63,10 @@ FIREFOX=${FIREFOX:-/usr/bin/firefox-esr}
 # Result) 188 bytes, forgetSession 243, and the imports' secret arguments taken as owned buffers
 # and wiped after the call (wasm-bindgen frees a borrowed one unwiped) 485; the prekey calls
 # declared once too (one shape in every binding) gave 76 back: 234,979.
+# The commit protocol's driving loop in Rust (issue 33: journal/driver.rs, executed by
+# commit-engine.js) added 1,351 (the state machine; the journal's five step exports went): 236,330.
 # Where the bytes go: node scripts/wasm-sizes.mjs on the module with names (PROTEUS_WEB_NAMES=1).
-WASM_BUDGET=${WASM_BUDGET:-235300}
+WASM_BUDGET=${WASM_BUDGET:-236651}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...

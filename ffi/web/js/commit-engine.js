@@ -4,11 +4,12 @@
 //   * Calls of one client run one at a time; calls on one store take turns across tabs through
 //     Web Locks (navigator.locks). Every commit is a compare-and-swap on the store's commit
 //     counter, so even without the lock two tabs never reuse a message key or lose a commit.
-//   * Every step of a call is decided in wasm, by the journal's driver (proteus-client's
-//     storage/journal/driver.rs; ffi/web/src/commit.rs: read the counter, run in one transaction and ahead of its read
-//     or not, reload, run, wait for the application, store, run again or fail with StoreConflict).
-//     This module executes each action and reports how it went: it keeps the IndexedDB I/O, the
-//     locks, the call of the application's function and the platform's error objects.
+//   * Every step of a call is decided in wasm by the journal's driver (proteus-client's
+//     storage/journal/driver.rs, through ffi/web/src/commit.rs): read the counter, run in one
+//     transaction and ahead of its read or not, reload, run, wait for the application, store,
+//     run again or fail with StoreConflict. This module executes each action and reports how it
+//     went: it keeps the IndexedDB I/O, the locks, the call of the application's function and
+//     the platform's error objects (a trap among them: after one, wasm is not asked again).
 
 import { log } from './log.js';
 import { RawClient, RawJournal } from './proteus_web.js';

@@ -120,11 +120,7 @@ mod tests {
         let js = include_str!("../js/commit-engine.js");
         for names in [&ACTIONS[..], &REPORTS[..]] {
             let numbers: Vec<String> = (0..names.len()).map(|i| i.to_string()).collect();
-            let line = format!(
-                "const [{}] = [{}];",
-                names.join(", "),
-                numbers.join(", ")
-            );
+            let line = format!("const [{}] = [{}];", names.join(", "), numbers.join(", "));
             assert!(js.contains(&line), "js/commit-engine.js must say: {line}");
         }
         for (action, name) in [
