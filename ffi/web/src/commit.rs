@@ -5,7 +5,7 @@
 //! reports how it went. It keeps only the I/O, the call of the application's function and the
 //! platform's error objects.
 //!
-//! Actions and reports cross as numbers, in the order of [`ACTIONS`] and [`REPORTS`], which
+//! Actions and reports cross as numbers, in the order of `ACTIONS` and `REPORTS`, which
 //! `js/commit-engine.js` declares as constants (a test below checks them): one call into wasm per
 //! step, no object built for it. The driver is the journal's (no class of its own, whose glue
 //! would cost more than its code).
@@ -91,7 +91,7 @@ impl RawJournal {
         code(self.driver.call(in_one, delivers))
     }
 
-    /// The report of the last action (a number of [`REPORTS`]; `counter` for `COUNTER`): the
+    /// The report of the last action (a number of `REPORTS`; `counter` for `COUNTER`): the
     /// next action. A counter that is not an integer below 2^53 (a damaged store) converts to
     /// some other count, which can only make the journal stale.
     pub fn next(&mut self, report: u8, counter: f64) -> f64 {
