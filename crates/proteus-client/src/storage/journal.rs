@@ -31,6 +31,7 @@
 
 mod codec;
 mod records;
+pub mod web_sealed;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -10,7 +10,7 @@ use zeroize::Zeroizing;
 use super::super::{Record, Table, Write};
 use super::manifest::Manifest;
 use crate::error::{StoreError, Tamper};
-use crate::records::META_PIN_PREFIX;
+use crate::records::{META_PIN_PREFIX, split_staged};
 
 /// Sealed format 1: the body is the value; the stored key is the record's key.
 pub(super) const SEALED_V1: u8 = 1;
@@ -93,12 +93,6 @@ pub(super) fn hides_id(table: Table, key: &[u8]) -> bool {
     hides_ids(table) || (table == Table::Meta && key.starts_with(META_PIN_PREFIX))
 }
 
-/// A staged key's parts: `u16 BE length ‖ session id ‖ rest`.
-pub(super) fn split_staged(key: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (len, rest) = key.split_first_chunk::<2>()?;
-    let len = usize::from(u16::from_be_bytes(*len));
-    (rest.len() >= len).then(|| rest.split_at(len))
-}
 
 pub(super) fn tampered(table: Option<Table>, fault: Tamper) -> StoreError {
     StoreError::Tampered { table, fault }
