@@ -91,7 +91,10 @@ pub(crate) fn split_staged(key: &[u8]) -> Option<(&[u8], &[u8])> {
 /// (a staged key that does not split is taken whole, so that no key is left in the clear); a
 /// pin's (`pinned/` ‖ session id) in the meta table. `None`: the key holds no session id. A
 /// sealed store keeps these ids hashed, so this is the one place that says where they are.
-pub(crate) fn split_session_id(table: crate::storage::Table, key: &[u8]) -> Option<(&[u8], &[u8], &[u8])> {
+pub(crate) fn split_session_id(
+    table: crate::storage::Table,
+    key: &[u8],
+) -> Option<(&[u8], &[u8], &[u8])> {
     use crate::storage::Table;
     match table {
         Table::Sessions => Some((&[], key, &[])),

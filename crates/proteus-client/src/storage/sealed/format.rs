@@ -93,7 +93,6 @@ pub(super) fn hides_id(table: Table, key: &[u8]) -> bool {
     hides_ids(table) || (table == Table::Meta && key.starts_with(META_PIN_PREFIX))
 }
 
-
 pub(super) fn tampered(table: Option<Table>, fault: Tamper) -> StoreError {
     StoreError::Tampered { table, fault }
 }

@@ -146,7 +146,11 @@ pub fn element_input(table: Table, stored: &[u8], commit: u64) -> Vec<u8> {
     data.push(0);
     // A stored key is a record key (at most MAX_KEY_LEN) with a 32-byte hash in place of a
     // session id: it always fits.
-    data.extend_from_slice(&u32::try_from(stored.len()).unwrap_or(u32::MAX).to_be_bytes());
+    data.extend_from_slice(
+        &u32::try_from(stored.len())
+            .unwrap_or(u32::MAX)
+            .to_be_bytes(),
+    );
     data.extend_from_slice(stored);
     data.extend_from_slice(&commit.to_be_bytes());
     data
@@ -174,7 +178,9 @@ pub fn split_body(body: &[u8]) -> Option<(Vec<u8>, Zeroizing<Vec<u8>>)> {
 /// The commit a format 2 value says wrote it (authenticated only once the value opens).
 pub fn commit_of(sealed: &[u8]) -> Option<u64> {
     match sealed.split_first() {
-        Some((&SEALED_V2, rest)) => rest.first_chunk::<COMMIT_LEN>().map(|c| u64::from_be_bytes(*c)),
+        Some((&SEALED_V2, rest)) => rest
+            .first_chunk::<COMMIT_LEN>()
+            .map(|c| u64::from_be_bytes(*c)),
         _ => None,
     }
 }

@@ -61,7 +61,12 @@ pub struct StoredRecord {
 impl std::fmt::Debug for StoredRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Sealed, but the stored key of a meta record is in the clear: shown by size only.
-        write!(f, "StoredRecord({}, {} bytes)", self.table.name(), self.value.len())
+        write!(
+            f,
+            "StoredRecord({}, {} bytes)",
+            self.table.name(),
+            self.value.len()
+        )
     }
 }
 
@@ -106,7 +111,11 @@ pub struct HostWrite {
 
 impl std::fmt::Debug for HostWrite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let op = if self.value.is_some() { "put" } else { "delete" };
+        let op = if self.value.is_some() {
+            "put"
+        } else {
+            "delete"
+        };
         write!(f, "HostWrite({op} {})", self.table.name())
     }
 }
@@ -146,7 +155,10 @@ struct Pending {
 /// The job under way.
 enum Job {
     /// Waits for the manifest to open, then checks the records against it.
-    LoadManifest { records: Vec<StoredRecord>, commits: u64 },
+    LoadManifest {
+        records: Vec<StoredRecord>,
+        commits: u64,
+    },
     /// Waits for each record's element and opened body; `entries`: each record's table, stored
     /// key and commit.
     LoadRecords {
@@ -154,9 +166,13 @@ enum Job {
         manifest: Manifest,
     },
     /// Waits for each format 1 record's opened body.
-    LoadLegacy { tables: Vec<Table> },
+    LoadLegacy {
+        tables: Vec<Table>,
+    },
     Write(Box<WriteJob>),
-    Check { nonce: [u8; format::NONCE_LEN] },
+    Check {
+        nonce: [u8; format::NONCE_LEN],
+    },
     Verify,
     Manifest,
     Record,
@@ -292,7 +308,11 @@ impl WebSealer {
     ) -> Result<Option<Step>, StoreError> {
         self.job = None;
         self.pending = None;
-        let Some(bound) = self.bound.as_ref().filter(|b| b.manifest.commit == expected) else {
+        let Some(bound) = self
+            .bound
+            .as_ref()
+            .filter(|b| b.manifest.commit == expected)
+        else {
             return Ok(None);
         };
         let job = WriteJob::persist(writes, &bound.manifest, next)?;
@@ -387,7 +407,12 @@ impl WebSealer {
 
     /// Seals one record in format 1, for tests and tools only (to make a store as the first
     /// version of the package wrote it): the package never writes format 1.
-    pub fn seal_legacy(&mut self, table: Table, key: Vec<u8>, value: Zeroizing<Vec<u8>>) -> Result<Step, StoreError> {
+    pub fn seal_legacy(
+        &mut self,
+        table: Table,
+        key: Vec<u8>,
+        value: Zeroizing<Vec<u8>>,
+    ) -> Result<Step, StoreError> {
         self.job = None;
         let job = WriteJob::legacy(Write::Put { table, key, value })?;
         self.start_write(job)
@@ -449,7 +474,9 @@ impl WebSealer {
             Job::Check { nonce } => {
                 let [sealed] = one_each(&outputs, 1)?;
                 let sealed = sealed.ok_or_else(|| host_error("a seal has no output"))?;
-                Ok(Step::Done(Outcome::Check(format::value_v1(SEALED_V1, &nonce, sealed))))
+                Ok(Step::Done(Outcome::Check(format::value_v1(
+                    SEALED_V1, &nonce, sealed,
+                ))))
             }
             Job::Verify => {
                 let [opened] = one_each(&outputs, 1)?;
@@ -458,11 +485,15 @@ impl WebSealer {
             }
             Job::Manifest => {
                 let [opened] = one_each(&outputs, 1)?;
-                Ok(Step::Done(Outcome::Manifest(opened.and_then(|b| Manifest::from_bytes(b)))))
+                Ok(Step::Done(Outcome::Manifest(
+                    opened.and_then(|b| Manifest::from_bytes(b)),
+                )))
             }
             Job::Record => {
                 let [opened] = one_each(&outputs, 1)?;
-                Ok(Step::Done(Outcome::Record(opened.and_then(|b| split_body(b)))))
+                Ok(Step::Done(Outcome::Record(
+                    opened.and_then(|b| split_body(b)),
+                )))
             }
         }
     }
@@ -591,7 +622,9 @@ fn stored_key(
     match split_session_id(table, key) {
         None => Ok(key.to_vec()),
         Some((before, id, after)) => {
-            let hash = ids.get(id).ok_or_else(|| host_error("a session id was not hashed"))?;
+            let hash = ids
+                .get(id)
+                .ok_or_else(|| host_error("a session id was not hashed"))?;
             Ok([before, hash.as_slice(), after].concat())
         }
     }

@@ -64,11 +64,18 @@ pub(super) struct WriteJob {
 }
 
 impl WriteJob {
-    fn new(kind: Kind, writes: Vec<Write>, store_id: [u8; STORE_ID_LEN], next: u64) -> Result<Self, StoreError> {
+    fn new(
+        kind: Kind,
+        writes: Vec<Write>,
+        store_id: [u8; STORE_ID_LEN],
+        next: u64,
+    ) -> Result<Self, StoreError> {
         for w in &writes {
             if let Write::Put { key, .. } = w {
                 if key.len() > super::format::MAX_KEY_LEN {
-                    return Err(StoreError::Corrupt("a record key is too long to seal".into()));
+                    return Err(StoreError::Corrupt(
+                        "a record key is too long to seal".into(),
+                    ));
                 }
             }
         }
@@ -91,14 +98,22 @@ impl WriteJob {
         })
     }
 
-    pub(super) fn persist(writes: Vec<Write>, manifest: &Manifest, next: u64) -> Result<Self, StoreError> {
+    pub(super) fn persist(
+        writes: Vec<Write>,
+        manifest: &Manifest,
+        next: u64,
+    ) -> Result<Self, StoreError> {
         let mut job = Self::new(Kind::Persist, writes, manifest.store_id, next)?;
         job.digest = manifest.digest;
         job.count = manifest.count;
         Ok(job)
     }
 
-    pub(super) fn reseal(records: Vec<Write>, store_id: [u8; STORE_ID_LEN], next: u64) -> Result<Self, StoreError> {
+    pub(super) fn reseal(
+        records: Vec<Write>,
+        store_id: [u8; STORE_ID_LEN],
+        next: u64,
+    ) -> Result<Self, StoreError> {
         if records.iter().any(|w| matches!(w, Write::Delete { .. })) {
             return Err(host_error("a reseal is given a delete"));
         }
@@ -129,7 +144,10 @@ impl WriteJob {
         if missing.is_empty() {
             return self.seal(ids, bound);
         }
-        let ops = missing.iter().map(|id| CryptoOp::HashId(id.clone())).collect();
+        let ops = missing
+            .iter()
+            .map(|id| CryptoOp::HashId(id.clone()))
+            .collect();
         self.stage = Stage::Ids(missing);
         Ok(WriteStep::Run(ops))
     }
@@ -152,7 +170,9 @@ impl WriteJob {
             }
             Stage::Seal => self.sealed(outputs),
             Stage::Manifest => {
-                let [Some(sealed)] = <[_; 1]>::try_from(outputs).map_err(|_| host_error("not one output per operation"))? else {
+                let [Some(sealed)] = <[_; 1]>::try_from(outputs)
+                    .map_err(|_| host_error("not one output per operation"))?
+                else {
                     return Err(host_error("a seal has no output"));
                 };
                 let manifest = value_v1(SEALED_V2, &self.manifest_nonce, &sealed);
@@ -185,7 +205,9 @@ impl WriteJob {
             .writes
             .iter()
             .map(|w| match w {
-                Write::Put { table, key, .. } | Write::Delete { table, key } => stored_key(ids, *table, key),
+                Write::Put { table, key, .. } | Write::Delete { table, key } => {
+                    stored_key(ids, *table, key)
+                }
             })
             .collect::<Result<_, _>>()?;
         let mut ops = Vec::with_capacity(2 * self.writes.len() + 1);
@@ -196,7 +218,11 @@ impl WriteJob {
                     Kind::Legacy => aad_v1(table.name(), stored),
                     _ => aad_v2(&self.store_id, self.next, *table, stored),
                 };
-                ops.push(CryptoOp::Seal { nonce, aad, plaintext: body(key, value)? });
+                ops.push(CryptoOp::Seal {
+                    nonce,
+                    aad,
+                    plaintext: body(key, value)?,
+                });
                 self.nonces.push(nonce);
             }
         }
@@ -265,7 +291,10 @@ impl WriteJob {
         let mut outputs = outputs.into_iter();
         let mut sealed = Vec::with_capacity(puts);
         for nonce in &self.nonces {
-            let ciphertext = outputs.next().flatten().ok_or_else(|| host_error("a seal has no output"))?;
+            let ciphertext = outputs
+                .next()
+                .flatten()
+                .ok_or_else(|| host_error("a seal has no output"))?;
             sealed.push(match self.kind {
                 Kind::Legacy => value_v1(SEALED_V1, nonce, &ciphertext),
                 _ => value_v2(self.next, nonce, &ciphertext),
@@ -282,7 +311,10 @@ impl WriteJob {
             xor_into(&mut self.digest, &element);
         }
         if let Some(nonce) = self.check_nonce {
-            let ciphertext = outputs.next().flatten().ok_or_else(|| host_error("a seal has no output"))?;
+            let ciphertext = outputs
+                .next()
+                .flatten()
+                .ok_or_else(|| host_error("a seal has no output"))?;
             self.check = Some(value_v1(SEALED_V1, &nonce, &ciphertext));
         }
         let manifest = Manifest {
@@ -308,8 +340,16 @@ impl WriteJob {
             .iter()
             .zip(stored)
             .map(|(w, key)| match w {
-                Write::Put { table, .. } => HostWrite { table: *table, key, value: sealed.next() },
-                Write::Delete { table, .. } => HostWrite { table: *table, key, value: None },
+                Write::Put { table, .. } => HostWrite {
+                    table: *table,
+                    key,
+                    value: sealed.next(),
+                },
+                Write::Delete { table, .. } => HostWrite {
+                    table: *table,
+                    key,
+                    value: None,
+                },
             })
             .collect()
     }
