@@ -21,6 +21,7 @@ mod delivery;
 mod import;
 mod js;
 mod pinning;
+mod sealing;
 
 use std::ops::ControlFlow;
 
@@ -34,6 +35,7 @@ use wasm_bindgen::prelude::*;
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
 pub use crate::import::ImportProgress;
+pub use crate::sealing::{RawSealer, admit_store, pack_records, record_bounds, seal_changed};
 
 /// Talc: smaller than the default allocator (dlmalloc) and faster.
 #[cfg(all(

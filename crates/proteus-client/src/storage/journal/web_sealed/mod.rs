@@ -46,6 +46,9 @@ use crate::error::{StoreError, Tamper};
 use crate::records::split_session_id;
 use crate::storage::{Table, Write};
 
+/// A record's place in a store: its table and stored key.
+type Entry = (Table, Vec<u8>);
+
 /// A record as the host's store holds it: its table, the key it is stored under and its sealed
 /// value.
 #[derive(Clone, PartialEq, Eq)]
@@ -140,7 +143,7 @@ pub struct SealedCommit {
 struct Bound {
     manifest: Manifest,
     /// The commit that wrote each live record, by table and stored key.
-    entries: HashMap<(Table, Vec<u8>), u64>,
+    entries: HashMap<Entry, u64>,
 }
 
 /// A commit sealed but not yet stored: what the bound state becomes once it is.
@@ -149,7 +152,7 @@ struct Pending {
     digest: [u8; DIGEST_LEN],
     count: u64,
     /// Each stored key written: its new commit, or `None` (deleted).
-    changes: Vec<((Table, Vec<u8>), Option<u64>)>,
+    changes: Vec<(Entry, Option<u64>)>,
 }
 
 /// The job under way.
@@ -162,7 +165,7 @@ enum Job {
     /// Waits for each record's element and opened body; `entries`: each record's table, stored
     /// key and commit.
     LoadRecords {
-        entries: Vec<((Table, Vec<u8>), u64)>,
+        entries: Vec<(Entry, u64)>,
         manifest: Manifest,
     },
     /// Waits for each format 1 record's opened body.
@@ -486,14 +489,12 @@ impl WebSealer {
             Job::Manifest => {
                 let [opened] = one_each(&outputs, 1)?;
                 Ok(Step::Done(Outcome::Manifest(
-                    opened.and_then(|b| Manifest::from_bytes(b)),
+                    opened.and_then(Manifest::from_bytes),
                 )))
             }
             Job::Record => {
                 let [opened] = one_each(&outputs, 1)?;
-                Ok(Step::Done(Outcome::Record(
-                    opened.and_then(|b| split_body(b)),
-                )))
+                Ok(Step::Done(Outcome::Record(opened.and_then(split_body))))
             }
         }
     }
@@ -520,12 +521,13 @@ impl WebSealer {
     ) -> Result<Step, StoreError> {
         let [opened] = one_each(outputs, 1)?;
         let manifest = opened
-            .and_then(|b| Manifest::from_bytes(b))
+            .and_then(Manifest::from_bytes)
             .ok_or_else(|| tampered(None, Tamper::Manifest))?;
-        if let Some(bound) = &self.bound {
-            if !bool::from(bound.manifest.store_id.ct_eq(&manifest.store_id)) {
-                return Err(tampered(None, Tamper::Manifest));
-            }
+        if let Some(bound) = &self.bound
+            && !bool::from(bound.manifest.store_id.ct_eq(&manifest.store_id))
+        {
+            // Another store's manifest under a client that has this one open.
+            return Err(tampered(None, Tamper::Manifest));
         }
         if manifest.commit != commits {
             // The commit counter beside the records was moved on its own.
@@ -560,7 +562,7 @@ impl WebSealer {
     /// Every record's element and body: the digest must be the manifest's, every record open.
     fn bind(
         &mut self,
-        entries: Vec<((Table, Vec<u8>), u64)>,
+        entries: Vec<(Entry, u64)>,
         manifest: Manifest,
         outputs: Outputs,
     ) -> Result<Step, StoreError> {
@@ -581,7 +583,7 @@ impl WebSealer {
                 .ok_or_else(|| tampered(Some(table), Tamper::NotCommitted))?;
             records.push(Write::Put { table, key, value });
         }
-        let entries: HashMap<(Table, Vec<u8>), u64> = entries.into_iter().collect();
+        let entries: HashMap<Entry, u64> = entries.into_iter().collect();
         let count_ok = u64::try_from(entries.len()).is_ok_and(|n| n == manifest.count);
         if !count_ok || !bool::from(digest.ct_eq(&manifest.digest)) {
             // A record deleted, added or put back.

@@ -10,11 +10,13 @@ use super::format::{
     aad_v1, aad_v2, body, element_input, manifest_aad, value_v1, value_v2,
 };
 use super::ops::{CryptoOp, Outputs, host_error, mac, nonce};
-use super::{Bound, HostWrite, ID_HASH_LEN, Outcome, Pending, SealedCommit, stored_key, xor_into};
+use super::{
+    Bound, Entry, HostWrite, ID_HASH_LEN, Outcome, Pending, SealedCommit, stored_key, xor_into,
+};
 use crate::collections::HashMap;
 use crate::error::StoreError;
 use crate::records::split_session_id;
-use crate::storage::{Table, Write};
+use crate::storage::Write;
 
 pub(super) enum WriteStep {
     Run(Vec<CryptoOp>),
@@ -53,7 +55,7 @@ pub(super) struct WriteJob {
     nonces: Vec<[u8; NONCE_LEN]>,
     digest: [u8; DIGEST_LEN],
     count: u64,
-    changes: Vec<((Table, Vec<u8>), Option<u64>)>,
+    changes: Vec<(Entry, Option<u64>)>,
     /// How many elements the seal batch asks for.
     elements: usize,
     check_nonce: Option<[u8; NONCE_LEN]>,
@@ -71,12 +73,12 @@ impl WriteJob {
         next: u64,
     ) -> Result<Self, StoreError> {
         for w in &writes {
-            if let Write::Put { key, .. } = w {
-                if key.len() > super::format::MAX_KEY_LEN {
-                    return Err(StoreError::Corrupt(
-                        "a record key is too long to seal".into(),
-                    ));
-                }
+            if let Write::Put { key, .. } = w
+                && key.len() > super::format::MAX_KEY_LEN
+            {
+                return Err(StoreError::Corrupt(
+                    "a record key is too long to seal".into(),
+                ));
             }
         }
         Ok(Self {
@@ -135,10 +137,11 @@ impl WriteJob {
             let (table, key) = match w {
                 Write::Put { table, key, .. } | Write::Delete { table, key } => (*table, key),
             };
-            if let Some((_, id, _)) = split_session_id(table, key) {
-                if !ids.contains_key(id) && !missing.iter().any(|m| m == id) {
-                    missing.push(id.to_vec());
-                }
+            if let Some((_, id, _)) = split_session_id(table, key)
+                && !ids.contains_key(id)
+                && !missing.iter().any(|m| m == id)
+            {
+                missing.push(id.to_vec());
             }
         }
         if missing.is_empty() {
@@ -241,7 +244,7 @@ impl WriteJob {
                 let bound = bound.ok_or_else(|| host_error("no store is loaded"))?;
                 // Which elements leave the digest and which enter it, in the writes' order: a
                 // key written twice in one commit leaves with the commit it had before.
-                let mut overlay: HashMap<(Table, Vec<u8>), Option<u64>> = HashMap::default();
+                let mut overlay: HashMap<Entry, Option<u64>> = HashMap::default();
                 let mut count = u64::try_from(bound.entries.len()).unwrap_or(u64::MAX);
                 for (w, stored) in self.writes.iter().zip(&self.stored) {
                     let (table, put) = match w {
