@@ -215,6 +215,29 @@ impl RawSealer {
     pub fn committed(&mut self) {
         self.sealer.committed();
     }
+
+    /// The commit of the manifest loaded or stored last, if any.
+    #[wasm_bindgen(getter)]
+    pub fn commit(&self) -> Option<f64> {
+        self.sealer.commit().map(|c| c as f64)
+    }
+}
+
+/// What the JS side derives the store key's three keys with (HKDF-SHA256): `[salt, info of
+/// the AES-GCM key, of the session-id HMAC key, of the digest HMAC key]`.
+#[wasm_bindgen(js_name = sealingKeyInfo)]
+pub fn sealing_key_info() -> Vec<JsValue> {
+    use web_sealed::format::{DIGEST_INFO, HKDF_SALT_LEN, IDS_INFO, RECORDS_INFO};
+    [&[0; HKDF_SALT_LEN][..], RECORDS_INFO, IDS_INFO, DIGEST_INFO]
+        .iter()
+        .map(|b| js::bytes(b))
+        .collect()
+}
+
+/// The commit a format 2 sealed value names (for tests; authenticated only once it opens).
+#[wasm_bindgen(js_name = sealedCommit)]
+pub fn sealed_commit(sealed: &[u8]) -> Option<f64> {
+    web_sealed::format::commit_of(sealed).map(|c| c as f64)
 }
 
 /// Whether a store may be opened: `sealed` (it has a check value), `key` (undefined: none was
