@@ -132,6 +132,8 @@ export class IdbStore {
       await store.lock(async () => store.#reseal(to, (await readManifest(db)) === undefined));
     } finally {
       db.close();
+      from?.close();
+      to.close();
     }
   }
 
@@ -354,6 +356,7 @@ export class IdbStore {
 
   close() {
     this.#db.close();
+    this.#sealer?.close();
   }
 }
 

@@ -107,7 +107,9 @@ export class Sealer {
         if (o === undefined) lengths[i] = FAILED;
       });
       step = wasmCall(() => raw.resume(bytes, lengths));
+      // The opened bodies hold keys: not left in these copies.
       bytes.fill(0);
+      for (const o of outputs) o?.fill(0);
     }
     return step;
   }
@@ -125,6 +127,14 @@ export class Sealer {
   /** Seals a whole store's records (a record buffer): `{bytes, bounds, replaceAll, manifest, check, commit}`. */
   reseal(records, commits) {
     return this.#run((raw) => raw.reseal(records, commits));
+  }
+
+  /** Frees what this sealer keeps in wasm memory, once the jobs under way are over. */
+  close() {
+    this.#queue = this.#queue.then(() => {
+      this.#raw?.free();
+      this.#raw = undefined;
+    });
   }
 
   /** The commit `persist` sealed last is stored. */

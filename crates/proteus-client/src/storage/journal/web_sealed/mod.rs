@@ -24,9 +24,12 @@
 //! another abandons it.
 
 pub mod format;
+mod load;
 mod ops;
 mod write;
 
+#[cfg(test)]
+mod golden_tests;
 #[cfg(test)]
 mod tests;
 
@@ -35,11 +38,11 @@ use zeroize::Zeroizing;
 
 use self::format::{
     CHECK_TABLE, CHECK_VALUE, DIGEST_LEN, ID_HASH_LEN, Manifest, SEALED_V1, SEALED_V2,
-    STORE_ID_LEN, aad_v1, aad_v2, commit_of, element_input, manifest_aad, parts_v1, parts_v2,
-    split_body,
+    STORE_ID_LEN, aad_v1, aad_v2, commit_of, manifest_aad, parts_v1, parts_v2, split_body,
 };
+use self::load::legacy_loaded;
 pub use self::ops::{CryptoOp, Outputs};
-use self::ops::{host_error, mac, nonce};
+use self::ops::{host_error, nonce};
 use self::write::WriteJob;
 use crate::collections::HashMap;
 use crate::error::{StoreError, Tamper};
@@ -83,7 +86,6 @@ pub enum Step {
 }
 
 /// What a job comes to.
-#[derive(Debug)]
 pub enum Outcome {
     /// [`WebSealer::load`]: every record, opened, as puts (for [`encode_writes`](super::encode_writes)).
     Loaded(Vec<Write>),
@@ -99,6 +101,22 @@ pub enum Outcome {
     Record(Option<(Vec<u8>, Zeroizing<Vec<u8>>)>),
     /// [`WebSealer::seal_legacy`]: a record sealed in format 1.
     Legacy(HostWrite),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Loaded records and opened ones hold keys: only what the outcome is shows.
+        let what = match self {
+            Self::Loaded(records) => return write!(f, "Loaded({} records)", records.len()),
+            Self::Sealed(commit) => return write!(f, "Sealed({commit:?})"),
+            Self::Check(_) => "Check",
+            Self::Verified(v) => return write!(f, "Verified({v})"),
+            Self::Manifest(m) => return write!(f, "Manifest({m:?})"),
+            Self::Record(r) => return write!(f, "Record(opened: {})", r.is_some()),
+            Self::Legacy(w) => return write!(f, "Legacy({w:?})"),
+        };
+        f.write_str(what)
+    }
 }
 
 /// One write to the host's store: put `value` under `key` in `table`, or delete `key`.
@@ -250,56 +268,6 @@ impl WebSealer {
         self.bound.as_ref().map(|b| b.manifest.commit)
     }
 
-    /// Loads a store's records at commit `commits` (the host's counter) with its `manifest`
-    /// (`None`: it has none). A store with a manifest is checked against it; one without is
-    /// refused (its manifest was deleted) unless `legacy` (the host is about to re-seal a store
-    /// sealed in format 1, which has none).
-    pub fn load(
-        &mut self,
-        records: Vec<StoredRecord>,
-        commits: u64,
-        manifest: Option<&[u8]>,
-        legacy: bool,
-    ) -> Result<Step, StoreError> {
-        self.job = None;
-        match manifest {
-            Some(manifest) => {
-                let (nonce, ciphertext) = parts_v1(manifest, SEALED_V2)
-                    .ok_or_else(|| tampered(None, Tamper::Manifest))?;
-                self.job = Some(Job::LoadManifest { records, commits });
-                Ok(Step::Run(vec![CryptoOp::Open {
-                    nonce,
-                    aad: manifest_aad(),
-                    ciphertext: ciphertext.to_vec(),
-                }]))
-            }
-            None if !legacy => Err(tampered(None, Tamper::Manifest)),
-            None => {
-                // Every store that committed holds an identity: none at all is a store emptied.
-                if records.is_empty() && commits > 0 {
-                    return Err(tampered(None, Tamper::Missing));
-                }
-                let mut ops = Vec::with_capacity(records.len());
-                for r in &records {
-                    if r.value.first() != Some(&SEALED_V1) {
-                        // A format 2 record in a store without a manifest: its manifest went.
-                        return Err(tampered(Some(r.table), Tamper::Manifest));
-                    }
-                    let (nonce, ciphertext) =
-                        parts_v1(&r.value, SEALED_V1).ok_or_else(|| damaged(r.table))?;
-                    ops.push(CryptoOp::Open {
-                        nonce,
-                        aad: aad_v1(r.table.name(), &r.key),
-                        ciphertext: ciphertext.to_vec(),
-                    });
-                }
-                let tables = records.iter().map(|r| r.table).collect();
-                self.job = Some(Job::LoadLegacy { tables });
-                Ok(Step::Run(ops))
-            }
-        }
-    }
-
     /// Seals the writes of a commit (a journal's, [`decode_writes`](super::decode_writes)) at
     /// commit `next` of the store loaded last. `None`: the manifest loaded last is not the
     /// store's at `expected` (the host reloads first: a commit conflict).
@@ -447,20 +415,7 @@ impl WebSealer {
         match job {
             Job::LoadManifest { records, commits } => self.load_records(records, commits, &outputs),
             Job::LoadRecords { entries, manifest } => self.bind(entries, manifest, outputs),
-            Job::LoadLegacy { tables } => {
-                if outputs.len() != tables.len() {
-                    return Err(host_error("not one output per operation"));
-                }
-                let mut records = Vec::with_capacity(tables.len());
-                for (table, body) in tables.into_iter().zip(outputs) {
-                    let (key, value) = body
-                        .as_deref()
-                        .and_then(|b| split_body(b))
-                        .ok_or_else(|| damaged(table))?;
-                    records.push(Write::Put { table, key, value });
-                }
-                Ok(Step::Done(Outcome::Loaded(records)))
-            }
+            Job::LoadLegacy { tables } => legacy_loaded(tables, outputs),
             Job::Write(mut job) => {
                 let step = job.resume(&mut self.ids, self.bound.as_ref(), outputs)?;
                 match step {
@@ -475,25 +430,25 @@ impl WebSealer {
                 }
             }
             Job::Check { nonce } => {
-                let [sealed] = one_each(&outputs, 1)?;
+                let [sealed] = one_each(&outputs)?;
                 let sealed = sealed.ok_or_else(|| host_error("a seal has no output"))?;
                 Ok(Step::Done(Outcome::Check(format::value_v1(
                     SEALED_V1, &nonce, sealed,
                 ))))
             }
             Job::Verify => {
-                let [opened] = one_each(&outputs, 1)?;
+                let [opened] = one_each(&outputs)?;
                 let same = opened.is_some_and(|o| bool::from(o.ct_eq(CHECK_VALUE)));
                 Ok(Step::Done(Outcome::Verified(same)))
             }
             Job::Manifest => {
-                let [opened] = one_each(&outputs, 1)?;
+                let [opened] = one_each(&outputs)?;
                 Ok(Step::Done(Outcome::Manifest(
                     opened.and_then(Manifest::from_bytes),
                 )))
             }
             Job::Record => {
-                let [opened] = one_each(&outputs, 1)?;
+                let [opened] = one_each(&outputs)?;
                 Ok(Step::Done(Outcome::Record(opened.and_then(split_body))))
             }
         }
@@ -511,93 +466,11 @@ impl WebSealer {
             }
         }
     }
-
-    /// The manifest opened: checks it, and asks for each record's element and body.
-    fn load_records(
-        &mut self,
-        records: Vec<StoredRecord>,
-        commits: u64,
-        outputs: &Outputs,
-    ) -> Result<Step, StoreError> {
-        let [opened] = one_each(outputs, 1)?;
-        let manifest = opened
-            .and_then(Manifest::from_bytes)
-            .ok_or_else(|| tampered(None, Tamper::Manifest))?;
-        if let Some(bound) = &self.bound
-            && !bool::from(bound.manifest.store_id.ct_eq(&manifest.store_id))
-        {
-            // Another store's manifest under a client that has this one open.
-            return Err(tampered(None, Tamper::Manifest));
-        }
-        if manifest.commit != commits {
-            // The commit counter beside the records was moved on its own.
-            return Err(tampered(None, Tamper::Manifest));
-        }
-        if manifest.commit < self.highest {
-            return Err(StoreError::RolledBack {
-                store: manifest.commit,
-                expected: self.highest,
-            });
-        }
-        let mut ops = Vec::with_capacity(2 * records.len());
-        let mut entries = Vec::with_capacity(records.len());
-        for r in records {
-            let commit = commit_of(&r.value)
-                .filter(|c| *c <= manifest.commit)
-                .ok_or_else(|| tampered(Some(r.table), Tamper::NotCommitted))?;
-            let (nonce, ciphertext) =
-                parts_v2(&r.value).ok_or_else(|| tampered(Some(r.table), Tamper::NotCommitted))?;
-            ops.push(CryptoOp::Element(element_input(r.table, &r.key, commit)));
-            ops.push(CryptoOp::Open {
-                nonce,
-                aad: aad_v2(&manifest.store_id, commit, r.table, &r.key),
-                ciphertext: ciphertext.to_vec(),
-            });
-            entries.push(((r.table, r.key), commit));
-        }
-        self.job = Some(Job::LoadRecords { entries, manifest });
-        Ok(Step::Run(ops))
-    }
-
-    /// Every record's element and body: the digest must be the manifest's, every record open.
-    fn bind(
-        &mut self,
-        entries: Vec<(Entry, u64)>,
-        manifest: Manifest,
-        outputs: Outputs,
-    ) -> Result<Step, StoreError> {
-        if outputs.len() != 2 * entries.len() {
-            return Err(host_error("not one output per operation"));
-        }
-        let mut digest = [0u8; DIGEST_LEN];
-        let mut records = Vec::with_capacity(entries.len());
-        let mut outputs = outputs.into_iter();
-        for ((table, _), _) in &entries {
-            let table = *table;
-            let element = mac(outputs.next().flatten().as_ref())?;
-            xor_into(&mut digest, &element);
-            let (key, value) = outputs
-                .next()
-                .flatten()
-                .and_then(|b| split_body(&b))
-                .ok_or_else(|| tampered(Some(table), Tamper::NotCommitted))?;
-            records.push(Write::Put { table, key, value });
-        }
-        let entries: HashMap<Entry, u64> = entries.into_iter().collect();
-        let count_ok = u64::try_from(entries.len()).is_ok_and(|n| n == manifest.count);
-        if !count_ok || !bool::from(digest.ct_eq(&manifest.digest)) {
-            // A record deleted, added or put back.
-            return Err(tampered(None, Tamper::Manifest));
-        }
-        self.highest = self.highest.max(manifest.commit);
-        self.bound = Some(Bound { manifest, entries });
-        Ok(Step::Done(Outcome::Loaded(records)))
-    }
 }
 
 /// The outputs of a batch of `N` operations, checked to be `N`.
-fn one_each<const N: usize>(outputs: &Outputs, n: usize) -> Result<[Option<&[u8]>; N], StoreError> {
-    if outputs.len() != n || n != N {
+fn one_each<const N: usize>(outputs: &Outputs) -> Result<[Option<&[u8]>; N], StoreError> {
+    if outputs.len() != N {
         return Err(host_error("not one output per operation"));
     }
     let mut out = [None; N];

@@ -22,7 +22,7 @@ struct Platform {
     digest: [u8; 32],
 }
 
-fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+pub(super) fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
     for p in parts {
         mac.update(p);
@@ -30,7 +30,7 @@ fn hmac(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
-fn hkdf(store_key: &[u8; 32], info: &[u8]) -> [u8; 32] {
+pub(super) fn hkdf(store_key: &[u8; 32], info: &[u8]) -> [u8; 32] {
     let mut out = [0; 32];
     hkdf::Hkdf::<Sha256>::new(Some(&[0; format::HKDF_SALT_LEN]), store_key)
         .expand(info, &mut out)
@@ -561,62 +561,4 @@ fn layouts() {
     );
     assert_eq!(format::split_body(b"\0\x09ab"), None);
     assert!(format::body(&vec![0; 0x10000], b"").is_err());
-}
-
-/// The golden stores' stored keys are the session ids hashed as this module hashes them, with
-/// the key Web Crypto derived (HKDF-SHA256, zero salt, IDS_INFO).
-#[test]
-fn golden_stores_hash_session_ids_as_here() {
-    for file in ["sealed-v2.json", "sealed-v1.json"] {
-        let path = format!(
-            "{}/../../ffi/web/tests/golden/{file}",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let golden: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let store_key: [u8; 32] = hex::decode(golden["storeKey"].as_str().unwrap())
-            .unwrap()
-            .try_into()
-            .unwrap();
-        let ids = hkdf(&store_key, IDS_INFO);
-        let keys = |table: &str| -> Vec<Vec<u8>> {
-            golden["tables"][table]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| hex::decode(r[0].as_str().unwrap()).unwrap())
-                .collect()
-        };
-        let mut hashes = crate::collections::HashMap::default();
-        for id in ["alice", "carol"] {
-            hashes.insert(id.as_bytes().to_vec(), hmac(&ids, &[id.as_bytes()]));
-        }
-        let mut sessions = keys("sessions");
-        sessions.sort();
-        let mut expected: Vec<Vec<u8>> = ["alice", "carol"]
-            .iter()
-            .map(|id| stored_key(&hashes, Table::Sessions, id.as_bytes()).unwrap())
-            .collect();
-        expected.sort();
-        assert_eq!(sessions, expected, "{file}");
-        let pins: Vec<Vec<u8>> = keys("meta")
-            .into_iter()
-            .filter(|k| k.starts_with(b"pinned/"))
-            .collect();
-        assert!(
-            pins.contains(&stored_key(&hashes, Table::Meta, b"pinned/alice").unwrap()),
-            "{file}"
-        );
-        // Each staged key starts with a session's hash, where the session id was.
-        for k in keys("staged_keys") {
-            assert!(expected.iter().any(|h| k.starts_with(h)), "{file}");
-        }
-        // Values are in the file's format, and format 2's name their commit.
-        let format = golden["format"].as_u64().unwrap() as u8;
-        for r in golden["tables"]["prekeys"].as_array().unwrap() {
-            let value = hex::decode(r[1].as_str().unwrap()).unwrap();
-            assert_eq!(value[0], format);
-            assert_eq!(format::commit_of(&value).is_some(), format == 2);
-        }
-    }
 }
