@@ -62,9 +62,13 @@ FIREFOX=${FIREFOX:-/usr/bin/firefox-esr}
 # declared once for every binding (ffi/surface: four calls that could not fail now return a
 # Result) 188 bytes, forgetSession 243, and the imports' secret arguments taken as owned buffers
 # and wiped after the call (wasm-bindgen frees a borrowed one unwiped) 485; the prekey calls
-# declared once too (one shape in every binding) gave 76 back: 234,979.
+# declared once too (one shape in every binding) gave 76 back: 234,979. Issue 33 (the web
+# store's rules in Rust): the sealed format of IndexedDB stores (proteus-client's web_sealed,
+# RawSealer) and the record buffers' bounds moved from JS into the module, 45,374 bytes (the JS
+# lost its sealing and record-layout code): 280,349. The records' buffers crossing as owned,
+# wiped vectors (tests/secrets.test.mjs) 627: 280,976.
 # Where the bytes go: node scripts/wasm-sizes.mjs on the module with names (PROTEUS_WEB_NAMES=1).
-WASM_BUDGET=${WASM_BUDGET:-235300}
+WASM_BUDGET=${WASM_BUDGET:-281300}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...

@@ -168,7 +168,9 @@ pub use logging::{LOG_TARGET, PREKEY_LOW_WATER};
 pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
 pub use session_cache::SessionConfig;
-pub use storage::journal::{Commit, MAX_COMMIT_ATTEMPTS, decode_writes, encode_writes};
+pub use storage::journal::{
+    Commit, MAX_COMMIT_ATTEMPTS, decode_writes, encode_writes, entry_bounds, web_sealed,
+};
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]
 pub use storage::sealed::{MAX_UNLOCKED_READ_ATTEMPTS, SEAL_OVERHEAD, SealedStorage, StoreKey};

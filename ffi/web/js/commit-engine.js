@@ -25,11 +25,15 @@ import {
   wasm,
 } from './errors.js';
 
+/**
+ * The store's records. The store calls into wasm too (the records packed for the client, a
+ * sealed store's sealing): a trap there is rethrown as it is, for the engine to fail on.
+ */
 async function load(store) {
   try {
     return await store.load();
   } catch (e) {
-    throw storeFailure(e);
+    throw e instanceof WebAssembly.RuntimeError ? e : storeFailure(e);
   }
 }
 
@@ -75,7 +79,7 @@ export class CommitEngine {
       this.#journal = this.#inWasm(() => new RawJournal());
       return await store.lock(async () => {
         for (;;) {
-          const loaded = await load(store);
+          const loaded = await this.#loadFrom(store);
           const created = loaded.records.length === 0;
           if (created && mustExist !== undefined) throw notFoundError(mustExist);
           this.#open(loaded);
@@ -237,6 +241,8 @@ export class CommitEngine {
         this.#aheadPays = false;
         return STALE;
       }
+      // The store calls into wasm for the writes' bounds (and a sealed store to seal them).
+      this.#failOnTrap(e);
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
     this.#aheadPays = ran;
@@ -278,9 +284,19 @@ export class CommitEngine {
     }
   }
 
+  /** `load(store)`, a trap in its calls into wasm failing the client as one in the client's own. */
+  async #loadFrom(store) {
+    try {
+      return await load(store);
+    } catch (e) {
+      this.#failOnTrap(e);
+      throw e;
+    }
+  }
+
   async #reload() {
     log('info', 'another process or tab committed: reloading');
-    this.#open(await load(this.#store));
+    this.#open(await this.#loadFrom(this.#store));
     await this.#persist();
   }
 
@@ -296,6 +312,7 @@ export class CommitEngine {
     try {
       await this.#store.persist(writes, expected, next, durability);
     } catch (e) {
+      this.#failOnTrap(e);
       throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
     }
     this.#committed(commit);

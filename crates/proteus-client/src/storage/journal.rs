@@ -31,13 +31,14 @@
 
 mod codec;
 mod records;
+pub mod web_sealed;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use zeroize::Zeroizing;
 
-pub use self::codec::{decode_writes, encode_writes};
+pub use self::codec::{decode_writes, encode_writes, entry_bounds};
 use self::records::Records;
 use super::{Record, Storage, Table, Write};
 use crate::error::StoreError;
