@@ -11,7 +11,6 @@ use proteus_core::{DecodeError, DecryptError, EncryptError, SessionCreationError
 use crate::codes::{ClientCode, ErrorCode};
 use crate::cryptobox::ImportError;
 
-#[cfg(not(target_arch = "wasm32"))]
 use crate::storage::Table;
 
 /// The storage failed. Nothing was changed.
@@ -63,9 +62,7 @@ pub enum StoreError {
     /// A sealed store holds a record it did not commit, or lacks one it did: a record was
     /// deleted, put back from an older copy, moved to another key or table, or copied from
     /// another store (see [`SealedStorage`](crate::SealedStorage)). Nothing read from it was
-    /// used; the store is left as it is. Not in wasm builds: the web package seals in JS and
-    /// refuses a tampered store there, with the same code (the .wasm has a size budget).
-    #[cfg(not(target_arch = "wasm32"))]
+    /// used; the store is left as it is.
     #[error(
         "the sealed store was tampered with ({}): {}; it is refused so that no message key is \
          used twice",
@@ -139,7 +136,6 @@ impl StoreError {
             Self::NotSealed => ClientCode::StoreNotSealed,
             Self::KeyRequired => ClientCode::StoreKeyRequired,
             Self::RolledBack { .. } => ClientCode::StoreRolledBack,
-            #[cfg(not(target_arch = "wasm32"))]
             Self::Tampered { .. } => ClientCode::StoreTampered,
         }
     }

@@ -77,6 +77,38 @@ pub(crate) fn staged_prefix(session_id: &str) -> Vec<u8> {
     key
 }
 
+/// A staged key's parts (the inverse of [`staged_prefix`]): `u16 BE length ‖ session id ‖ rest`,
+/// `rest` the [`StagedKeyId`] (or nothing, for a send chain record). `None` if the length does
+/// not fit the key.
+pub(crate) fn split_staged(key: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = key.split_first_chunk::<2>()?;
+    let len = usize::from(u16::from_be_bytes(*len));
+    (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+/// Where the key of a record of `table` holds a session id, as `(before, id, after)` with
+/// `key == before ‖ id ‖ after`: every key of the sessions table; a staged key's session id
+/// (a staged key that does not split is taken whole, so that no key is left in the clear); a
+/// pin's (`pinned/` ‖ session id) in the meta table. `None`: the key holds no session id. A
+/// sealed store keeps these ids hashed, so this is the one place that says where they are.
+pub(crate) fn split_session_id(
+    table: crate::storage::Table,
+    key: &[u8],
+) -> Option<(&[u8], &[u8], &[u8])> {
+    use crate::storage::Table;
+    match table {
+        Table::Sessions => Some((&[], key, &[])),
+        Table::StagedKeys => Some(match split_staged(key) {
+            Some((id, rest)) => (&[], id, rest),
+            None => (&[], key, &[]),
+        }),
+        Table::Meta => key
+            .strip_prefix(META_PIN_PREFIX)
+            .map(|id| (META_PIN_PREFIX, id, &[][..])),
+        Table::PreKeys => None,
+    }
+}
+
 pub(crate) fn staged_key(prefix: &[u8], id: &StagedKeyId) -> Vec<u8> {
     let mut key = prefix.to_vec();
     key.extend_from_slice(&id.to_bytes());

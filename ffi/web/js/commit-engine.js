@@ -30,11 +30,15 @@ import {
 const [READ, TRANSACTION, RELOAD, RUN, AWAIT, STORE, STORE_STRICT, WRITE, LEAVE, RETURN, FAIL_CALL, FAIL, MISREPORTED, AHEAD] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
 const [COUNTER, DONE, RAN, DEFERRED, THREW, CONFLICT, STALE_RUN, FAILED] = [0, 1, 2, 3, 4, 5, 6, 7];
 
+/**
+ * The store's records. The store calls into wasm too (the records packed for the client, a
+ * sealed store's sealing): a trap there is rethrown as it is, for the engine to fail on.
+ */
 async function load(store) {
   try {
     return await store.load();
   } catch (e) {
-    throw storeFailure(e);
+    throw e instanceof WebAssembly.RuntimeError ? e : storeFailure(e);
   }
 }
 
@@ -232,6 +236,9 @@ export class CommitEngine {
   #failure(e, op) {
     // A trap in the action (the call in a transaction, takeCommit): wasm is not asked again.
     if (this.#failed !== undefined) throw internalError(this.#failed);
+    // The store calls into wasm too (the records' bounds, a sealed store's sealing): a trap there
+    // fails the client as one in the client's own.
+    this.#failOnTrap(e);
     if (e instanceof StaleRun) return this.#next(STALE_RUN);
     if (!(e instanceof CommitConflict)) {
       op.error = storeFailure(e);

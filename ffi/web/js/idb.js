@@ -2,22 +2,10 @@
 // (load, version, persist as a compare-and-swap on the commit counter, lock, close), and the
 // conversions of a whole store from plain to sealed and from one key to another.
 
-import { STORE_CORRUPT, STORE_ROLLED_BACK } from './codes.js';
+import { STORE_CORRUPT } from './codes.js';
 import { failure } from './errors.js';
-import { DELETE, PUT, packRecords, unpackWrites } from './records.js';
-import {
-  LEGACY_FORMAT,
-  STORE_ID,
-  admit,
-  commitOf,
-  damaged,
-  equalBytes,
-  formatOf,
-  sameBytes,
-  sealChanged,
-  tampered,
-  xorInto,
-} from './sealing.js';
+import { concat, packed, writesOf } from './records.js';
+import { admit, sealChanged } from './sealing.js';
 import { CommitConflict, StaleRun, StoreMissing } from './stores.js';
 
 const DB_VERSION = 1;
@@ -27,6 +15,8 @@ const COMMITS = 'commits';
 /** In `sync`, a sealed store's check value (sealing.js); absent in a plain store. */
 const SEAL = 'seal';
 /** In `sync`, a sealed store's manifest (sealing.js): store id, commit, digest of the records. */
+// Which records a sealed commit writes, under which keys, sealed how, and the manifest and check
+// value: proteus-client's web sealed format decides (sealing.js runs its Web Crypto operations).
 const MANIFEST = 'manifest';
 
 function request(req) {
@@ -45,6 +35,14 @@ function done(tx) {
 }
 
 const bytesOf = (value) => (value === undefined ? undefined : new Uint8Array(value));
+
+/** Whether two check values (public: sealed constants) are the same bytes. */
+function equalBytes(a, b) {
+  if (a === b) return true;
+  if (a === undefined || b === undefined || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /** The IndexedDB database that holds store `name`. */
 export function databaseName(name) {
@@ -66,13 +64,6 @@ export class IdbStore {
   #sealer;
   /** The check value this store was opened with (undefined: plain). */
   #check;
-  /**
-   * A sealed store's manifest as last loaded or committed: `{storeId, commit, digest, entries}`,
-   * `entries` the commit of every record by table and stored key.
-   */
-  #bound;
-  /** The highest commit a manifest of this store had while it was open: it never goes back. */
-  #highest = 0;
 
   constructor(db, name, tables, locks, sealer, check) {
     this.#db = db;
@@ -141,6 +132,8 @@ export class IdbStore {
       await store.lock(async () => store.#reseal(to, (await readManifest(db)) === undefined));
     } finally {
       db.close();
+      from?.close();
+      to.close();
     }
   }
 
@@ -151,34 +144,26 @@ export class IdbStore {
    */
   async #reseal(to, legacy = false) {
     const { commits, records } = await this.#read(legacy);
-    const storeId = globalThis.crypto.getRandomValues(new Uint8Array(STORE_ID));
-    const next = commits + 1;
-    const resealed = await Promise.all(
-      records.map(async (r) => {
-        const name = this.#tables[r.table];
-        const sealed = await to.sealBound(name, r.key, r.value, storeId, next);
-        return { table: r.table, ...sealed, element: await to.element(name, sealed.stored, next) };
-      }),
-    );
-    const digest = new Uint8Array(32);
-    for (const r of resealed) xorInto(digest, r.element);
-    const manifest = await to.sealManifest({ storeId, commit: next, count: resealed.length, digest });
-    const check = await to.check();
-    await this.#transaction(commits, (tx) => {
-      for (const table of this.#tables) tx.objectStore(table).clear();
-      for (const r of resealed) tx.objectStore(this.#tables[r.table]).put(r.value, r.stored);
-      tx.objectStore(SYNC).put(check, SEAL);
-      tx.objectStore(SYNC).put(manifest, MANIFEST);
-      tx.objectStore(SYNC).put(next, COMMITS);
-    });
+    const sealed = await to.reseal(records, commits);
+    await this.#transaction(commits, (tx) => this.#putSealed(tx, sealed));
+  }
+
+  /** Stores a sealed commit (`Sealer.persist`'s or `reseal`'s) in transaction `tx`. */
+  #putSealed(tx, sealed) {
+    if (sealed.replaceAll) for (const table of this.#tables) tx.objectStore(table).clear();
+    this.#write(tx, sealedEntries(sealed), sealed.commit);
+    const sync = tx.objectStore(SYNC);
+    if (sealed.check !== undefined) sync.put(sealed.check, SEAL);
+    sync.put(sealed.manifest, MANIFEST);
   }
 
   /**
-   * Every record, opened: `{commits, records: [{table, key, value}]}`. A sealed store's records
-   * are checked against its manifest (sealing.js): a record missing, older than the store
-   * committed, moved or from another store is refused with StoreTampered (514), a manifest that
-   * went back while this store was open with StoreRolledBack (511). `legacy`: a store without
-   * a manifest (plain, or sealed in format 1) is read as it is, to be re-sealed.
+   * Every record, opened: `{commits, records}`, a record buffer. A sealed store's records are
+   * checked against its manifest by the sealer (proteus-client's web sealed format): a record
+   * missing, older than the store committed, moved or from another store is refused with
+   * StoreTampered (514), a manifest that went back while this store was open with
+   * StoreRolledBack (511). `legacy`: a store without a manifest (plain, or sealed in format 1)
+   * is read as it is, to be re-sealed.
    */
   async #read(legacy = false) {
     const tx = this.#db.transaction([...this.#tables, SYNC], 'readonly');
@@ -197,65 +182,16 @@ export class IdbStore {
     tables.forEach(([keys, values], table) => {
       keys.forEach((key, i) => stored.push({ table, key: new Uint8Array(key), value: new Uint8Array(values[i]) }));
     });
-    const sealer = this.#sealer;
-    if (sealer === undefined) return { commits: commits ?? 0, records: stored };
-    if (manifest !== undefined) return { commits: commits ?? 0, records: await this.#bind(stored, bytesOf(manifest), commits ?? 0) };
-    if (!legacy) throw tampered('its manifest is missing');
-    // Every store that committed holds an identity: none at all is a store emptied.
-    if (stored.length === 0 && (commits ?? 0) > 0) throw tampered('its records are missing');
-    const records = await Promise.all(
-      stored.map(async ({ table, key, value }) => {
-        if (formatOf(value) !== LEGACY_FORMAT) throw tampered('its manifest is missing');
-        const opened = await sealer.open(this.#tables[table], key, value);
-        if (opened === undefined) throw damaged(this.#tables[table]);
-        return { table, ...opened };
-      }),
-    );
-    return { commits: commits ?? 0, records };
-  }
-
-  /** `stored` (a sealed store's records at commit `commits`) checked against `manifest`, opened. */
-  async #bind(stored, manifest, commits) {
-    const sealer = this.#sealer;
-    const m = await sealer.openManifest(manifest);
-    if (m === undefined) throw tampered('its manifest does not open');
-    if (this.#bound !== undefined && !sameBytes(m.storeId, this.#bound.storeId)) {
-      throw tampered('its manifest is from another store');
-    }
-    if (m.commit !== commits) throw tampered('its commit counter is not the one its manifest sealed');
-    if (m.commit < this.#highest) {
-      throw failure(
-        STORE_ROLLED_BACK,
-        `the store was replaced by an older copy while open (commit ${m.commit}, this client saw ${this.#highest}); it is refused so that no message key is used twice`,
-      );
-    }
-    const digest = new Uint8Array(32);
-    const entries = new Map();
-    const records = await Promise.all(
-      stored.map(async ({ table, key, value }) => {
-        const name = this.#tables[table];
-        const commit = commitOf(value);
-        if (commit === undefined || commit > m.commit) throw tampered(`a record of ${name} was never committed as it is`);
-        xorInto(digest, await sealer.element(name, key, commit));
-        entries.set(entryKey(table, key), commit);
-        const opened = await sealer.openBound(name, key, value, m.storeId, commit);
-        if (opened === undefined) {
-          throw tampered(`a record of ${name} is not the version the store committed (older, moved, from another store, or damaged)`);
-        }
-        return { table, ...opened };
-      }),
-    );
-    if (entries.size !== m.count || !sameBytes(digest, m.digest)) {
-      throw tampered('its records do not match its manifest (a record was deleted, added or put back)');
-    }
-    this.#bound = { storeId: m.storeId, commit: m.commit, digest, entries };
-    this.#highest = m.commit;
-    return records;
+    if (this.#sealer === undefined) return { commits: commits ?? 0, records: packed(stored) };
+    const tableOf = Uint8Array.from(stored, (r) => r.table);
+    const [bytes, lengths] = concat(stored.flatMap((r) => [r.key, r.value]));
+    const opened = await this.#sealer.load(tableOf, bytes, lengths, commits ?? 0, bytesOf(manifest), legacy);
+    return { commits: commits ?? 0, records: opened.records };
   }
 
   async load() {
     const { commits, records } = await this.#read();
-    return { version: commits, records: packRecords(records) };
+    return { version: commits, records };
   }
 
   async version() {
@@ -276,60 +212,16 @@ export class IdbStore {
   }
 
   /**
-   * `persist` for a sealed store: every record sealed at commit `next`, and the manifest's
-   * digest moved by the records written and deleted (nothing else is read or hashed).
+   * `persist` for a sealed store: the writes sealed at commit `next` with the manifest moved by
+   * them (Sealer.persist), stored in one transaction; then the sealer's manifest is this one.
    */
   async #persistSealed(writes, expected, next, durability) {
     const sealer = this.#sealer;
-    const bound = this.#bound;
+    const sealed = await sealer.persist(writes, expected, next);
     // The manifest known here is not the store's at `expected`: reload first.
-    if (bound === undefined || bound.commit !== expected) throw new CommitConflict(expected, bound?.commit ?? -1);
-    const list = [...unpackWrites(writes)];
-    const entries = await Promise.all(
-      list.map(async (w) => {
-        const table = this.#tables[w.table];
-        if (w.op === DELETE) return { table: w.table, op: DELETE, key: await sealer.storedKey(table, w.key) };
-        const { stored, value } = await sealer.sealBound(table, w.key, w.value, bound.storeId, next);
-        return { table: w.table, op: PUT, key: stored, value };
-      }),
-    );
-    // Which elements leave the digest and which enter it, in the writes' order.
-    const overlay = new Map();
-    const toggles = [];
-    let count = bound.entries.size;
-    for (const e of entries) {
-      const k = entryKey(e.table, e.key);
-      const old = overlay.has(k) ? overlay.get(k) : bound.entries.get(k);
-      if (old !== undefined) {
-        toggles.push([e.table, e.key, old]);
-        count -= 1;
-      }
-      if (e.op === PUT) {
-        toggles.push([e.table, e.key, next]);
-        count += 1;
-      }
-      overlay.set(k, e.op === PUT ? next : undefined);
-    }
-    const digest = bound.digest.slice();
-    for (const element of await Promise.all(toggles.map(([t, k, c]) => sealer.element(this.#tables[t], k, c)))) {
-      xorInto(digest, element);
-    }
-    const manifest = await sealer.sealManifest({ storeId: bound.storeId, commit: next, count, digest });
-    await this.#transaction(
-      expected,
-      (tx) => {
-        this.#write(tx, entries, next);
-        tx.objectStore(SYNC).put(manifest, MANIFEST);
-      },
-      durability,
-    );
-    for (const [k, c] of overlay) {
-      if (c === undefined) bound.entries.delete(k);
-      else bound.entries.set(k, c);
-    }
-    bound.digest = digest;
-    bound.commit = next;
-    this.#highest = next;
+    if (sealed === undefined) throw new CommitConflict(expected, sealer.commit ?? -1);
+    await this.#transaction(expected, (tx) => this.#putSealed(tx, sealed), durability);
+    sealer.committed();
   }
 
   /** Whether `update` can run a whole call in one transaction (a sealed store seals asynchronously). */
@@ -409,8 +301,8 @@ export class IdbStore {
   #write(tx, entries, next) {
     for (const w of entries) {
       const store = tx.objectStore(this.#tables[w.table]);
-      if (w.op === DELETE) store.delete(w.key);
-      else store.put(w.value, w.key);
+      if (w.put) store.put(w.value, w.key);
+      else store.delete(w.key);
     }
     tx.objectStore(SYNC).put(next, COMMITS);
   }
@@ -464,6 +356,7 @@ export class IdbStore {
 
   close() {
     this.#db.close();
+    this.#sealer?.close();
   }
 }
 
@@ -473,7 +366,14 @@ export class IdbStore {
  */
 function plainEntries(writes) {
   const entries = [];
-  for (const w of unpackWrites(writes)) entries.push(w.op === DELETE ? w : { ...w, value: w.value.slice() });
+  for (const w of writesOf(writes)) entries.push(w.put ? { ...w, value: w.value.slice() } : w);
+  return entries;
+}
+
+/** The entries of a sealed commit, values sliced out as in `plainEntries`. */
+function sealedEntries({ bytes, bounds }) {
+  const entries = [];
+  for (const w of writesOf(bytes, bounds)) entries.push(w.put ? { ...w, value: w.value.slice() } : w);
   return entries;
 }
 
@@ -507,13 +407,6 @@ async function openDatabase(name, tables, indexedDB, create) {
     throw new Error(`IndexedDB database ${databaseName(name)} lacks ${lacking.join(', ')}`);
   }
   return db;
-}
-
-/** A record's place in a manifest's entries: its table and stored key. */
-function entryKey(table, stored) {
-  let hex = '';
-  for (const b of stored) hex += b.toString(16).padStart(2, '0');
-  return `${table}:${hex}`;
 }
 
 /** The store's manifest (undefined: plain, or sealed in format 1). */

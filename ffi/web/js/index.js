@@ -156,6 +156,8 @@ export class Client {
     const indexedDB = indexedDBOf(options);
     const locks = storeLocks(options);
     const [from, to] = await Promise.all([sealerOf(fromKey), sealerOf(toKey)]);
+    // The sealing runs in the wasm module (proteus-client's web sealed format).
+    await init(options.wasm);
     try {
       await IdbStore.reseal(name, TABLES, { indexedDB, locks }, from, to);
     } catch (e) {

@@ -1,7 +1,10 @@
-// The record buffers that cross between the wasm client and the JS stores
-// (crates/proteus-client/src/storage/journal/codec.rs):
-//   entry := table:u8 op:u8 key_len:u32le key [value_len:u32le value]   (the value only for op 0)
-// A load is a list of puts; a commit is a list of puts and deletes.
+// How records cross between the JS stores and the wasm client, without this side reading their
+// layout (crates/proteus-client/src/storage/journal/codec.rs has it): records read from a store
+// go into wasm as one buffer with the length of each key and value, and come back as the record
+// buffer a client opens on (packRecords); a commit's writes come out of wasm as a buffer with
+// the bounds of each key and value (recordBounds, or a sealed commit's own), cut out here.
+
+import { packRecords, recordBounds } from './proteus_web.js';
 
 /**
  * The tables of proteus-client (Table::ALL), by the index the buffers use: one IndexedDB object
@@ -9,47 +12,49 @@
  */
 export const TABLES = ['meta', 'prekeys', 'sessions', 'staged_keys'];
 
-export const PUT = 0;
-export const DELETE = 1;
-
-/** Packs `[{table, key, value}]` (puts) into one buffer. */
-export function packRecords(records) {
+/** Concatenates byte arrays: `[bytes, lengths]`, how lists of byte strings cross into wasm. */
+export function concat(parts) {
+  const lengths = new Uint32Array(parts.length);
   let size = 0;
-  for (const r of records) size += 10 + r.key.length + r.value.length;
-  const out = new Uint8Array(size);
-  const view = new DataView(out.buffer);
+  parts.forEach((p, i) => {
+    lengths[i] = p.length;
+    size += p.length;
+  });
+  const bytes = new Uint8Array(size);
   let at = 0;
-  for (const r of records) {
-    out[at] = r.table;
-    out[at + 1] = PUT;
-    view.setUint32(at + 2, r.key.length, true);
-    out.set(r.key, at + 6);
-    at += 6 + r.key.length;
-    view.setUint32(at, r.value.length, true);
-    out.set(r.value, at + 4);
-    at += 4 + r.value.length;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
   }
-  return out;
+  return [bytes, lengths];
 }
 
-/** The entries of a buffer: `{table, op, key, value}`, keys and values as views into `bytes`. */
-export function* unpackWrites(bytes) {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let at = 0;
-  while (at < bytes.length) {
-    const table = bytes[at];
-    const op = bytes[at + 1];
-    const keyLength = view.getUint32(at + 2, true);
-    const key = bytes.subarray(at + 6, at + 6 + keyLength);
-    at += 6 + keyLength;
-    let value;
-    if (op === PUT) {
-      const valueLength = view.getUint32(at, true);
-      value = bytes.subarray(at + 4, at + 4 + valueLength);
-      at += 4 + valueLength;
-    } else if (op !== DELETE) {
-      throw new Error(`unknown record operation ${op}`);
-    }
-    yield { table, op, key, value };
+/** Records `[{table, key, value}]` as wasm takes them: `[tables, bytes, lengths]`. */
+export function crossing(records) {
+  const tables = new Uint8Array(records.length);
+  const parts = [];
+  records.forEach((r, i) => {
+    tables[i] = r.table;
+    parts.push(r.key, r.value);
+  });
+  return [tables, ...concat(parts)];
+}
+
+/** Records `[{table, key, value}]` (puts) as the record buffer a client opens on. */
+export const packed = (records) => packRecords(...crossing(records));
+
+/**
+ * The writes in `bytes` where `bounds` says (six numbers per write: table, put (1) or delete
+ * (0), key start and end, value start and end): `{table, put, key, value}`, views of `bytes`.
+ */
+export function* writesOf(bytes, bounds = recordBounds(bytes)) {
+  for (let i = 0; i < bounds.length; i += 6) {
+    const put = bounds[i + 1] === 1;
+    yield {
+      table: bounds[i],
+      put,
+      key: bytes.subarray(bounds[i + 2], bounds[i + 3]),
+      value: put ? bytes.subarray(bounds[i + 4], bounds[i + 5]) : undefined,
+    };
   }
 }

@@ -8,7 +8,7 @@
 // writes and `next`. That alone rules out two tabs using one message key; the lock only keeps
 // such conflicts rare. The counts come from the client's journal (proteus-client), which decides.
 
-import { DELETE, packRecords, unpackWrites } from './records.js';
+import { packed, writesOf } from './records.js';
 
 /** A queue per name: one holder at a time, in order of request, within this JS realm. */
 export class LocalLocks {
@@ -110,7 +110,7 @@ export class MemoryStore {
     for (const [table, rows] of this.#tables) {
       for (const { key, value } of rows.values()) records.push({ table, key, value });
     }
-    return { version: this.#version, records: packRecords(records) };
+    return { version: this.#version, records: packed(records) };
   }
 
   async version() {
@@ -119,11 +119,11 @@ export class MemoryStore {
 
   async persist(writes, expected, next) {
     if (expected !== this.#version) throw new CommitConflict(expected, this.#version);
-    for (const w of unpackWrites(writes)) {
+    for (const w of writesOf(writes)) {
       let rows = this.#tables.get(w.table);
       if (rows === undefined) this.#tables.set(w.table, (rows = new Map()));
       const id = hexKey(w.key);
-      if (w.op === DELETE) rows.delete(id);
+      if (!w.put) rows.delete(id);
       else rows.set(id, { key: w.key.slice(), value: w.value.slice() });
     }
     this.#version = next;

@@ -53,6 +53,14 @@ extern "C" {
     /// Rust keeps (and wipes, for secrets) stays on the Rust side.
     #[wasm_bindgen(constructor, js_class = "Uint8Array")]
     pub(crate) fn new(bytes: &[u8]) -> Bytes;
+
+    /// A JS `Uint32Array`.
+    #[wasm_bindgen(js_name = Uint32Array)]
+    pub(crate) type Words;
+
+    /// A copy of `words` in a new `Uint32Array`.
+    #[wasm_bindgen(constructor, js_class = "Uint32Array")]
+    pub(crate) fn new(words: &[u32]) -> Words;
 }
 
 /// A `RangeError` as the value a call throws.

@@ -22,6 +22,7 @@ mod delivery;
 mod import;
 mod js;
 mod pinning;
+mod sealing;
 
 use std::ops::ControlFlow;
 
@@ -35,6 +36,10 @@ use wasm_bindgen::prelude::*;
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
 pub use crate::import::ImportProgress;
+pub use crate::sealing::{
+    RawSealer, admit_store, pack_records, record_bounds, seal_changed, sealed_commit,
+    sealing_key_info,
+};
 
 /// Talc: smaller than the default allocator (dlmalloc) and faster.
 #[cfg(all(
@@ -169,10 +174,12 @@ impl RawClient {
     /// `counter`), which `journal` then holds (a client opened on it before is stale). An empty
     /// store gets a new identity, whose commit is then to be stored.
     #[wasm_bindgen(constructor)]
-    pub fn new(records: &[u8], counter: f64, journal: &RawJournal) -> Result<RawClient, JsValue> {
+    pub fn new(records: Vec<u8>, counter: f64, journal: &RawJournal) -> Result<RawClient, JsValue> {
+        // Owned, so that the module's copy of the records (secrets) is wiped after the call.
+        let records = zeroize::Zeroizing::new(records);
         let client = journal
             .journal
-            .reload(records, counter as u64, |journal| {
+            .reload(&records, counter as u64, |journal| {
                 Client::with_storage(Box::new(journal.clone()))
             })
             .map_err(|e| js_error(&e))?;

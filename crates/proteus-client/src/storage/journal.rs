@@ -36,13 +36,14 @@
 mod codec;
 mod driver;
 mod records;
+pub mod web_sealed;
 
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use zeroize::Zeroizing;
 
-pub use self::codec::{decode_writes, encode_writes};
+pub use self::codec::{decode_writes, encode_writes, entry_bounds};
 pub use self::driver::{CommitAction, CommitDriver, CommitReport};
 use self::records::Records;
 use super::{Record, Storage, Table, Write};

@@ -123,6 +123,50 @@ pub fn decode_writes(bytes: &[u8]) -> Result<Vec<Write>, StoreError> {
     Ok(writes)
 }
 
+/// Where each entry of an [`encode_writes`] buffer is, for a host that hands the keys and
+/// values to its store as views of the buffer without reading its layout: six numbers per
+/// entry, `table, put, key start, key end, value start, value end` (`put` 1 for a put, 0 for a
+/// delete, whose value is empty), offsets into `bytes`.
+pub fn entry_bounds(bytes: &[u8]) -> Result<Vec<u32>, StoreError> {
+    let offset = |rest: &[u8]| {
+        u32::try_from(bytes.len() - rest.len()).map_err(|_| corrupt("a buffer over 4 GiB"))
+    };
+    let mut bounds = Vec::new();
+    let mut reader = Reader(bytes);
+    while !reader.0.is_empty() {
+        let table = reader.byte()?;
+        if usize::from(table) >= Table::ALL.len() {
+            return Err(corrupt("unknown table"));
+        }
+        let op = reader.byte()?;
+        let key = reader.bytes()?;
+        let key_end = offset(reader.0)?;
+        let key_start = key_end - u32::try_from(key.len()).map_err(|_| corrupt("too long"))?;
+        let (put, value_start, value_end) = match op {
+            PUT => {
+                let value = reader.bytes()?;
+                let end = offset(reader.0)?;
+                (
+                    1,
+                    end - u32::try_from(value.len()).map_err(|_| corrupt("too long"))?,
+                    end,
+                )
+            }
+            DELETE => (0, key_end, key_end),
+            _ => return Err(corrupt("unknown operation")),
+        };
+        bounds.extend_from_slice(&[
+            u32::from(table),
+            put,
+            key_start,
+            key_end,
+            value_start,
+            value_end,
+        ]);
+    }
+    Ok(bounds)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +191,22 @@ mod tests {
         ];
         let bytes = encode_writes(&writes).unwrap();
         assert_eq!(decode_writes(&bytes).unwrap(), writes);
+        let bounds = entry_bounds(&bytes).unwrap();
+        assert_eq!(bounds.len(), 18);
+        assert_eq!(&bounds[..2], &[3, 1]);
+        assert_eq!(
+            &bytes[bounds[2] as usize..bounds[3] as usize],
+            &[0, 1, b'x', 9]
+        );
+        assert_eq!(&bytes[bounds[4] as usize..bounds[5] as usize], &[7; 300]);
+        assert_eq!(&bounds[6..8], &[1, 0]);
+        assert_eq!(&bytes[bounds[8] as usize..bounds[9] as usize], &[0, 5]);
+        assert_eq!(bounds[10], bounds[11]);
+        assert_eq!(
+            &bytes[bounds[14] as usize..bounds[15] as usize],
+            b"identity"
+        );
+        assert!(entry_bounds(&bytes[..bytes.len() - 1]).is_err());
         assert_eq!(decode_writes(&[]).unwrap(), vec![]);
     }
 

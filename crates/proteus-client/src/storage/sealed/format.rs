@@ -10,7 +10,7 @@ use zeroize::Zeroizing;
 use super::super::{Record, Table, Write};
 use super::manifest::Manifest;
 use crate::error::{StoreError, Tamper};
-use crate::records::META_PIN_PREFIX;
+use crate::records::{META_PIN_PREFIX, split_session_id, split_staged};
 
 /// Sealed format 1: the body is the value; the stored key is the record's key.
 pub(super) const SEALED_V1: u8 = 1;
@@ -88,16 +88,10 @@ pub(super) fn hides_ids(table: Table) -> bool {
 }
 
 /// Whether a record's key holds a session id, which is stored hashed: every key of the sessions
-/// and staged-keys tables, and a pin's (`pinned/` ‖ session id) in the meta table.
+/// and staged-keys tables, and a pin's (`pinned/` ‖ session id) in the meta table (where, the
+/// client's record layout says: `records::split_session_id`).
 pub(super) fn hides_id(table: Table, key: &[u8]) -> bool {
-    hides_ids(table) || (table == Table::Meta && key.starts_with(META_PIN_PREFIX))
-}
-
-/// A staged key's parts: `u16 BE length ‖ session id ‖ rest`.
-pub(super) fn split_staged(key: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (len, rest) = key.split_first_chunk::<2>()?;
-    let len = usize::from(u16::from_be_bytes(*len));
-    (rest.len() >= len).then(|| rest.split_at(len))
+    split_session_id(table, key).is_some()
 }
 
 pub(super) fn tampered(table: Option<Table>, fault: Tamper) -> StoreError {
@@ -128,17 +122,9 @@ impl Keys {
 
     /// The key a record is stored under: its own, or with the session id hashed.
     pub(super) fn stored_key(&self, table: Table, key: &[u8]) -> Vec<u8> {
-        match table {
-            Table::Sessions => self.id_hash(key),
-            Table::StagedKeys => match split_staged(key) {
-                Some((id, rest)) => [self.id_hash(id).as_slice(), rest].concat(),
-                None => self.id_hash(key),
-            },
-            Table::Meta => match key.strip_prefix(META_PIN_PREFIX) {
-                Some(id) => [META_PIN_PREFIX, self.id_hash(id).as_slice()].concat(),
-                None => key.to_vec(),
-            },
-            Table::PreKeys => key.to_vec(),
+        match split_session_id(table, key) {
+            Some((before, id, after)) => [before, self.id_hash(id).as_slice(), after].concat(),
+            None => key.to_vec(),
         }
     }
 
