@@ -4,8 +4,7 @@
 //! keys it derived from the store key (`js/sealing.js`). It reads no record layout: records
 //! cross as one buffer with the bounds of each key and value, cut out by the JS side.
 //!
-//! A job (`load`, `persist`, `reseal`, `check`, `verify`, and for tests `openManifest`,
-//! `openRecord`, `sealLegacy`) returns either operations to run, `{kinds, bytes, bounds}` (per
+//! A job (`load`, `persist`, `reseal`, `check`, `verify`) returns either operations to run, `{kinds, bytes, bounds}` (per
 //! operation its kind, 0 seal, 1 open, 2 hash a session id, 3 an element, and six offsets into
 //! `bytes`: its data, nonce and associated data), whose outputs go to `resume` concatenated
 //! with their lengths (`0xffffffff`: an open that failed); or its outcome, `{done: true, …}`.
@@ -162,47 +161,6 @@ impl RawSealer {
         answer(Ok(self.sealer.verify(check)))
     }
 
-    /// For tests: a manifest opened. Done: `{manifest: {storeId, commit, count, digest}}`.
-    #[wasm_bindgen(js_name = openManifest)]
-    pub fn open_manifest(&mut self, sealed: &[u8]) -> Result<JsValue, JsValue> {
-        answer(Ok(self.sealer.open_manifest(sealed)))
-    }
-
-    /// For tests: one record opened, in format 2 with `storeId` (else format 1). Done:
-    /// `{key, value}` (undefined if it does not open).
-    #[wasm_bindgen(js_name = openRecord)]
-    pub fn open_record(
-        &mut self,
-        table_index: u32,
-        stored: &[u8],
-        sealed: &[u8],
-        store_id: Option<Vec<u8>>,
-        commit: f64,
-    ) -> Result<JsValue, JsValue> {
-        let table = table(table_index)?;
-        let id = store_id
-            .map(|id| <[u8; web_sealed::format::STORE_ID_LEN]>::try_from(id.as_slice()))
-            .transpose()
-            .map_err(|_| js::range_error("a store id is 16 bytes"))?;
-        let bound = id.as_ref().map(|id| (id, commit as u64));
-        answer(Ok(self.sealer.open_record(table, stored, sealed, bound)))
-    }
-
-    /// For tests: one record sealed in format 1. Done: `{stored, value}`.
-    #[wasm_bindgen(js_name = sealLegacy)]
-    pub fn seal_legacy(
-        &mut self,
-        table_index: u32,
-        key: &[u8],
-        value: Vec<u8>,
-    ) -> Result<JsValue, JsValue> {
-        let table = table(table_index)?;
-        answer(
-            self.sealer
-                .seal_legacy(table, key.to_vec(), Zeroizing::new(value)),
-        )
-    }
-
     /// The next step of the job, from the outputs of the operations it asked for.
     pub fn resume(&mut self, bytes: Vec<u8>, lengths: &[u32]) -> Result<JsValue, JsValue> {
         let bytes = Zeroizing::new(bytes);
@@ -244,12 +202,6 @@ pub fn sealing_key_info() -> Vec<JsValue> {
         .iter()
         .map(|b| js::bytes(b))
         .collect()
-}
-
-/// The commit a format 2 sealed value names (for tests; authenticated only once it opens).
-#[wasm_bindgen(js_name = sealedCommit)]
-pub fn sealed_commit(sealed: &[u8]) -> Option<f64> {
-    web_sealed::format::commit_of(sealed).map(|c| c as f64)
 }
 
 /// Whether a store may be opened: `sealed` (it has a check value), `key` (undefined: none was
@@ -327,32 +279,6 @@ fn done(outcome: Outcome) -> Result<JsValue, JsValue> {
         }
         Outcome::Check(check) => js::set(&object, "check", &js::bytes(&check)),
         Outcome::Verified(verified) => js::set(&object, "verified", &verified.into()),
-        Outcome::Manifest(manifest) => {
-            if let Some(m) = manifest {
-                let o = js::Object::new();
-                js::set(&o, "storeId", &js::bytes(&m.store_id));
-                js::set(&o, "commit", &(m.commit as f64).into());
-                js::set(&o, "count", &(m.count as f64).into());
-                js::set(&o, "digest", &js::bytes(&m.digest));
-                js::set(&object, "manifest", &o.into());
-            }
-            true
-        }
-        Outcome::Record(record) => {
-            if let Some((key, value)) = record {
-                js::set(&object, "key", &js::bytes(&key));
-                js::set(&object, "value", &js::bytes(&value));
-            }
-            true
-        }
-        Outcome::Legacy(write) => {
-            js::set(&object, "stored", &js::bytes(&write.key));
-            js::set(
-                &object,
-                "value",
-                &js::bytes(write.value.as_deref().unwrap_or_default()),
-            )
-        }
     };
     Ok(object.into())
 }

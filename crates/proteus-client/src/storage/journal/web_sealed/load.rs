@@ -10,10 +10,9 @@ use super::format::{
 };
 use super::ops::{CryptoOp, Outputs, host_error, mac};
 use super::{
-    Bound, Entry, Job, Outcome, Step, StoredRecord, WebSealer, damaged, one_each, tampered,
+    Bound, Commits, Entry, Job, Outcome, Step, StoredRecord, WebSealer, damaged, one_each, tampered,
     xor_into,
 };
-use crate::collections::HashMap;
 use crate::error::{StoreError, Tamper};
 use crate::storage::{Table, Write};
 
@@ -139,7 +138,7 @@ impl WebSealer {
                 .ok_or_else(|| tampered(Some(table), Tamper::NotCommitted))?;
             records.push(Write::Put { table, key, value });
         }
-        let entries: HashMap<Entry, u64> = entries.into_iter().collect();
+        let entries: Commits = entries.into_iter().map(|(e, c)| (e, Some(c))).collect();
         let count_ok = u64::try_from(entries.len()).is_ok_and(|n| n == manifest.count);
         if !count_ok || !bool::from(digest.ct_eq(&manifest.digest)) {
             // A record deleted, added or put back.
