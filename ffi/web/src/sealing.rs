@@ -23,9 +23,6 @@ use zeroize::Zeroizing;
 
 use crate::{js, store_error};
 
-/// An output length that says an open failed.
-const FAILED: u32 = u32::MAX;
-
 fn table(index: u32) -> Result<Table, JsValue> {
     usize::try_from(index)
         .ok()
@@ -57,17 +54,16 @@ fn stored_records(
     if parts.len() != 2 * tables.len() {
         return Err(js::range_error("not a key and a value per record"));
     }
-    tables
-        .iter()
-        .zip(parts.chunks_exact(2))
-        .map(|(t, kv)| {
-            Ok(StoredRecord {
-                table: table(u32::from(*t))?,
-                key: kv.first().map(|k| k.to_vec()).unwrap_or_default(),
-                value: kv.get(1).map(|v| v.to_vec()).unwrap_or_default(),
-            })
-        })
-        .collect()
+    // A loop rather than a `collect` into a `Result`: the same, in less wasm.
+    let mut records = Vec::with_capacity(tables.len());
+    for (t, kv) in tables.iter().zip(parts.chunks_exact(2)) {
+        records.push(StoredRecord {
+            table: table(u32::from(*t))?,
+            key: kv.first().map(|k| k.to_vec()).unwrap_or_default(),
+            value: kv.get(1).map(|v| v.to_vec()).unwrap_or_default(),
+        });
+    }
+    Ok(records)
 }
 
 /// A plain store's records, as the JS side read them (see [`stored_records`]), in the record
@@ -163,21 +159,8 @@ impl RawSealer {
 
     /// The next step of the job, from the outputs of the operations it asked for.
     pub fn resume(&mut self, bytes: Vec<u8>, lengths: &[u32]) -> Result<JsValue, JsValue> {
-        let bytes = Zeroizing::new(bytes);
-        let mut outputs: Outputs = Vec::with_capacity(lengths.len());
-        let mut rest = bytes.as_slice();
-        for len in lengths {
-            if *len == FAILED {
-                outputs.push(None);
-                continue;
-            }
-            let (part, tail) = usize::try_from(*len)
-                .ok()
-                .and_then(|n| rest.split_at_checked(n))
-                .ok_or_else(|| js::range_error("the lengths exceed the bytes"))?;
-            outputs.push(Some(Zeroizing::new(part.to_vec())));
-            rest = tail;
-        }
+        let outputs = Outputs::new(Zeroizing::new(bytes), lengths)
+            .ok_or_else(|| js::range_error("the lengths exceed the bytes"))?;
         answer(self.sealer.resume(outputs))
     }
 
@@ -252,9 +235,8 @@ fn operations(ops: &[CryptoOp]) -> JsValue {
         }
     }
     let object = js::Object::new();
-    js::set(&object, "kinds", &js::bytes(&kinds));
-    js::set(&object, "bytes", &js::bytes(&bytes));
-    js::set(&object, "bounds", &js::Words::new(&bounds).into());
+    set_bytes(&object, "kinds", &kinds);
+    set_parts(&object, &bytes, &bounds);
     object.into()
 }
 
@@ -264,23 +246,37 @@ fn done(outcome: Outcome) -> Result<JsValue, JsValue> {
     match outcome {
         Outcome::Loaded(records) => {
             let buffer = encode_writes(&records).map_err(store_error)?;
-            js::set(&object, "records", &js::bytes(&buffer))
+            set_bytes(&object, "records", &buffer)
         }
         Outcome::Sealed(commit) => {
             let (bytes, bounds) = host_writes(&commit.writes);
-            js::set(&object, "bytes", &js::bytes(&bytes));
-            js::set(&object, "bounds", &js::Words::new(&bounds).into());
+            set_parts(&object, &bytes, &bounds);
             js::set(&object, "replaceAll", &commit.replace_all.into());
-            js::set(&object, "manifest", &js::bytes(&commit.manifest));
+            set_bytes(&object, "manifest", &commit.manifest);
             if let Some(check) = &commit.check {
-                js::set(&object, "check", &js::bytes(check));
+                set_bytes(&object, "check", check);
             }
             js::set(&object, "commit", &(commit.commit as f64).into())
         }
-        Outcome::Check(check) => js::set(&object, "check", &js::bytes(&check)),
+        Outcome::Check(check) => set_bytes(&object, "check", &check),
         Outcome::Verified(verified) => js::set(&object, "verified", &verified.into()),
     };
     Ok(object.into())
+}
+
+/// `object[key]`: a `Uint8Array` copy of `bytes`. Not inlined: one call per field rather than
+/// the JS value made and dropped at each.
+#[inline(never)]
+fn set_bytes(object: &JsValue, key: &str, bytes: &[u8]) -> bool {
+    js::set(object, key, &js::bytes(bytes))
+}
+
+/// `object.bytes` and `object.bounds` (a `Uint32Array` of offsets into them): a batch's
+/// operations or a commit's writes.
+#[inline(never)]
+fn set_parts(object: &JsValue, bytes: &[u8], bounds: &[u32]) {
+    set_bytes(object, "bytes", bytes);
+    js::set(object, "bounds", &js::Words::new(bounds).into());
 }
 
 /// The writes as one buffer and their bounds (the layout of [`record_bounds`]).

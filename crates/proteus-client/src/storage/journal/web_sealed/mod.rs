@@ -37,8 +37,8 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use self::format::{
-    CHECK_TABLE, CHECK_VALUE, DIGEST_LEN, ID_HASH_LEN, Manifest, SEALED_V1, STORE_ID_LEN,
-    aad_v1, parts_v1,
+    CHECK_TABLE, CHECK_VALUE, DIGEST_LEN, ID_HASH_LEN, Manifest, SEALED_V1, STORE_ID_LEN, aad_v1,
+    parts_v1,
 };
 use self::load::legacy_loaded;
 pub use self::ops::{CryptoOp, Outputs};
@@ -353,16 +353,7 @@ impl WebSealer {
             Job::LoadLegacy { tables } => legacy_loaded(tables, outputs),
             Job::Write(mut job) => {
                 let step = job.resume(&mut self.ids, self.bound.as_ref(), outputs)?;
-                match step {
-                    write::WriteStep::Run(ops) => {
-                        self.job = Some(Job::Write(job));
-                        Ok(Step::Run(ops))
-                    }
-                    write::WriteStep::Done(outcome, pending) => {
-                        self.pending = pending;
-                        Ok(Step::Done(outcome))
-                    }
-                }
+                Ok(self.write_step(job, step))
             }
             Job::Check { nonce } => {
                 let [sealed] = one_each(&outputs)?;
@@ -379,15 +370,23 @@ impl WebSealer {
         }
     }
 
-    fn start_write(&mut self, mut job: WriteJob) -> Result<Step, StoreError> {
-        match job.start(&self.ids, self.bound.as_ref())? {
+    fn start_write(&mut self, job: WriteJob) -> Result<Step, StoreError> {
+        let mut job = Box::new(job);
+        let step = job.start(&self.ids, self.bound.as_ref())?;
+        Ok(self.write_step(job, step))
+    }
+
+    /// A write job's step as the sealer's: the job kept while it runs, its pending state once
+    /// it is done (one place for both the first step and the next ones).
+    fn write_step(&mut self, job: Box<WriteJob>, step: write::WriteStep) -> Step {
+        match step {
             write::WriteStep::Run(ops) => {
-                self.job = Some(Job::Write(Box::new(job)));
-                Ok(Step::Run(ops))
+                self.job = Some(Job::Write(job));
+                Step::Run(ops)
             }
             write::WriteStep::Done(outcome, pending) => {
                 self.pending = pending;
-                Ok(Step::Done(outcome))
+                Step::Done(outcome)
             }
         }
     }
@@ -399,8 +398,8 @@ fn one_each<const N: usize>(outputs: &Outputs) -> Result<[Option<&[u8]>; N], Sto
         return Err(host_error("not one output per operation"));
     }
     let mut out = [None; N];
-    for (slot, o) in out.iter_mut().zip(outputs) {
-        *slot = o.as_deref().map(Vec::as_slice);
+    for (slot, o) in out.iter_mut().zip(outputs.iter()) {
+        *slot = o;
     }
     Ok(out)
 }

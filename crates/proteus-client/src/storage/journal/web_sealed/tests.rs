@@ -54,6 +54,10 @@ impl Platform {
     }
 
     fn run(&self, ops: Vec<CryptoOp>) -> Outputs {
+        outputs(self.run_each(ops))
+    }
+
+    fn run_each(&self, ops: Vec<CryptoOp>) -> Vec<Option<Zeroizing<Vec<u8>>>> {
         ops.into_iter()
             .map(|op| match op {
                 CryptoOp::Seal {
@@ -91,7 +95,7 @@ impl Platform {
         }
         let stored = stored_key(&hashes, table, key).unwrap();
         let nonce = [7; format::NONCE_LEN];
-        let [Some(sealed)] = <[_; 1]>::try_from(self.run(vec![CryptoOp::Seal {
+        let [Some(sealed)] = <[_; 1]>::try_from(self.run_each(vec![CryptoOp::Seal {
             nonce,
             aad: format::aad_v1(table.name(), &stored),
             plaintext: format::body(key, value).unwrap(),
@@ -153,6 +157,20 @@ impl Host {
     fn find(&mut self, table: Table) -> &mut StoredRecord {
         self.records.iter_mut().find(|r| r.table == table).unwrap()
     }
+}
+
+/// The outputs as the host hands them over: one buffer and their lengths.
+fn outputs(each: Vec<Option<Zeroizing<Vec<u8>>>>) -> Outputs {
+    let lengths: Vec<u32> = each
+        .iter()
+        .map(|o| o.as_ref().map_or(Outputs::FAILED, |o| o.len() as u32))
+        .collect();
+    let bytes: Vec<u8> = each
+        .into_iter()
+        .flatten()
+        .flat_map(|o| o.to_vec())
+        .collect();
+    Outputs::new(Zeroizing::new(bytes), &lengths).unwrap()
 }
 
 const KEY: [u8; 32] = [0x42; 32];
@@ -503,7 +521,7 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     let p = Platform::new(KEY);
     let host = sealed_store(&p);
     let mut sealer = WebSealer::new();
-    assert!(sealer.resume(vec![]).is_err());
+    assert!(sealer.resume(outputs(vec![])).is_err());
     let Step::Run(ops) = sealer
         .load(
             host.records.clone(),
@@ -515,10 +533,10 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     else {
         panic!()
     };
-    let mut outputs = p.run(ops);
-    outputs.push(None);
+    let mut each = p.run_each(ops);
+    each.push(None);
     assert!(matches!(
-        sealer.resume(outputs),
+        sealer.resume(outputs(each)),
         Err(StoreError::Backend(_))
     ));
     let Step::Run(ops) = sealer
@@ -535,10 +553,10 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     let Step::Run(ops) = sealer.resume(p.run(ops)).unwrap() else {
         panic!()
     };
-    let mut outputs = p.run(ops);
-    outputs[0] = Some(Zeroizing::new(vec![1, 2, 3]));
+    let mut each = p.run_each(ops);
+    each[0] = Some(Zeroizing::new(vec![1, 2, 3]));
     assert!(matches!(
-        sealer.resume(outputs),
+        sealer.resume(outputs(each)),
         Err(StoreError::Backend(_))
     ));
     // Truncated values and manifests are refused, not indexed.

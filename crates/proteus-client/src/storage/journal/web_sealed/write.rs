@@ -10,7 +10,8 @@ use super::format::{
 };
 use super::ops::{CryptoOp, Outputs, host_error, mac, nonce};
 use super::{
-    Bound, Commits, HostWrite, ID_HASH_LEN, Outcome, Pending, SealedCommit, stored_key, xor_into,
+    Bound, Commits, HostWrite, ID_HASH_LEN, Outcome, Pending, SealedCommit, one_each, stored_key,
+    xor_into,
 };
 use crate::collections::HashMap;
 use crate::error::StoreError;
@@ -159,19 +160,16 @@ impl WriteJob {
                 if outputs.len() != asked.len() {
                     return Err(host_error("not one output per operation"));
                 }
-                for (id, hash) in asked.into_iter().zip(&outputs) {
-                    ids.insert(id, mac(hash.as_ref())?);
+                for (id, hash) in asked.into_iter().zip(outputs.iter()) {
+                    ids.insert(id, mac(hash)?);
                 }
                 self.seal(ids, bound)
             }
             Stage::Seal => self.sealed(outputs),
             Stage::Manifest => {
-                let [Some(sealed)] = <[_; 1]>::try_from(outputs)
-                    .map_err(|_| host_error("not one output per operation"))?
-                else {
-                    return Err(host_error("a seal has no output"));
-                };
-                let manifest = value_v1(SEALED_V2, &self.manifest_nonce, &sealed);
+                let [sealed] = one_each(&outputs)?;
+                let sealed = sealed.ok_or_else(|| host_error("a seal has no output"))?;
+                let manifest = value_v1(SEALED_V2, &self.manifest_nonce, sealed);
                 let writes = self.host_writes();
                 let commit = SealedCommit {
                     replace_all: self.kind == Kind::Reseal,
@@ -197,15 +195,13 @@ impl WriteJob {
         ids: &HashMap<Vec<u8>, [u8; ID_HASH_LEN]>,
         bound: Option<&Bound>,
     ) -> Result<WriteStep, StoreError> {
-        self.stored = self
-            .writes
-            .iter()
-            .map(|w| match w {
-                Write::Put { table, key, .. } | Write::Delete { table, key } => {
-                    stored_key(ids, *table, key)
-                }
-            })
-            .collect::<Result<_, _>>()?;
+        // A loop rather than a `collect` into a `Result`: the same, in less wasm.
+        let mut stored = Vec::with_capacity(self.writes.len());
+        for w in &self.writes {
+            let (Write::Put { table, key, .. } | Write::Delete { table, key }) = w;
+            stored.push(stored_key(ids, *table, key)?);
+        }
+        self.stored = stored;
         let mut ops = Vec::with_capacity(2 * self.writes.len() + 1);
         for (w, stored) in self.writes.iter().zip(&self.stored) {
             if let Write::Put { table, key, value } = w {
@@ -279,18 +275,18 @@ impl WriteJob {
         if outputs.len() != expected {
             return Err(host_error("not one output per operation"));
         }
-        let mut outputs = outputs.into_iter();
+        let mut outputs = outputs.iter();
         let mut sealed = Vec::with_capacity(puts);
         for nonce in &self.nonces {
             let ciphertext = outputs
                 .next()
                 .flatten()
                 .ok_or_else(|| host_error("a seal has no output"))?;
-            sealed.push(value_v2(self.next, nonce, &ciphertext));
+            sealed.push(value_v2(self.next, nonce, ciphertext));
         }
         self.sealed = sealed;
         for _ in 0..self.elements {
-            let element = mac(outputs.next().flatten().as_ref())?;
+            let element = mac(outputs.next().flatten())?;
             xor_into(&mut self.digest, &element);
         }
         if let Some(nonce) = self.check_nonce {
@@ -298,7 +294,7 @@ impl WriteJob {
                 .next()
                 .flatten()
                 .ok_or_else(|| host_error("a seal has no output"))?;
-            self.check = Some(value_v1(SEALED_V1, &nonce, &ciphertext));
+            self.check = Some(value_v1(SEALED_V1, &nonce, ciphertext));
         }
         let manifest = Manifest {
             store_id: self.store_id,
