@@ -10,8 +10,8 @@
 // Rust gives), and each step of a job is a batch of AES-GCM and HMAC operations, run at once.
 
 import { adopt } from './errors.js';
-import { RawSealer, admitStore, sealChanged as changed, sealedCommit, sealingKeyInfo } from './proteus_web.js';
-import { TABLES, concat } from './records.js';
+import { RawSealer, admitStore, sealChanged as changed, sealingKeyInfo } from './proteus_web.js';
+import { concat } from './records.js';
 
 /** The operations' kinds, as RawSealer numbers them. */
 const SEAL = 0;
@@ -156,25 +156,6 @@ export class Sealer {
   async verify(check) {
     return (await this.#run((raw) => raw.verify(check))).verified;
   }
-
-  // For tests and tools that make stores as earlier versions wrote them (tests/bound.test.mjs).
-
-  /** A sealed manifest opened: `{storeId, commit, count, digest}`, or undefined. */
-  async openManifest(sealed) {
-    return (await this.#run((raw) => raw.openManifest(sealed))).manifest;
-  }
-
-  /** `{key, value}` of a format 2 record written by `commit` of store `storeId`, or undefined. */
-  async openBound(table, stored, sealed, storeId, commit) {
-    const out = await this.#run((raw) => raw.openRecord(TABLES.indexOf(table), stored, sealed, storeId, commit));
-    return out.key === undefined ? undefined : { key: out.key, value: out.value };
-  }
-
-  /** `{stored, value}`: `(key, value)` sealed in format 1 (never written by the package). */
-  async seal(table, key, value) {
-    const out = await this.#run((raw) => raw.sealLegacy(TABLES.indexOf(table), key, value));
-    return { stored: out.stored, value: out.value };
-  }
 }
 
 /** A call into the wasm module; its errors are ProteusErrors. */
@@ -207,9 +188,6 @@ async function execute(keys, { kinds, bytes, bounds }) {
     bytes.fill(0);
   }
 }
-
-/** The commit a format 2 value names (authenticated only once it opens), or undefined. */
-export const commitOf = (sealed) => sealedCommit(sealed);
 
 /**
  * Checks a store's check value (undefined: the store is not sealed) against the sealer it is

@@ -4,8 +4,7 @@
 //! keys it derived from the store key (`js/sealing.js`). It reads no record layout: records
 //! cross as one buffer with the bounds of each key and value, cut out by the JS side.
 //!
-//! A job (`load`, `persist`, `reseal`, `check`, `verify`, and for tests `openManifest`,
-//! `openRecord`, `sealLegacy`) returns either operations to run, `{kinds, bytes, bounds}` (per
+//! A job (`load`, `persist`, `reseal`, `check`, `verify`) returns either operations to run, `{kinds, bytes, bounds}` (per
 //! operation its kind, 0 seal, 1 open, 2 hash a session id, 3 an element, and six offsets into
 //! `bytes`: its data, nonce and associated data), whose outputs go to `resume` concatenated
 //! with their lengths (`0xffffffff`: an open that failed); or its outcome, `{done: true, …}`.
@@ -23,9 +22,6 @@ use wasm_bindgen::prelude::*;
 use zeroize::Zeroizing;
 
 use crate::{js, store_error};
-
-/// An output length that says an open failed.
-const FAILED: u32 = u32::MAX;
 
 fn table(index: u32) -> Result<Table, JsValue> {
     usize::try_from(index)
@@ -58,17 +54,16 @@ fn stored_records(
     if parts.len() != 2 * tables.len() {
         return Err(js::range_error("not a key and a value per record"));
     }
-    tables
-        .iter()
-        .zip(parts.chunks_exact(2))
-        .map(|(t, kv)| {
-            Ok(StoredRecord {
-                table: table(u32::from(*t))?,
-                key: kv.first().map(|k| k.to_vec()).unwrap_or_default(),
-                value: kv.get(1).map(|v| v.to_vec()).unwrap_or_default(),
-            })
-        })
-        .collect()
+    // A loop rather than a `collect` into a `Result`: the same, in less wasm.
+    let mut records = Vec::with_capacity(tables.len());
+    for (t, kv) in tables.iter().zip(parts.chunks_exact(2)) {
+        records.push(StoredRecord {
+            table: table(u32::from(*t))?,
+            key: kv.first().map(|k| k.to_vec()).unwrap_or_default(),
+            value: kv.get(1).map(|v| v.to_vec()).unwrap_or_default(),
+        });
+    }
+    Ok(records)
 }
 
 /// A plain store's records, as the JS side read them (see [`stored_records`]), in the record
@@ -162,64 +157,10 @@ impl RawSealer {
         answer(Ok(self.sealer.verify(check)))
     }
 
-    /// For tests: a manifest opened. Done: `{manifest: {storeId, commit, count, digest}}`.
-    #[wasm_bindgen(js_name = openManifest)]
-    pub fn open_manifest(&mut self, sealed: &[u8]) -> Result<JsValue, JsValue> {
-        answer(Ok(self.sealer.open_manifest(sealed)))
-    }
-
-    /// For tests: one record opened, in format 2 with `storeId` (else format 1). Done:
-    /// `{key, value}` (undefined if it does not open).
-    #[wasm_bindgen(js_name = openRecord)]
-    pub fn open_record(
-        &mut self,
-        table_index: u32,
-        stored: &[u8],
-        sealed: &[u8],
-        store_id: Option<Vec<u8>>,
-        commit: f64,
-    ) -> Result<JsValue, JsValue> {
-        let table = table(table_index)?;
-        let id = store_id
-            .map(|id| <[u8; web_sealed::format::STORE_ID_LEN]>::try_from(id.as_slice()))
-            .transpose()
-            .map_err(|_| js::range_error("a store id is 16 bytes"))?;
-        let bound = id.as_ref().map(|id| (id, commit as u64));
-        answer(Ok(self.sealer.open_record(table, stored, sealed, bound)))
-    }
-
-    /// For tests: one record sealed in format 1. Done: `{stored, value}`.
-    #[wasm_bindgen(js_name = sealLegacy)]
-    pub fn seal_legacy(
-        &mut self,
-        table_index: u32,
-        key: &[u8],
-        value: Vec<u8>,
-    ) -> Result<JsValue, JsValue> {
-        let table = table(table_index)?;
-        answer(
-            self.sealer
-                .seal_legacy(table, key.to_vec(), Zeroizing::new(value)),
-        )
-    }
-
     /// The next step of the job, from the outputs of the operations it asked for.
     pub fn resume(&mut self, bytes: Vec<u8>, lengths: &[u32]) -> Result<JsValue, JsValue> {
-        let bytes = Zeroizing::new(bytes);
-        let mut outputs: Outputs = Vec::with_capacity(lengths.len());
-        let mut rest = bytes.as_slice();
-        for len in lengths {
-            if *len == FAILED {
-                outputs.push(None);
-                continue;
-            }
-            let (part, tail) = usize::try_from(*len)
-                .ok()
-                .and_then(|n| rest.split_at_checked(n))
-                .ok_or_else(|| js::range_error("the lengths exceed the bytes"))?;
-            outputs.push(Some(Zeroizing::new(part.to_vec())));
-            rest = tail;
-        }
+        let outputs = Outputs::new(Zeroizing::new(bytes), lengths)
+            .ok_or_else(|| js::range_error("the lengths exceed the bytes"))?;
         answer(self.sealer.resume(outputs))
     }
 
@@ -244,12 +185,6 @@ pub fn sealing_key_info() -> Vec<JsValue> {
         .iter()
         .map(|b| js::bytes(b))
         .collect()
-}
-
-/// The commit a format 2 sealed value names (for tests; authenticated only once it opens).
-#[wasm_bindgen(js_name = sealedCommit)]
-pub fn sealed_commit(sealed: &[u8]) -> Option<f64> {
-    web_sealed::format::commit_of(sealed).map(|c| c as f64)
 }
 
 /// Whether a store may be opened: `sealed` (it has a check value), `key` (undefined: none was
@@ -300,9 +235,8 @@ fn operations(ops: &[CryptoOp]) -> JsValue {
         }
     }
     let object = js::Object::new();
-    js::set(&object, "kinds", &js::bytes(&kinds));
-    js::set(&object, "bytes", &js::bytes(&bytes));
-    js::set(&object, "bounds", &js::Words::new(&bounds).into());
+    set_bytes(&object, "kinds", &kinds);
+    set_parts(&object, &bytes, &bounds);
     object.into()
 }
 
@@ -312,49 +246,37 @@ fn done(outcome: Outcome) -> Result<JsValue, JsValue> {
     match outcome {
         Outcome::Loaded(records) => {
             let buffer = encode_writes(&records).map_err(store_error)?;
-            js::set(&object, "records", &js::bytes(&buffer))
+            set_bytes(&object, "records", &buffer)
         }
         Outcome::Sealed(commit) => {
             let (bytes, bounds) = host_writes(&commit.writes);
-            js::set(&object, "bytes", &js::bytes(&bytes));
-            js::set(&object, "bounds", &js::Words::new(&bounds).into());
+            set_parts(&object, &bytes, &bounds);
             js::set(&object, "replaceAll", &commit.replace_all.into());
-            js::set(&object, "manifest", &js::bytes(&commit.manifest));
+            set_bytes(&object, "manifest", &commit.manifest);
             if let Some(check) = &commit.check {
-                js::set(&object, "check", &js::bytes(check));
+                set_bytes(&object, "check", check);
             }
             js::set(&object, "commit", &(commit.commit as f64).into())
         }
-        Outcome::Check(check) => js::set(&object, "check", &js::bytes(&check)),
+        Outcome::Check(check) => set_bytes(&object, "check", &check),
         Outcome::Verified(verified) => js::set(&object, "verified", &verified.into()),
-        Outcome::Manifest(manifest) => {
-            if let Some(m) = manifest {
-                let o = js::Object::new();
-                js::set(&o, "storeId", &js::bytes(&m.store_id));
-                js::set(&o, "commit", &(m.commit as f64).into());
-                js::set(&o, "count", &(m.count as f64).into());
-                js::set(&o, "digest", &js::bytes(&m.digest));
-                js::set(&object, "manifest", &o.into());
-            }
-            true
-        }
-        Outcome::Record(record) => {
-            if let Some((key, value)) = record {
-                js::set(&object, "key", &js::bytes(&key));
-                js::set(&object, "value", &js::bytes(&value));
-            }
-            true
-        }
-        Outcome::Legacy(write) => {
-            js::set(&object, "stored", &js::bytes(&write.key));
-            js::set(
-                &object,
-                "value",
-                &js::bytes(write.value.as_deref().unwrap_or_default()),
-            )
-        }
     };
     Ok(object.into())
+}
+
+/// `object[key]`: a `Uint8Array` copy of `bytes`. Not inlined: one call per field rather than
+/// the JS value made and dropped at each.
+#[inline(never)]
+fn set_bytes(object: &JsValue, key: &str, bytes: &[u8]) -> bool {
+    js::set(object, key, &js::bytes(bytes))
+}
+
+/// `object.bytes` and `object.bounds` (a `Uint32Array` of offsets into them): a batch's
+/// operations or a commit's writes.
+#[inline(never)]
+fn set_parts(object: &JsValue, bytes: &[u8], bounds: &[u32]) {
+    set_bytes(object, "bytes", bytes);
+    js::set(object, "bounds", &js::Words::new(bounds).into());
 }
 
 /// The writes as one buffer and their bounds (the layout of [`record_bounds`]).

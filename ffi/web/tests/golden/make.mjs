@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { IDBFactory } from 'fake-indexeddb';
 import { Client, init } from '../../pkg/index.js';
+import { toFormat1 } from '../support/format1.mjs';
 
 await init();
 
@@ -97,11 +98,9 @@ const storeKey = new Uint8Array(32).map((_, i) => 0x30 + i);
 }
 
 // Format 1 (records not bound to a commit, no manifest): the store re-sealed record by record
-// as the first format sealed it (as bound.test.mjs does), the manifest removed.
+// as the first format sealed it (tests/support/format1.mjs, as bound.test.mjs does), the manifest removed.
 {
   const { indexedDB, skipped, fingerprint, pinned } = await make(storeKey);
-  const { Sealer, commitOf } = await import('../../pkg/sealing.js');
-  const sealer = await Sealer.of(storeKey);
   const db = await request(indexedDB.open('proteus:bob'));
   const tx = db.transaction([...TABLES, 'sync'], 'readonly');
   const raw = {};
@@ -111,19 +110,7 @@ const storeKey = new Uint8Array(32).map((_, i) => 0x30 + i);
     raw[table] = keys.map((k, i) => [k, values[i]]);
   }
   db.close();
-  const manifest = await sealer.openManifest(new Uint8Array(raw.sync.find(([k]) => k === 'manifest')[1]));
-  const legacy = {};
-  for (const table of TABLES) {
-    legacy[table] = await Promise.all(
-      raw[table].map(async ([k, v]) => {
-        const value = new Uint8Array(v);
-        const opened = await sealer.openBound(table, new Uint8Array(k), value, manifest.storeId, commitOf(value));
-        const { stored, value: sealed } = await sealer.seal(table, opened.key, opened.value);
-        return [stored, sealed];
-      }),
-    );
-  }
-  legacy.sync = raw.sync.filter(([k]) => k !== 'manifest');
+  const legacy = await toFormat1(storeKey, raw);
   await restore(indexedDB, 'bob', legacy);
   const tables = await dump(indexedDB, 'bob');
   writeFileSync(

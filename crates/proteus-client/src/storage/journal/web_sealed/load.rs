@@ -10,10 +10,9 @@ use super::format::{
 };
 use super::ops::{CryptoOp, Outputs, host_error, mac};
 use super::{
-    Bound, Entry, Job, Outcome, Step, StoredRecord, WebSealer, damaged, one_each, tampered,
-    xor_into,
+    Bound, Commits, Entry, Job, Outcome, Step, StoredRecord, WebSealer, damaged, one_each,
+    tampered, xor_into,
 };
-use crate::collections::HashMap;
 use crate::error::{StoreError, Tamper};
 use crate::storage::{Table, Write};
 
@@ -127,19 +126,19 @@ impl WebSealer {
         }
         let mut digest = [0u8; DIGEST_LEN];
         let mut records = Vec::with_capacity(entries.len());
-        let mut outputs = outputs.into_iter();
+        let mut outputs = outputs.iter();
         for ((table, _), _) in &entries {
             let table = *table;
-            let element = mac(outputs.next().flatten().as_ref())?;
+            let element = mac(outputs.next().flatten())?;
             xor_into(&mut digest, &element);
             let (key, value) = outputs
                 .next()
                 .flatten()
-                .and_then(|b| split_body(&b))
+                .and_then(split_body)
                 .ok_or_else(|| tampered(Some(table), Tamper::NotCommitted))?;
             records.push(Write::Put { table, key, value });
         }
-        let entries: HashMap<Entry, u64> = entries.into_iter().collect();
+        let entries: Commits = entries.into_iter().map(|(e, c)| (e, Some(c))).collect();
         let count_ok = u64::try_from(entries.len()).is_ok_and(|n| n == manifest.count);
         if !count_ok || !bool::from(digest.ct_eq(&manifest.digest)) {
             // A record deleted, added or put back.
@@ -157,11 +156,8 @@ pub(super) fn legacy_loaded(tables: Vec<Table>, outputs: Outputs) -> Result<Step
         return Err(host_error("not one output per operation"));
     }
     let mut records = Vec::with_capacity(tables.len());
-    for (table, body) in tables.into_iter().zip(outputs) {
-        let (key, value) = body
-            .as_deref()
-            .and_then(|b| split_body(b))
-            .ok_or_else(|| damaged(table))?;
+    for (table, body) in tables.into_iter().zip(outputs.iter()) {
+        let (key, value) = body.and_then(split_body).ok_or_else(|| damaged(table))?;
         records.push(Write::Put { table, key, value });
     }
     Ok(Step::Done(Outcome::Loaded(records)))

@@ -37,8 +37,8 @@ use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
 use self::format::{
-    CHECK_TABLE, CHECK_VALUE, DIGEST_LEN, ID_HASH_LEN, Manifest, SEALED_V1, SEALED_V2,
-    STORE_ID_LEN, aad_v1, aad_v2, commit_of, manifest_aad, parts_v1, parts_v2, split_body,
+    CHECK_TABLE, CHECK_VALUE, DIGEST_LEN, ID_HASH_LEN, Manifest, SEALED_V1, STORE_ID_LEN, aad_v1,
+    parts_v1,
 };
 use self::load::legacy_loaded;
 pub use self::ops::{CryptoOp, Outputs};
@@ -51,6 +51,11 @@ use crate::storage::{Table, Write};
 
 /// A record's place in a store: its table and stored key.
 type Entry = (Table, Vec<u8>);
+
+/// The commit that wrote each record, by its place; `None`: deleted. The bound store's holds no
+/// `None` (a deletion removes the entry), a commit's changes do: one type for both, so one
+/// HashMap instantiation in the wasm module rather than two (~1 KB).
+type Commits = HashMap<Entry, Option<u64>>;
 
 /// A record as the host's store holds it: its table, the key it is stored under and its sealed
 /// value.
@@ -95,12 +100,6 @@ pub enum Outcome {
     Check(Vec<u8>),
     /// [`WebSealer::verify`]: whether the check value was made with this sealer's key.
     Verified(bool),
-    /// [`WebSealer::open_manifest`]: the manifest, if it opens.
-    Manifest(Option<Manifest>),
-    /// [`WebSealer::open_record`]: `(key, value)`, if it opens as asked.
-    Record(Option<(Vec<u8>, Zeroizing<Vec<u8>>)>),
-    /// [`WebSealer::seal_legacy`]: a record sealed in format 1.
-    Legacy(HostWrite),
 }
 
 impl std::fmt::Debug for Outcome {
@@ -111,9 +110,6 @@ impl std::fmt::Debug for Outcome {
             Self::Sealed(commit) => return write!(f, "Sealed({commit:?})"),
             Self::Check(_) => "Check",
             Self::Verified(v) => return write!(f, "Verified({v})"),
-            Self::Manifest(m) => return write!(f, "Manifest({m:?})"),
-            Self::Record(r) => return write!(f, "Record(opened: {})", r.is_some()),
-            Self::Legacy(w) => return write!(f, "Legacy({w:?})"),
         };
         f.write_str(what)
     }
@@ -160,8 +156,8 @@ pub struct SealedCommit {
 /// A sealed store's manifest as last loaded or committed, with the commit of every record.
 struct Bound {
     manifest: Manifest,
-    /// The commit that wrote each live record, by table and stored key.
-    entries: HashMap<Entry, u64>,
+    /// The commit that wrote each live record, by table and stored key (never `None`).
+    entries: Commits,
 }
 
 /// A commit sealed but not yet stored: what the bound state becomes once it is.
@@ -170,7 +166,7 @@ struct Pending {
     digest: [u8; DIGEST_LEN],
     count: u64,
     /// Each stored key written: its new commit, or `None` (deleted).
-    changes: Vec<(Entry, Option<u64>)>,
+    changes: Commits,
 }
 
 /// The job under way.
@@ -195,8 +191,6 @@ enum Job {
         nonce: [u8; format::NONCE_LEN],
     },
     Verify,
-    Manifest,
-    Record,
 }
 
 /// The sealing of one store with one key (see the module docs): the session ids it hashed and,
@@ -330,65 +324,6 @@ impl WebSealer {
         }
     }
 
-    /// Opens a sealed manifest, for tools and tests: a load does this itself.
-    pub fn open_manifest(&mut self, sealed: &[u8]) -> Step {
-        self.job = None;
-        match parts_v1(sealed, SEALED_V2) {
-            None => Step::Done(Outcome::Manifest(None)),
-            Some((nonce, ciphertext)) => {
-                self.job = Some(Job::Manifest);
-                Step::Run(vec![CryptoOp::Open {
-                    nonce,
-                    aad: manifest_aad(),
-                    ciphertext: ciphertext.to_vec(),
-                }])
-            }
-        }
-    }
-
-    /// Opens one record stored under `stored` in `table`, for tools and tests: in format 2 as
-    /// written by `commit` of store `store_id` (`None`: in format 1).
-    pub fn open_record(
-        &mut self,
-        table: Table,
-        stored: &[u8],
-        sealed: &[u8],
-        bound: Option<(&[u8; STORE_ID_LEN], u64)>,
-    ) -> Step {
-        self.job = None;
-        let parts = match bound {
-            Some((store_id, commit)) => (commit_of(sealed) == Some(commit))
-                .then(|| parts_v2(sealed))
-                .flatten()
-                .map(|(n, c)| (n, c, aad_v2(store_id, commit, table, stored))),
-            None => parts_v1(sealed, SEALED_V1).map(|(n, c)| (n, c, aad_v1(table.name(), stored))),
-        };
-        match parts {
-            None => Step::Done(Outcome::Record(None)),
-            Some((nonce, ciphertext, aad)) => {
-                self.job = Some(Job::Record);
-                Step::Run(vec![CryptoOp::Open {
-                    nonce,
-                    aad,
-                    ciphertext: ciphertext.to_vec(),
-                }])
-            }
-        }
-    }
-
-    /// Seals one record in format 1, for tests and tools only (to make a store as the first
-    /// version of the package wrote it): the package never writes format 1.
-    pub fn seal_legacy(
-        &mut self,
-        table: Table,
-        key: Vec<u8>,
-        value: Zeroizing<Vec<u8>>,
-    ) -> Result<Step, StoreError> {
-        self.job = None;
-        let job = WriteJob::legacy(Write::Put { table, key, value })?;
-        self.start_write(job)
-    }
-
     /// The last commit [`persist`](Self::persist) sealed is stored: the store's manifest is
     /// now the one it sealed.
     pub fn committed(&mut self) {
@@ -397,7 +332,7 @@ impl WebSealer {
         };
         for (key, commit) in pending.changes {
             match commit {
-                Some(c) => bound.entries.insert(key, c),
+                Some(c) => bound.entries.insert(key, Some(c)),
                 None => bound.entries.remove(&key),
             };
         }
@@ -418,16 +353,7 @@ impl WebSealer {
             Job::LoadLegacy { tables } => legacy_loaded(tables, outputs),
             Job::Write(mut job) => {
                 let step = job.resume(&mut self.ids, self.bound.as_ref(), outputs)?;
-                match step {
-                    write::WriteStep::Run(ops) => {
-                        self.job = Some(Job::Write(job));
-                        Ok(Step::Run(ops))
-                    }
-                    write::WriteStep::Done(outcome, pending) => {
-                        self.pending = pending;
-                        Ok(Step::Done(outcome))
-                    }
-                }
+                Ok(self.write_step(job, step))
             }
             Job::Check { nonce } => {
                 let [sealed] = one_each(&outputs)?;
@@ -441,28 +367,26 @@ impl WebSealer {
                 let same = opened.is_some_and(|o| bool::from(o.ct_eq(CHECK_VALUE)));
                 Ok(Step::Done(Outcome::Verified(same)))
             }
-            Job::Manifest => {
-                let [opened] = one_each(&outputs)?;
-                Ok(Step::Done(Outcome::Manifest(
-                    opened.and_then(Manifest::from_bytes),
-                )))
-            }
-            Job::Record => {
-                let [opened] = one_each(&outputs)?;
-                Ok(Step::Done(Outcome::Record(opened.and_then(split_body))))
-            }
         }
     }
 
-    fn start_write(&mut self, mut job: WriteJob) -> Result<Step, StoreError> {
-        match job.start(&self.ids, self.bound.as_ref())? {
+    fn start_write(&mut self, job: WriteJob) -> Result<Step, StoreError> {
+        let mut job = Box::new(job);
+        let step = job.start(&self.ids, self.bound.as_ref())?;
+        Ok(self.write_step(job, step))
+    }
+
+    /// A write job's step as the sealer's: the job kept while it runs, its pending state once
+    /// it is done (one place for both the first step and the next ones).
+    fn write_step(&mut self, job: Box<WriteJob>, step: write::WriteStep) -> Step {
+        match step {
             write::WriteStep::Run(ops) => {
-                self.job = Some(Job::Write(Box::new(job)));
-                Ok(Step::Run(ops))
+                self.job = Some(Job::Write(job));
+                Step::Run(ops)
             }
             write::WriteStep::Done(outcome, pending) => {
                 self.pending = pending;
-                Ok(Step::Done(outcome))
+                Step::Done(outcome)
             }
         }
     }
@@ -474,8 +398,8 @@ fn one_each<const N: usize>(outputs: &Outputs) -> Result<[Option<&[u8]>; N], Sto
         return Err(host_error("not one output per operation"));
     }
     let mut out = [None; N];
-    for (slot, o) in out.iter_mut().zip(outputs) {
-        *slot = o.as_deref().map(Vec::as_slice);
+    for (slot, o) in out.iter_mut().zip(outputs.iter()) {
+        *slot = o;
     }
     Ok(out)
 }

@@ -54,6 +54,10 @@ impl Platform {
     }
 
     fn run(&self, ops: Vec<CryptoOp>) -> Outputs {
+        outputs(self.run_each(ops))
+    }
+
+    fn run_each(&self, ops: Vec<CryptoOp>) -> Vec<Option<Zeroizing<Vec<u8>>>> {
         ops.into_iter()
             .map(|op| match op {
                 CryptoOp::Seal {
@@ -80,6 +84,30 @@ impl Platform {
                 }
             })
             .collect()
+    }
+
+    /// A record as the first version of the web package sealed it (format 1, which the
+    /// package reads but never writes): session ids hashed, no store id, no commit.
+    fn seal_v1(&self, table: Table, key: &[u8], value: &[u8]) -> StoredRecord {
+        let mut hashes = crate::collections::HashMap::default();
+        if let Some((_, id, _)) = crate::records::split_session_id(table, key) {
+            hashes.insert(id.to_vec(), hmac(&self.ids, &[id]));
+        }
+        let stored = stored_key(&hashes, table, key).unwrap();
+        let nonce = [7; format::NONCE_LEN];
+        let [Some(sealed)] = <[_; 1]>::try_from(self.run_each(vec![CryptoOp::Seal {
+            nonce,
+            aad: format::aad_v1(table.name(), &stored),
+            plaintext: format::body(key, value).unwrap(),
+        }]))
+        .unwrap() else {
+            panic!()
+        };
+        StoredRecord {
+            table,
+            key: stored,
+            value: format::value_v1(format::SEALED_V1, &nonce, &sealed),
+        }
     }
 
     /// Runs a job to its end.
@@ -129,6 +157,20 @@ impl Host {
     fn find(&mut self, table: Table) -> &mut StoredRecord {
         self.records.iter_mut().find(|r| r.table == table).unwrap()
     }
+}
+
+/// The outputs as the host hands them over: one buffer and their lengths.
+fn outputs(each: Vec<Option<Zeroizing<Vec<u8>>>>) -> Outputs {
+    let lengths: Vec<u32> = each
+        .iter()
+        .map(|o| o.as_ref().map_or(Outputs::FAILED, |o| o.len() as u32))
+        .collect();
+    let bytes: Vec<u8> = each
+        .into_iter()
+        .flatten()
+        .flat_map(|o| o.to_vec())
+        .collect();
+    Outputs::new(Zeroizing::new(bytes), &lengths).unwrap()
 }
 
 const KEY: [u8; 32] = [0x42; 32];
@@ -446,15 +488,7 @@ fn a_format_1_store_loads_as_legacy_only() {
         let Write::Put { table, key, value } = w else {
             panic!()
         };
-        let step = sealer.seal_legacy(table, key, value).unwrap();
-        let Outcome::Legacy(w) = p.drive(&mut sealer, step).unwrap() else {
-            panic!()
-        };
-        host.records.push(StoredRecord {
-            table: w.table,
-            key: w.key,
-            value: w.value.unwrap(),
-        });
+        host.records.push(p.seal_v1(table, &key, &value));
     }
     host.commits = 3;
     assert_eq!(
@@ -487,7 +521,7 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     let p = Platform::new(KEY);
     let host = sealed_store(&p);
     let mut sealer = WebSealer::new();
-    assert!(sealer.resume(vec![]).is_err());
+    assert!(sealer.resume(outputs(vec![])).is_err());
     let Step::Run(ops) = sealer
         .load(
             host.records.clone(),
@@ -499,10 +533,10 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     else {
         panic!()
     };
-    let mut outputs = p.run(ops);
-    outputs.push(None);
+    let mut each = p.run_each(ops);
+    each.push(None);
     assert!(matches!(
-        sealer.resume(outputs),
+        sealer.resume(outputs(each)),
         Err(StoreError::Backend(_))
     ));
     let Step::Run(ops) = sealer
@@ -519,10 +553,10 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     let Step::Run(ops) = sealer.resume(p.run(ops)).unwrap() else {
         panic!()
     };
-    let mut outputs = p.run(ops);
-    outputs[0] = Some(Zeroizing::new(vec![1, 2, 3]));
+    let mut each = p.run_each(ops);
+    each[0] = Some(Zeroizing::new(vec![1, 2, 3]));
     assert!(matches!(
-        sealer.resume(outputs),
+        sealer.resume(outputs(each)),
         Err(StoreError::Backend(_))
     ));
     // Truncated values and manifests are refused, not indexed.

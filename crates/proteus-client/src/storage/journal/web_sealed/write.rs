@@ -1,6 +1,5 @@
 //! The jobs that seal records: a commit's writes ([`WebSealer::persist`](super::WebSealer::persist)),
-//! a whole store under a new key ([`reseal`](super::WebSealer::reseal)), and one record in
-//! format 1 for tests. Three batches at most: the session ids not hashed yet; the records
+//! and a whole store under a new key ([`reseal`](super::WebSealer::reseal)). Three batches at most: the session ids not hashed yet; the records
 //! sealed and the digest's elements; the manifest, which seals the digest.
 
 use zeroize::Zeroizing;
@@ -11,7 +10,8 @@ use super::format::{
 };
 use super::ops::{CryptoOp, Outputs, host_error, mac, nonce};
 use super::{
-    Bound, Entry, HostWrite, ID_HASH_LEN, Outcome, Pending, SealedCommit, stored_key, xor_into,
+    Bound, Commits, HostWrite, ID_HASH_LEN, Outcome, Pending, SealedCommit, one_each, stored_key,
+    xor_into,
 };
 use crate::collections::HashMap;
 use crate::error::StoreError;
@@ -30,8 +30,6 @@ enum Kind {
     Persist,
     /// Every record, under a new store id and a new check value.
     Reseal,
-    /// One record in format 1 (tests).
-    Legacy,
 }
 
 enum Stage {
@@ -55,7 +53,7 @@ pub(super) struct WriteJob {
     nonces: Vec<[u8; NONCE_LEN]>,
     digest: [u8; DIGEST_LEN],
     count: u64,
-    changes: Vec<(Entry, Option<u64>)>,
+    changes: Commits,
     /// How many elements the seal batch asks for.
     elements: usize,
     check_nonce: Option<[u8; NONCE_LEN]>,
@@ -91,7 +89,7 @@ impl WriteJob {
             nonces: Vec::new(),
             digest: [0; DIGEST_LEN],
             count: 0,
-            changes: Vec::new(),
+            changes: Commits::default(),
             elements: 0,
             check_nonce: None,
             manifest_nonce: [0; NONCE_LEN],
@@ -120,10 +118,6 @@ impl WriteJob {
             return Err(host_error("a reseal is given a delete"));
         }
         Self::new(Kind::Reseal, records, store_id, next)
-    }
-
-    pub(super) fn legacy(record: Write) -> Result<Self, StoreError> {
-        Self::new(Kind::Legacy, vec![record], [0; STORE_ID_LEN], 0)
     }
 
     /// The first batch: the session ids this sealer has not hashed yet (if none, the seals).
@@ -166,19 +160,16 @@ impl WriteJob {
                 if outputs.len() != asked.len() {
                     return Err(host_error("not one output per operation"));
                 }
-                for (id, hash) in asked.into_iter().zip(&outputs) {
-                    ids.insert(id, mac(hash.as_ref())?);
+                for (id, hash) in asked.into_iter().zip(outputs.iter()) {
+                    ids.insert(id, mac(hash)?);
                 }
                 self.seal(ids, bound)
             }
             Stage::Seal => self.sealed(outputs),
             Stage::Manifest => {
-                let [Some(sealed)] = <[_; 1]>::try_from(outputs)
-                    .map_err(|_| host_error("not one output per operation"))?
-                else {
-                    return Err(host_error("a seal has no output"));
-                };
-                let manifest = value_v1(SEALED_V2, &self.manifest_nonce, &sealed);
+                let [sealed] = one_each(&outputs)?;
+                let sealed = sealed.ok_or_else(|| host_error("a seal has no output"))?;
+                let manifest = value_v1(SEALED_V2, &self.manifest_nonce, sealed);
                 let writes = self.host_writes();
                 let commit = SealedCommit {
                     replace_all: self.kind == Kind::Reseal,
@@ -204,26 +195,20 @@ impl WriteJob {
         ids: &HashMap<Vec<u8>, [u8; ID_HASH_LEN]>,
         bound: Option<&Bound>,
     ) -> Result<WriteStep, StoreError> {
-        self.stored = self
-            .writes
-            .iter()
-            .map(|w| match w {
-                Write::Put { table, key, .. } | Write::Delete { table, key } => {
-                    stored_key(ids, *table, key)
-                }
-            })
-            .collect::<Result<_, _>>()?;
+        // A loop rather than a `collect` into a `Result`: the same, in less wasm.
+        let mut stored = Vec::with_capacity(self.writes.len());
+        for w in &self.writes {
+            let (Write::Put { table, key, .. } | Write::Delete { table, key }) = w;
+            stored.push(stored_key(ids, *table, key)?);
+        }
+        self.stored = stored;
         let mut ops = Vec::with_capacity(2 * self.writes.len() + 1);
         for (w, stored) in self.writes.iter().zip(&self.stored) {
             if let Write::Put { table, key, value } = w {
                 let nonce = nonce();
-                let aad = match self.kind {
-                    Kind::Legacy => aad_v1(table.name(), stored),
-                    _ => aad_v2(&self.store_id, self.next, *table, stored),
-                };
                 ops.push(CryptoOp::Seal {
                     nonce,
-                    aad,
+                    aad: aad_v2(&self.store_id, self.next, *table, stored),
                     plaintext: body(key, value)?,
                 });
                 self.nonces.push(nonce);
@@ -231,7 +216,6 @@ impl WriteJob {
         }
         let before = ops.len();
         match self.kind {
-            Kind::Legacy => {}
             Kind::Reseal => {
                 for (w, stored) in self.writes.iter().zip(&self.stored) {
                     if let Write::Put { table, .. } = w {
@@ -244,7 +228,7 @@ impl WriteJob {
                 let bound = bound.ok_or_else(|| host_error("no store is loaded"))?;
                 // Which elements leave the digest and which enter it, in the writes' order: a
                 // key written twice in one commit leaves with the commit it had before.
-                let mut overlay: HashMap<Entry, Option<u64>> = HashMap::default();
+                let mut overlay = Commits::default();
                 let mut count = u64::try_from(bound.entries.len()).unwrap_or(u64::MAX);
                 for (w, stored) in self.writes.iter().zip(&self.stored) {
                     let (table, put) = match w {
@@ -254,7 +238,7 @@ impl WriteJob {
                     let k = (table, stored.clone());
                     let old = match overlay.get(&k) {
                         Some(c) => *c,
-                        None => bound.entries.get(&k).copied(),
+                        None => bound.entries.get(&k).copied().flatten(),
                     };
                     if let Some(old) = old {
                         ops.push(CryptoOp::Element(element_input(table, stored, old)));
@@ -267,7 +251,7 @@ impl WriteJob {
                     overlay.insert(k, put.then_some(self.next));
                 }
                 self.count = count;
-                self.changes = overlay.into_iter().collect();
+                self.changes = overlay;
             }
         }
         self.elements = ops.len() - before;
@@ -284,33 +268,25 @@ impl WriteJob {
         Ok(WriteStep::Run(ops))
     }
 
-    /// The seals and elements are in: the manifest to seal (or, for one format 1 record, done).
+    /// The seals and elements are in: the manifest to seal.
     fn sealed(&mut self, outputs: Outputs) -> Result<WriteStep, StoreError> {
         let puts = self.nonces.len();
         let expected = puts + self.elements + usize::from(self.check_nonce.is_some());
         if outputs.len() != expected {
             return Err(host_error("not one output per operation"));
         }
-        let mut outputs = outputs.into_iter();
+        let mut outputs = outputs.iter();
         let mut sealed = Vec::with_capacity(puts);
         for nonce in &self.nonces {
             let ciphertext = outputs
                 .next()
                 .flatten()
                 .ok_or_else(|| host_error("a seal has no output"))?;
-            sealed.push(match self.kind {
-                Kind::Legacy => value_v1(SEALED_V1, nonce, &ciphertext),
-                _ => value_v2(self.next, nonce, &ciphertext),
-            });
+            sealed.push(value_v2(self.next, nonce, ciphertext));
         }
         self.sealed = sealed;
-        if self.kind == Kind::Legacy {
-            let mut writes = self.host_writes();
-            let write = writes.pop().ok_or_else(|| host_error("no record"))?;
-            return Ok(WriteStep::Done(Outcome::Legacy(write), None));
-        }
         for _ in 0..self.elements {
-            let element = mac(outputs.next().flatten().as_ref())?;
+            let element = mac(outputs.next().flatten())?;
             xor_into(&mut self.digest, &element);
         }
         if let Some(nonce) = self.check_nonce {
@@ -318,7 +294,7 @@ impl WriteJob {
                 .next()
                 .flatten()
                 .ok_or_else(|| host_error("a seal has no output"))?;
-            self.check = Some(value_v1(SEALED_V1, &nonce, &ciphertext));
+            self.check = Some(value_v1(SEALED_V1, &nonce, ciphertext));
         }
         let manifest = Manifest {
             store_id: self.store_id,
