@@ -72,8 +72,10 @@ FIREFOX=${FIREFOX:-/usr/bin/firefox-esr}
 # batch's outputs in one wiped buffer and loops rather than collects into a Result 1,053 (457 of
 # them in stored_records); one path for a write job's steps and two shared setters of the JS
 # objects 177: 272,938.
+# The commit protocol's driving loop in Rust (issue 33: journal/driver.rs, executed by
+# commit-engine.js) added 1,351 (the state machine; the journal's five step exports went): 274,289.
 # Where the bytes go: node scripts/wasm-sizes.mjs on the module with names (PROTEUS_WEB_NAMES=1).
-WASM_BUDGET=${WASM_BUDGET:-273000}
+WASM_BUDGET=${WASM_BUDGET:-274351}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...

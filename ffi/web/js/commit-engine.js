@@ -2,13 +2,14 @@
 // proteus-client's storage/journal.rs, the records in memory) and the store, runs each call on
 // the wasm client and stores what the call committed.
 //   * Calls of one client run one at a time; calls on one store take turns across tabs through
-//     Web Locks (navigator.locks). Under the lock, a client whose store was changed by another
-//     tab reloads first. Every commit is a compare-and-swap on the store's commit counter, so
-//     even without the lock two tabs never reuse a message key or lose a commit: the loser
-//     reloads and runs its call again (or fails with StoreConflict if it delivered results).
-//     The journal decides each of these steps (begin: reload first? takeCommit: what to store,
-//     with which compare-and-swap? retry: run again or StoreConflict?); this module does the
-//     IndexedDB I/O and holds the locks.
+//     Web Locks (navigator.locks). Every commit is a compare-and-swap on the store's commit
+//     counter, so even without the lock two tabs never reuse a message key or lose a commit.
+//   * Every step of a call is decided in wasm by the journal's driver (proteus-client's
+//     storage/journal/driver.rs, through ffi/web/src/commit.rs): read the counter, run in one
+//     transaction and ahead of its read or not, reload, run, wait for the application, store,
+//     run again or fail with StoreConflict. This module executes each action and reports how it
+//     went: it keeps the IndexedDB I/O, the locks, the call of the application's function and
+//     the platform's error objects (a trap among them: after one, wasm is not asked again).
 
 import { log } from './log.js';
 import { RawClient, RawJournal } from './proteus_web.js';
@@ -19,11 +20,15 @@ import {
   closedError,
   conflictError,
   internalError,
-  isConflict,
   notFoundError,
   storeFailure,
   wasm,
 } from './errors.js';
+
+// The driver's actions and the reports of them, numbered as in ffi/web/src/commit.rs. An action
+// of AHEAD + counter runs the call in one transaction, ahead of its read, on that counter.
+const [READ, TRANSACTION, RELOAD, RUN, AWAIT, STORE, STORE_STRICT, WRITE, LEAVE, RETURN, FAIL_CALL, FAIL, MISREPORTED, AHEAD] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13];
+const [COUNTER, DONE, RAN, DEFERRED, THREW, CONFLICT, STALE_RUN, FAILED] = [0, 1, 2, 3, 4, 5, 6, 7];
 
 /**
  * The store's records. The store calls into wasm too (the records packed for the client, a
@@ -37,9 +42,6 @@ async function load(store) {
   }
 }
 
-/** #attemptInOne ran nothing: the client must reload first. */
-const STALE = Symbol('stale');
-
 /** The wasm client of one Client on its store: runs the Client's calls and stores their commits. */
 export class CommitEngine {
   #raw;
@@ -47,15 +49,11 @@ export class CommitEngine {
   #journal;
   #store;
   #closed = false;
-  #failed;
-  /** The store's commit counter as this client last loaded or stored it. */
-  #known = 0;
   /**
-   * Whether the last call found the store where this client had left it: only then does a call
-   * run ahead of its read (#attemptInOne), which another tab's commit in between makes a wasted
-   * run.
+   * The wasm trap that failed this client for good. Known here, not in wasm: a trapped module's
+   * state is in doubt (a lock or a borrow left held), so it is not asked anything again.
    */
-  #aheadPays = true;
+  #failed;
   /** This client's calls, one at a time (the store's lock is for other clients, other tabs). */
   #calls = new LocalLocks();
   /** A decryptBatch is delivering: calls fail with ClientBusy rather than wait for it. */
@@ -77,37 +75,13 @@ export class CommitEngine {
     const store = this.#store;
     try {
       this.#journal = this.#inWasm(() => new RawJournal());
-      return await store.lock(async () => {
-        for (;;) {
-          const loaded = await this.#loadFrom(store);
-          const created = loaded.records.length === 0;
-          if (created && mustExist !== undefined) throw notFoundError(mustExist);
-          this.#open(loaded);
-          try {
-            await this.#persist();
-            this.#journal.end();
-            return created;
-          } catch (e) {
-            // Another tab stored its new identity first: load that one.
-            if (!isConflict(e) || !this.#journal.retry()) throw e;
-          }
-        }
-      });
+      const op = { opening: true, mustExist, durability: 'strict' };
+      return await store.lock(() => this.#drive(this.#inWasm(() => this.#journal.open()), op));
     } catch (e) {
       this.#free();
       store.close();
       throw e;
     }
-  }
-
-  /** Opens the wasm client on `loaded` (the journal then holds it); the previous one goes. */
-  #open(loaded) {
-    const raw = this.#inWasm(() => new RawClient(loaded.records, loaded.version, this.#journal));
-    this.#raw?.free();
-    this.#raw = raw;
-    this.#known = loaded.version;
-    if (this.maxCounterGap !== undefined) raw.setMaxCounterGap(this.maxCounterGap);
-    if (this.identityPinning) raw.setIdentityPinning(true);
   }
 
   /** Wipes the keys in wasm memory. */
@@ -124,136 +98,178 @@ export class CommitEngine {
    * Runs `fn(raw)` on fresh state, one call at a time and under the store's lock, and persists
    * what it committed. `beforePersist(result)`, if given, is called in between; if it returns a
    * Promise, that is awaited, and if it throws or rejects, nothing is persisted and the next call
-   * starts from the stored state. If the commit loses its compare-and-swap, the client reloads
-   * and runs `fn` again if the journal allows it (not when `fn` delivered results, `delivers`):
-   * else the call fails with StoreConflict. `durability`: of the commit's IndexedDB transaction
-   * ('relaxed' only for decrypt-only commits: idb.js, update). A call that delivers nothing runs
-   * ahead of its transaction's read of the counter (#attemptInOne).
+   * starts from the stored state. `delivers`: `fn` hands results to the application before its
+   * commit (then a lost compare-and-swap fails the call with StoreConflict rather than run it
+   * again). `durability`: of the commit's IndexedDB transaction ('relaxed' only for decrypt-only
+   * commits: idb.js, update). The driver decides the rest.
    */
   run(fn, { beforePersist, delivers = false, durability = 'strict' } = {}) {
     if (this.#closed) return Promise.reject(closedError());
     if (this.delivering) return Promise.reject(busyError());
-    const run = delivers
-      ? (raw) => {
-          this.#journal.handOut();
-          return fn(raw);
-        }
-      : fn;
     return this.#calls.request('calls', () =>
       this.#store.lock(async () => {
         try {
-          for (;;) {
-            try {
-              return await this.#attempt(run, beforePersist, durability, !delivers);
-            } catch (e) {
-              if (!isConflict(e)) throw e;
-              if (!this.#journal.retry()) {
-                log('info', 'commit conflict: another tab committed first; the call fails with StoreConflict');
-                throw e;
-              }
-              log('info', 'commit conflict: another tab committed first; the call runs again');
-            } finally {
-              this.delivering = false;
-            }
-          }
+          if (this.#closed) throw closedError();
+          if (this.#failed) throw internalError(this.#failed);
+          const op = { fn, beforePersist, durability };
+          const inOne = this.#store.updatesInOne === true;
+          return await this.#drive(this.#inWasm(() => this.#journal.call(inOne, delivers)), op);
         } finally {
-          if (!this.#closed && !this.#failed) this.#journal.end();
+          this.delivering = false;
         }
       }),
     );
   }
 
-  async #attempt(fn, beforePersist, durability, ahead) {
-    if (this.#closed) throw closedError();
-    if (this.#failed) throw internalError(this.#failed);
-    if (this.#store.updatesInOne) {
-      const outcome = await this.#attemptInOne(fn, beforePersist, durability, ahead);
-      if (outcome !== STALE) return outcome;
+  /**
+   * Executes the driver's actions from `action` until it returns or fails. `op`: the operation
+   * (its function, settlement and durability, or `opening`), where what it returned, its own
+   * error and the last failure reported are kept.
+   */
+  async #drive(action, op) {
+    for (;;) {
+      switch (action) {
+        case READ:
+          action = await this.#report(() => this.#store.version(), op, COUNTER);
+          break;
+        case TRANSACTION:
+          action = await this.#transaction(op, undefined);
+          break;
+        case RELOAD:
+          if (!op.opening) log('info', 'another process or tab committed: reloading');
+          action = await this.#report(async () => this.#open(await load(this.#store), op), op);
+          break;
+        case RUN:
+          action = this.#next(this.#call(op));
+          break;
+        case AWAIT: {
+          let report = DONE;
+          try {
+            await op.waitFor;
+          } catch (e) {
+            op.error = e;
+            report = FAILED;
+          }
+          action = this.#next(report);
+          break;
+        }
+        case STORE:
+        case STORE_STRICT: {
+          const durability = action === STORE ? op.durability : 'strict';
+          action = await this.#report(() => {
+            const commit = this.#inWasm(() => this.#journal.takeCommit());
+            return commit && this.#store.persist(...commit, durability);
+          }, op);
+          break;
+        }
+        case RETURN:
+          return op.result;
+        case FAIL_CALL:
+          throw adopt(op.callError);
+        case FAIL:
+          throw op.error;
+        case MISREPORTED:
+          throw internalError(new Error('the commit engine reported a step it was not asked for'));
+        default:
+          action = await this.#transaction(op, action - AHEAD);
+      }
     }
-    let counter;
-    try {
-      counter = await this.#store.version();
-    } catch (e) {
-      throw storeFailure(e);
-    }
-    if (this.#journal.begin(counter)) await this.#reload();
-    let result;
-    try {
-      result = fn(this.#raw);
-    } catch (e) {
-      this.#failOnTrap(e);
-      // A failed call changes nothing; persist anyway should a commit be pending.
-      await this.#persist(durability);
-      throw adopt(e);
-    }
-    // If it throws, the commit is not stored, and the journal is stale until the next reload.
-    if (beforePersist !== undefined) await beforePersist(result);
-    await this.#persist(durability);
-    return result;
   }
 
   /**
-   * The call in ONE IndexedDB transaction (a plain IndexedDB store): its read of the commit
-   * counter decides whether the client is stale, and `fn` runs and its commit is written while
-   * the transaction is active, instead of a transaction to read the counter and another to write.
-   * Resolves to STALE (nothing ran) when the client must reload first, or the call's commit must
-   * wait for a Promise of `beforePersist` (the batch callback's): then it is persisted after it
-   * in a transaction of its own, the compare-and-swap keeping it exact.
-   * `ahead` (a call that hands nothing to the application before its commit): `fn` runs at once
-   * on the counter this client knows, while the read is in flight, so the wasm work hides its
-   * latency. If another tab committed since, the read aborts the transaction (StaleRun: nothing
-   * stored, and what `fn` returned or threw is void, nothing of it was handed out): STALE, and
-   * the call runs again after a reload, as when the read comes first. Once a call found the
-   * store changed, calls read first until one finds it unchanged (#aheadPays).
+   * The call in ONE IndexedDB transaction (a plain IndexedDB store, idb.js update): its read of
+   * the commit counter is reported in the read's success event, and the call runs and its commit
+   * is written while the transaction is active, as the driver asks. `ranOn`: the counter to run
+   * on ahead of the read (the transaction aborts with StaleRun if the store is elsewhere).
    */
-  async #attemptInOne(fn, beforePersist, durability, ahead) {
-    const ranOn = ahead && this.#aheadPays ? this.#known : undefined;
-    let ran = false;
-    let result;
-    let error;
-    let waitFor;
-    let commit;
-    let stored;
+  async #transaction(op, ranOn) {
+    // The driver's last answer in the transaction. The operation ended there if it is none of
+    // these (the settlement threw): that answer is final, whatever the transaction did.
+    let last;
+    const step = (counter) => {
+      for (last = this.#next(COUNTER, counter); last === RUN; ) last = this.#next(this.#call(op));
+      return last === WRITE ? this.#inWasm(() => this.#journal.takeCommit()) : undefined;
+    };
+    const ended = () => last !== undefined && last !== RUN && last !== WRITE && last !== LEAVE;
     try {
-      stored = await this.#store.update((counter) => {
-        if (this.#journal.begin(counter)) return undefined;
-        ran = true;
-        try {
-          result = fn(this.#raw);
-        } catch (e) {
-          this.#failOnTrap(e);
-          // A failed call changes nothing; persist anyway should a commit be pending.
-          error = e;
-        }
-        if (error === undefined && beforePersist !== undefined) {
-          waitFor = beforePersist(result);
-          if (waitFor !== undefined) {
-            // Awaited once the transaction is over; until then its rejection is not unhandled.
-            waitFor.catch(() => {});
-            return undefined;
-          }
-        }
-        commit = this.#inWasm(() => this.#journal.takeCommit());
-        return commit;
-      }, durability, ranOn);
+      await this.#store.update(step, op.durability, ranOn);
     } catch (e) {
-      if (e instanceof StaleRun) {
-        this.#aheadPays = false;
-        return STALE;
-      }
-      // The store calls into wasm for the writes' bounds (and a sealed store to seal them).
+      return ended() && this.#failed === undefined ? last : this.#failure(e, op);
+    }
+    return ended() ? last : this.#next(DONE);
+  }
+
+  /** Runs the call, then hands its result to `beforePersist` if given: the report. */
+  #call(op) {
+    try {
+      op.result = op.fn(this.#raw);
+    } catch (e) {
       this.#failOnTrap(e);
-      throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
+      op.callError = e;
+      return THREW;
     }
-    this.#aheadPays = ran;
-    if (!ran) return STALE;
-    if (stored) this.#committed(commit);
-    if (error !== undefined) throw adopt(error);
-    if (waitFor !== undefined) {
-      await waitFor;
-      await this.#persist(durability);
+    if (op.beforePersist === undefined) return RAN;
+    try {
+      op.waitFor = op.beforePersist(op.result);
+    } catch (e) {
+      op.error = e;
+      return FAILED;
     }
-    return result;
+    if (op.waitFor === undefined) return RAN;
+    // Awaited once the transaction is over (AWAIT); until then its rejection is not unhandled.
+    op.waitFor.catch(() => {});
+    return DEFERRED;
+  }
+
+  /** Awaits `io()`, then reports `done` with what it resolved to (a counter), or its failure. */
+  async #report(io, op, done = DONE) {
+    let value;
+    try {
+      value = await io();
+    } catch (e) {
+      return this.#failure(e, op);
+    }
+    return this.#next(done, value);
+  }
+
+  /** Reports the failure `e` of an action: the platform's error, kept for the driver's FAIL. */
+  #failure(e, op) {
+    // A trap in the action (the call in a transaction, takeCommit): wasm is not asked again.
+    if (this.#failed !== undefined) throw internalError(this.#failed);
+    // The store calls into wasm too (the records' bounds, a sealed store's sealing): a trap there
+    // fails the client as one in the client's own.
+    this.#failOnTrap(e);
+    if (e instanceof StaleRun) return this.#next(STALE_RUN);
+    if (!(e instanceof CommitConflict)) {
+      op.error = storeFailure(e);
+      return this.#next(FAILED);
+    }
+    op.error = conflictError(e);
+    this.delivering = false;
+    const action = this.#next(CONFLICT);
+    if (!op.opening) {
+      log('info', action === FAIL
+        ? 'commit conflict: another tab committed first; the call fails with StoreConflict'
+        : 'commit conflict: another tab committed first; the call runs again');
+    }
+    return action;
+  }
+
+  /** The driver's answer to `report`. */
+  #next(report, counter = 0) {
+    return this.#inWasm(() => this.#journal.next(report, counter));
+  }
+
+  /** Opens the wasm client on `loaded` (the journal then holds it); the previous one goes. */
+  #open(loaded, op) {
+    const created = loaded.records.length === 0;
+    if (created && op.mustExist !== undefined) throw notFoundError(op.mustExist);
+    const raw = this.#inWasm(() => new RawClient(loaded.records, loaded.version, this.#journal));
+    this.#raw?.free();
+    this.#raw = raw;
+    if (this.maxCounterGap !== undefined) raw.setMaxCounterGap(this.maxCounterGap);
+    if (this.identityPinning) raw.setIdentityPinning(true);
+    if (op.opening) op.result = created;
   }
 
   /**
@@ -269,11 +285,11 @@ export class CommitEngine {
   }
 
   /**
-   * `f()`, a call into the wasm client outside the call's own `fn`: opening it, the journal, and
-   * its commit (takeCommit encodes the writes in wasm memory). A trap there (out of memory:
-   * tests/faults/memory.mjs) fails the client with Internal as a trap in `fn` does, before
-   * anything is stored, rather than escaping as a bare RuntimeError (or, from takeCommit, a
-   * StorageFailure) and leaving a journal that traps at every later step.
+   * `f()`, a call into the wasm client outside the call's own `fn`: opening it, the journal, its
+   * driver's steps, and its commit (takeCommit encodes the writes in wasm memory). A trap there (out of
+   * memory: tests/faults/memory.mjs) fails the client with Internal as a trap in `fn` does,
+   * before anything is stored, rather than escaping as a bare RuntimeError (or, from takeCommit,
+   * a StorageFailure) and leaving a journal that traps at every later step.
    */
   #inWasm(f) {
     try {
@@ -282,46 +298,6 @@ export class CommitEngine {
       this.#failOnTrap(e);
       throw e;
     }
-  }
-
-  /** `load(store)`, a trap in its calls into wasm failing the client as one in the client's own. */
-  async #loadFrom(store) {
-    try {
-      return await load(store);
-    } catch (e) {
-      this.#failOnTrap(e);
-      throw e;
-    }
-  }
-
-  async #reload() {
-    log('info', 'another process or tab committed: reloading');
-    this.#open(await this.#loadFrom(this.#store));
-    await this.#persist();
-  }
-
-  /**
-   * Stores the journal's commit, if any, in one transaction that is a compare-and-swap on the
-   * commit counter. On failure (StorageFailure, or StoreConflict) the journal is stale and the
-   * next call reloads.
-   */
-  async #persist(durability = 'strict') {
-    const commit = this.#inWasm(() => this.#journal.takeCommit());
-    if (commit === undefined) return;
-    const [writes, expected, next] = commit;
-    try {
-      await this.#store.persist(writes, expected, next, durability);
-    } catch (e) {
-      this.#failOnTrap(e);
-      throw e instanceof CommitConflict ? conflictError(e) : storeFailure(e);
-    }
-    this.#committed(commit);
-  }
-
-  /** `commit` (`[writes, expected, next]`) is stored: the store is at `next`. */
-  #committed(commit) {
-    this.#journal.committed();
-    this.#known = commit[2];
   }
 
   /** Waits for calls in progress, wipes the keys in wasm memory and closes the store. */

@@ -7,17 +7,17 @@
 //!
 //! The client runs on a [`Journal`] of the store (`proteus-client`), which the JS side holds as a
 //! [`RawJournal`]: it loads every record and the commit counter into it when it opens a client
-//! ([`RawClient::new`]), and asks it at each step of its commit protocol what to do
-//! under the lock, whether to reload ([`RawJournal::begin`]); after each call, what to store and
-//! with which compare-and-swap ([`RawJournal::take_commit`]); when the compare-and-swap lost,
-//! whether to run the call again ([`RawJournal::retry`]). The JS side does the IndexedDB I/O and
-//! holds the Web Locks, nothing more.
+//! ([`RawClient::new`]), and takes each commit to store from it, with its compare-and-swap
+//! ([`RawJournal::take_commit`]). The journal's driver decides every step of the commit
+//! protocol (read the counter, reload, run, store, run again or fail: [`RawJournal::next`]); the
+//! JS side executes them: the IndexedDB I/O and the Web Locks, nothing more.
 //!
 //! Errors are JS `Error`s named `ProteusError` with the native numeric `code` of
 //! [`ClientError`]; the JS side (`errors.js`, `adopt`) gives them the registry's `kind` for it,
 //! as it does to batch results: the kind names need not be in the module.
 
 mod calls;
+mod commit;
 mod delivery;
 mod import;
 mod js;
@@ -27,8 +27,8 @@ mod sealing;
 use std::ops::ControlFlow;
 
 use proteus_client::{
-    BatchError, Chunking, Client, ClientError, ImportOptions, Journal, MessageId, QueuedMessage,
-    StoreError,
+    BatchError, Chunking, Client, ClientError, CommitDriver, ImportOptions, Journal, MessageId,
+    QueuedMessage, StoreError,
 };
 use proteus_core::PreKeyBundle;
 use wasm_bindgen::prelude::*;
@@ -114,16 +114,25 @@ pub fn prekey_message_fingerprint(envelope: &[u8]) -> Result<Option<String>, JsV
 }
 
 /// The JS side's handle on the [`Journal`] of its store, which the [`RawClient`]s it opens run
-/// on. Each method is a step of the commit protocol, which the journal decides (see
-/// `proteus_client::Journal`); the JS side does the I/O.
+/// on, with the driver of its commit protocol (`proteus_client::CommitDriver`; its methods are
+/// in `commit.rs`); the JS side does the I/O.
 ///
 /// Commit counters cross as JS numbers: integers below 2^53, as the JS side stores them.
 /// Anything else (a damaged store) converts to some other count, which can only make a
 /// compare-and-swap fail.
 #[wasm_bindgen]
-#[derive(Default)]
 pub struct RawJournal {
     journal: Journal,
+    /// The loop of the commit protocol over it (its methods: commit.rs).
+    driver: CommitDriver,
+}
+
+impl Default for RawJournal {
+    fn default() -> Self {
+        let journal = Journal::new();
+        let driver = CommitDriver::new(journal.clone());
+        Self { journal, driver }
+    }
 }
 
 #[wasm_bindgen]
@@ -134,16 +143,9 @@ impl RawJournal {
         Self::default()
     }
 
-    /// A call begins under the store's lock, where the store's commit counter is `counter`:
-    /// whether the client is stale (another tab committed, or a commit of ours was not stored)
-    /// and must be opened again on freshly loaded records first.
-    pub fn begin(&self, counter: f64) -> bool {
-        self.journal.begin(counter as u64)
-    }
-
     /// The commit to store, or `undefined`: `[writes, expected, next]`, the writes (a record
     /// buffer) to store in one transaction only if the store's counter is still `expected`,
-    /// setting it to `next`. Then [`committed`](RawJournal::committed).
+    /// setting it to `next`. The driver asks for it, and hears whether it was stored.
     #[wasm_bindgen(js_name = takeCommit)]
     pub fn take_commit(&self) -> Result<Option<Vec<JsValue>>, JsValue> {
         let Some(commit) = self.journal.take_commit().map_err(store_error)? else {
@@ -154,28 +156,6 @@ impl RawJournal {
             (commit.expected as f64).into(),
             (commit.next as f64).into(),
         ]))
-    }
-
-    /// The commit taken last is stored.
-    pub fn committed(&self) {
-        self.journal.committed();
-    }
-
-    /// This call hands results to the application before its commit.
-    #[wasm_bindgen(js_name = handOut)]
-    pub fn hand_out(&self) {
-        self.journal.hand_out();
-    }
-
-    /// The call's commit lost the compare-and-swap: whether to run it again (after a reload)
-    /// rather than fail with StoreConflict.
-    pub fn retry(&self) -> bool {
-        self.journal.retry()
-    }
-
-    /// The call is over, however it went.
-    pub fn end(&self) {
-        self.journal.end();
     }
 }
 

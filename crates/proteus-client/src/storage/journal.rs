@@ -28,8 +28,13 @@
 //!
 //! A commit that fails or is never taken (the host gave up between 2 and 3) leaves the journal
 //! ahead of the host's store: the next `begin` reports it stale, whatever the counter.
+//!
+//! The loop that sequences these steps (when to read the counter, whether to run ahead of the
+//! read, to reload, to wait for the application, to run again or fail) is a [`CommitDriver`], so
+//! that the host only executes what it is asked.
 
 mod codec;
+mod driver;
 mod records;
 pub mod web_sealed;
 
@@ -39,6 +44,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use zeroize::Zeroizing;
 
 pub use self::codec::{decode_writes, encode_writes, entry_bounds};
+pub use self::driver::{CommitAction, CommitDriver, CommitReport};
 use self::records::Records;
 use super::{Record, Storage, Table, Write};
 use crate::error::StoreError;
