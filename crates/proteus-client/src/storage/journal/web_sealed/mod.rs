@@ -14,7 +14,7 @@
 //! HMAC per record over its table, stored key and commit), so a record deleted or put back
 //! changes it: loading a store checks every record against it, and a missing, older, moved or
 //! foreign record is refused (StoreTampered), never treated as absent. The layouts are in
-//! [`format`].
+//! [`format`](mod@format).
 //!
 //! A job ([`WebSealer::load`], [`persist`](WebSealer::persist), [`reseal`](WebSealer::reseal),
 //! [`check`](WebSealer::check), [`verify`](WebSealer::verify)) starts with a [`Step`]: either the
