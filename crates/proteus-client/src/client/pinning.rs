@@ -183,6 +183,16 @@ impl Client {
         })
     }
 
+    /// Deletes the session `session_id`, its staged keys and the identity pinned for it, in one
+    /// commit: for a peer the application is done with (a contact removed, a device logged
+    /// out), whose pin would otherwise stay in the store for good. The id is then as one never
+    /// seen: under [identity pinning](Self::set_identity_pinning), the next identity seen for it
+    /// is pinned anew. Nothing happens if there is neither a session nor a pin; it works with
+    /// pinning off too.
+    pub fn forget_session(&mut self, session_id: &str) -> Result<(), ClientError> {
+        self.remove_session(session_id, true)
+    }
+
     /// The identity pinned for `session_id` if pinning is on.
     pub(crate) fn pin_for(&self, session_id: &str) -> Result<Option<IdentityKey>, ClientError> {
         match self.pinning {
