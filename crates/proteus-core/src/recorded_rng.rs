@@ -10,7 +10,7 @@ use rand_core::{Infallible, TryCryptoRng, TryRng};
 /// another length, means the replay has left the recording: that **panics** with a message
 /// saying which, because silently handing out zero bytes would let a test go on with keys
 /// nobody recorded (and a zero seed is a valid but public key). This type is fed only by test
-/// data; production code uses [`OsRng`].
+/// data; production code uses [`OsRng`](crate::OsRng).
 #[derive(Debug, Default, Clone)]
 pub struct RecordedRng {
     draws: std::collections::VecDeque<zeroize::Zeroizing<Vec<u8>>>,

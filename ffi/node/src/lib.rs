@@ -7,6 +7,11 @@
 //! resolving a Promise; no protocol or persistence logic lives here. The package's JS layer (`native.js`)
 //! wraps it into the public `Client` of the web package's API: argument checks, calls one at a
 //! time in order, `ProteusError`s (see [`error`]).
+//!
+//! The addon is no Rust library: its documentation is for its maintainers and links its private
+//! modules (`cargo doc --document-private-items -p proteus-node`).
+
+#![allow(rustdoc::private_intra_doc_links)]
 
 mod batch;
 mod calls;

@@ -90,7 +90,7 @@ fn bundle_object(bundle: &PreKeyBundle) -> JsValue {
 
 /// The stable id of a received message, as batch results carry it: lowercase hex of the
 /// envelope's MAC (of SHA-256 of the bytes if they are not an envelope). See
-/// [`MessageId`](proteus_client::MessageId): only a decrypted message's id is authenticated.
+/// [`proteus_client::MessageId`]: only a decrypted message's id is authenticated.
 #[wasm_bindgen(js_name = messageId)]
 pub fn message_id(envelope: &[u8]) -> String {
     MessageId::of(envelope).to_string()
