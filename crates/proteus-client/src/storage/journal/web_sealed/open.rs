@@ -62,8 +62,8 @@ pub fn open_step(
 ) -> Result<OpenStep, StoreError> {
     let convert = purpose == Purpose::Convert;
     match (store.sealed, key_given, verified) {
-        (true, false, _) if convert => Err(StoreError::Corrupt(
-            "the store is sealed already: change its key with Client.rekeyStore".into(),
+        (true, false, _) if convert => Err(super::corrupt(
+            "the store is sealed already: change its key with Client.rekeyStore",
         )),
         (true, false, _) => Err(StoreError::KeyRequired),
         (true, true, None) => Ok(OpenStep::Verify),
