@@ -2,10 +2,8 @@
 // (load, version, persist as a compare-and-swap on the commit counter, lock, close), and the
 // conversions of a whole store from plain to sealed and from one key to another.
 
-import { STORE_CORRUPT } from './codes.js';
-import { failure } from './errors.js';
 import { concat, packed, writesOf } from './records.js';
-import { admit, sealChanged } from './sealing.js';
+import { openStep, sealChanged } from './sealing.js';
 import { CommitConflict, StaleRun, StoreMissing } from './stores.js';
 
 const DB_VERSION = 1;
@@ -18,6 +16,14 @@ const SEAL = 'seal';
 // Which records a sealed commit writes, under which keys, sealed how, and the manifest and check
 // value: proteus-client's web sealed format decides (sealing.js runs its Web Crypto operations).
 const MANIFEST = 'manifest';
+
+/**
+ * The steps of opening a store, as openStep (sealing.js; proteus-client's web_sealed::open_step)
+ * numbers them: open it as it is (0); verify its check value with the key (1); seal the empty
+ * store (2); re-seal every record in format 2, reading them with the store's manifest (3) or,
+ * legacy, without one (4).
+ */
+const [READY, VERIFY, SEAL_EMPTY, RESEAL, RESEAL_LEGACY] = [0, 1, 2, 3, 4];
 
 function request(req) {
   return new Promise((resolve, reject) => {
@@ -65,13 +71,12 @@ export class IdbStore {
   /** The check value this store was opened with (undefined: plain). */
   #check;
 
-  constructor(db, name, tables, locks, sealer, check) {
+  constructor(db, name, tables, locks, sealer) {
     this.#db = db;
     this.#tables = tables;
     this.#lockName = databaseName(name);
     this.#locks = locks;
     this.#sealer = sealer;
-    this.#check = check;
   }
 
   /**
@@ -83,24 +88,10 @@ export class IdbStore {
   static async open(name, tables, { indexedDB = globalThis.indexedDB, locks, create = true, sealer }) {
     const db = await openDatabase(name, tables, indexedDB, create);
     try {
-      let { check, commits } = await readSync(db);
-      if (check === undefined && sealer !== undefined && commits === 0) {
-        await sealEmpty(db, await sealer.check());
-        ({ check, commits } = await readSync(db));
-      }
-      await admit(check, sealer, commits > 0);
       // Let another tab upgrade or delete the database rather than block it.
       db.onversionchange = () => db.close();
-      const store = new IdbStore(db, name, tables, locks, sealer, check);
-      if (sealer !== undefined && (await readManifest(db)) === undefined) {
-        // Sealed in format 1 (records not bound to a commit), or new: re-sealed in format 2
-        // with a manifest, in one transaction (under the lock, unless another tab did it first).
-        await store.lock(async () => {
-          if ((await readManifest(db)) === undefined) await store.#reseal(sealer, true);
-        });
-        ({ check } = await readSync(db));
-        store.#check = check;
-      }
+      const store = new IdbStore(db, name, tables, locks, sealer);
+      await store.#admit(false, sealer);
       return store;
     } catch (e) {
       db.close();
@@ -123,13 +114,7 @@ export class IdbStore {
   static async reseal(name, tables, { indexedDB = globalThis.indexedDB, locks }, from, to) {
     const db = await openDatabase(name, tables, indexedDB, false);
     try {
-      const { check } = await readSync(db);
-      if (from === undefined && check !== undefined) {
-        throw failure(STORE_CORRUPT, 'the store is sealed already: change its key with Client.rekeyStore');
-      }
-      await admit(check, from, true);
-      const store = new IdbStore(db, name, tables, locks, from, check);
-      await store.lock(async () => store.#reseal(to, (await readManifest(db)) === undefined));
+      await new IdbStore(db, name, tables, locks, from).#admit(true, to);
     } finally {
       db.close();
       from?.close();
@@ -138,14 +123,56 @@ export class IdbStore {
   }
 
   /**
-   * Re-seals every record with `to` (format 2, a new store id, at the next commit), with a new
-   * check value and manifest, in one transaction. `legacy`: the store is plain or sealed in
-   * format 1 (no manifest yet).
+   * Takes the steps proteus-client decides (openStep) until the store is open (`convert`
+   * false) or, converted, re-sealed with `to` (`Client.sealStore` and `rekeyStore`: this
+   * store's sealer is the old key, or undefined). Each step is asked on the `sync` table as
+   * read just before: a check value verified with this store's sealer, an empty store sealed
+   * (only if that is still the step in the transaction that marks it: two tabs seal it once),
+   * every record re-sealed (under the store's lock, only if that is still the step there:
+   * another tab may have done it). Then `#check` is the store's check value.
    */
-  async #reseal(to, legacy = false) {
+  async #admit(convert, to) {
+    const sealer = this.#sealer;
+    // The sealer's verification of a check value, for those bytes (a reseal writes new ones).
+    let verified;
+    const stepOf = (state) => {
+      const known = verified !== undefined && equalBytes(state.check, verified.check);
+      return openStep(convert, state, sealer !== undefined, known ? verified.ok : undefined);
+    };
+    for (;;) {
+      const state = await readSync(this.#db);
+      this.#check = state.check;
+      const step = stepOf(state);
+      if (step === READY) return;
+      if (step === VERIFY) {
+        verified = { check: state.check, ok: await sealer.verify(state.check) };
+      } else if (step === SEAL_EMPTY) {
+        const check = await sealer.check();
+        await sealEmpty(this.#db, check, (now) => stepOf(now) === SEAL_EMPTY);
+        // Made with this key (another tab's, stored first, is verified at the next step).
+        verified = { check, ok: true };
+      } else {
+        // RESEAL or RESEAL_LEGACY; the same step under the lock reads the same check value.
+        const resealed = await this.lock(async () => {
+          if (stepOf(await readSync(this.#db)) !== step) return false;
+          verified = { check: await this.#reseal(to, step === RESEAL_LEGACY), ok: true };
+          return true;
+        });
+        if (resealed && convert) return;
+      }
+    }
+  }
+
+  /**
+   * Re-seals every record with `to` (format 2, a new store id, at the next commit), with a new
+   * check value and manifest, in one transaction: the new check value. `legacy`: the store is
+   * plain or sealed in format 1 (no manifest yet).
+   */
+  async #reseal(to, legacy) {
     const { commits, records } = await this.#read(legacy);
     const sealed = await to.reseal(records, commits);
     await this.#transaction(commits, (tx) => this.#putSealed(tx, sealed));
+    return sealed.check;
   }
 
   /** Stores a sealed commit (`Sealer.persist`'s or `reseal`'s) in transaction `tx`. */
@@ -409,29 +436,37 @@ async function openDatabase(name, tables, indexedDB, create) {
   return db;
 }
 
-/** The store's manifest (undefined: plain, or sealed in format 1). */
-async function readManifest(db) {
-  const tx = db.transaction(SYNC, 'readonly');
-  return bytesOf(await request(tx.objectStore(SYNC).get(MANIFEST)));
-}
-
-/** The store's check value (undefined: plain) and commit counter. */
-async function readSync(db) {
-  const tx = db.transaction(SYNC, 'readonly');
-  const sync = tx.objectStore(SYNC);
-  const [check, commits] = await Promise.all([request(sync.get(SEAL)), request(sync.get(COMMITS))]);
-  return { check: bytesOf(check), commits: commits ?? 0 };
-}
-
-/** Marks a store that never committed as sealed with `check`, unless another tab did first. */
-async function sealEmpty(db, check) {
-  const tx = db.transaction(SYNC, 'readwrite', { durability: 'strict' });
+/**
+ * Reads the store's `{check, commits, manifest}` (check value and manifest undefined: plain;
+ * manifest undefined: sealed in format 1, or empty) in one transaction of `mode` and returns
+ * `then(state, sync)`, called while the transaction is active (`sync`: its object store).
+ */
+async function withSync(db, mode, then) {
+  const tx = db.transaction(SYNC, mode, { durability: 'strict' });
   const finished = done(tx);
   const sync = tx.objectStore(SYNC);
-  const seal = sync.get(SEAL);
-  const commits = sync.get(COMMITS);
-  commits.onsuccess = () => {
-    if (seal.result === undefined && (commits.result ?? 0) === 0) sync.put(check, SEAL);
+  const [check, commits, manifest] = [SEAL, COMMITS, MANIFEST].map((key) => sync.get(key));
+  let result;
+  manifest.onsuccess = () => {
+    result = then({ check: bytesOf(check.result), commits: commits.result ?? 0, manifest: bytesOf(manifest.result) }, sync);
   };
   await finished;
+  return result;
 }
+
+/** The store's `{check, commits, manifest}`. */
+const readSync = (db) => withSync(db, 'readonly', (state) => state);
+
+/**
+ * Marks an empty store as sealed with `check` if `seals(state)` on what the same transaction
+ * reads: not if another tab sealed it first, or committed. A refusal writes nothing (the next
+ * step, asked on what is stored, reports it).
+ */
+const sealEmpty = (db, check, seals) =>
+  withSync(db, 'readwrite', (state, sync) => {
+    try {
+      if (seals(state)) sync.put(check, SEAL);
+    } catch {
+      // refused: nothing is written
+    }
+  });

@@ -10,7 +10,7 @@
 // Rust gives), and each step of a job is a batch of AES-GCM and HMAC operations, run at once.
 
 import { adopt } from './errors.js';
-import { RawSealer, admitStore, sealChanged as changed, sealingKeyInfo } from './proteus_web.js';
+import { RawSealer, openStep as nextStep, sealChanged as changed, sealingKeyInfo } from './proteus_web.js';
 import { concat } from './records.js';
 
 /** The operations' kinds, as RawSealer numbers them. */
@@ -190,13 +190,15 @@ async function execute(keys, { kinds, bytes, bounds }) {
 }
 
 /**
- * Checks a store's check value (undefined: the store is not sealed) against the sealer it is
- * opened with (undefined: no key); RawSealer's admitStore decides: StoreKeyRequired (510),
- * WrongStoreKey (508), StoreNotSealed (509, only if the store holds records).
+ * The next step of opening a store (`convert`: of re-sealing it) in state `{check, commits,
+ * manifest}` (as read of its `sync` table), with a key or not (to convert: the old key) and
+ * `verified`, the key's verification of that check value (undefined: not asked); proteus-client
+ * decides (web_sealed::open_step), and throws the refusals: StoreKeyRequired (510),
+ * WrongStoreKey (508), StoreNotSealed (509), StoreCorrupt (503). The steps are numbered as in
+ * idb.js: ready, verify, seal the empty store, re-seal (reading with or without a manifest).
  */
-export async function admit(check, sealer, hasRecords) {
-  const verified = check !== undefined && sealer !== undefined ? await sealer.verify(check) : sealer !== undefined ? true : undefined;
-  wasmCall(() => admitStore(check !== undefined, verified, hasRecords));
+export function openStep(convert, { check, commits, manifest }, keyGiven, verified) {
+  return wasmCall(() => nextStep(convert, check !== undefined, commits, manifest !== undefined, keyGiven, verified));
 }
 
 /** The store's check value changed since it was opened: sealed, rekeyed or replaced meanwhile. */

@@ -37,7 +37,7 @@ pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
 pub use crate::import::ImportProgress;
 pub use crate::sealing::{
-    RawSealer, admit_store, pack_records, record_bounds, seal_changed, sealing_key_info,
+    RawSealer, open_step, pack_records, record_bounds, seal_changed, sealing_key_info,
 };
 
 /// Talc: smaller than the default allocator (dlmalloc) and faster.

@@ -187,12 +187,40 @@ pub fn sealing_key_info() -> Vec<JsValue> {
         .collect()
 }
 
-/// Whether a store may be opened: `sealed` (it has a check value), `key` (undefined: none was
-/// given; else whether it opens the check value), `hasRecords`. Throws StoreKeyRequired (510),
-/// WrongStoreKey (508) or StoreNotSealed (509).
-#[wasm_bindgen(js_name = admitStore)]
-pub fn admit_store(sealed: bool, key: Option<bool>, has_records: bool) -> Result<(), JsValue> {
-    web_sealed::admit(sealed, key, has_records).map_err(store_error)
+/// The next step of opening a store (`convert`: of re-sealing it, for `Client.sealStore` and
+/// `rekeyStore`), as `web_sealed::open_step` decides it on what the JS side read of the
+/// store's `sync` table (`sealed`: it has a check value; its commit counter; whether it has a
+/// manifest), whether a key is given (to convert: the old key) and `verified` (the key's
+/// verification of the check value read, only if made for those bytes). The steps' numbers
+/// (`js/idb.js`): 0 ready, 1 verify the check value, 2 seal the empty store, 3 re-seal every
+/// record, 4 re-seal every record read without a manifest. Throws the refusals:
+/// StoreKeyRequired (510), WrongStoreKey (508), StoreNotSealed (509), StoreCorrupt (503).
+#[wasm_bindgen(js_name = openStep)]
+pub fn open_step(
+    convert: bool,
+    sealed: bool,
+    commits: f64,
+    has_manifest: bool,
+    key_given: bool,
+    verified: Option<bool>,
+) -> Result<u8, JsValue> {
+    use web_sealed::{OpenStep, Purpose, SealState};
+    let purpose = if convert {
+        Purpose::Convert
+    } else {
+        Purpose::Open
+    };
+    let store = SealState {
+        sealed,
+        commits: commits as u64,
+        has_manifest,
+    };
+    match web_sealed::open_step(purpose, &store, key_given, verified).map_err(store_error)? {
+        OpenStep::Ready => Ok(0),
+        OpenStep::Verify => Ok(1),
+        OpenStep::Seal => Ok(2),
+        OpenStep::Reseal { legacy } => Ok(3 + u8::from(legacy)),
+    }
 }
 
 /// The error of a store whose check value changed since it was opened.

@@ -94,6 +94,19 @@ for (const file of ['sealed-v2.json', 'sealed-v1.json']) {
       await again.close();
     });
 
+    test('rekeyStore moves it to a new key (format 1: its records read without a manifest)', async () => {
+      const indexedDB = await load(g.tables);
+      const newKey = new Uint8Array(32).fill(8);
+      await Client.rekeyStore('bob', storeKey, newKey, { indexedDB, locks: noLocks });
+      assert.equal(await codeOf(open(indexedDB)), WRONG_STORE_KEY);
+      const bob = await Client.open('bob', { indexedDB, locks: noLocks, storeKey: newKey, identityPinning: g.identityPinning });
+      assert.equal(await bob.fingerprint(), g.fingerprint);
+      assert.deepEqual((await bob.sessionIds()).sort(), ['alice', 'carol']);
+      const { from, envelope, plaintext } = g.skipped[0];
+      assert.equal(new TextDecoder().decode(await bob.decrypt(from, bytes(envelope))), plaintext);
+      await bob.close();
+    });
+
     test('refused with another key (WrongStoreKey), and when a record is deleted (StoreTampered)', async () => {
       const wrong = Client.open('bob', { indexedDB: await load(g.tables), locks: noLocks, storeKey: new Uint8Array(32).fill(7) });
       assert.equal(await codeOf(wrong), WRONG_STORE_KEY);

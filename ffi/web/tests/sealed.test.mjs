@@ -11,6 +11,8 @@ import { Client, ProteusError, STORE_CORRUPT, STORE_KEY_REQUIRED, STORE_NOT_FOUN
 await init();
 
 const noLocks = { request: (_name, fn) => fn() };
+const TABLES = ['meta', 'prekeys', 'sessions', 'staged_keys'];
+const tick = () => new Promise((resolve) => setImmediate(resolve));
 const key = (fill) => new Uint8Array(32).fill(fill);
 const text = (bytes) => new TextDecoder().decode(bytes);
 const utf8 = (s) => new TextEncoder().encode(s);
@@ -39,6 +41,28 @@ function bytesOf(v) {
   if (typeof v === 'string') return utf8(v);
   if (typeof v === 'number') return utf8(String(v));
   return new Uint8Array(v);
+}
+
+/** Creates store `name` with no record, its `sync` table holding `sync` ({key: value}). */
+async function bare(indexedDB, name, sync = {}) {
+  const db = await new Promise((resolve, reject) => {
+    const req = indexedDB.open(`proteus:${name}`, 1);
+    req.onupgradeneeded = () => {
+      for (const table of [...TABLES, 'sync']) req.result.createObjectStore(table);
+    };
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+  const tx = db.transaction('sync', 'readwrite');
+  for (const [k, v] of Object.entries(sync)) tx.objectStore('sync').put(v, k);
+  await new Promise((resolve) => (tx.oncomplete = resolve));
+  db.close();
+}
+
+/** The value of `key` in store `name`'s `sync` table, as raw() reads it. */
+async function syncValue(indexedDB, name, key) {
+  const row = (await raw(indexedDB, name)).find((r) => r.table === 'sync' && text(r.key) === key);
+  return row?.value;
 }
 
 /** All the stored bytes, keys and values, back to back. */
@@ -233,5 +257,64 @@ describe('sealStore and rekeyStore', () => {
     await rejectsWith(oldKeyClient.generatePrekeys(1), WRONG_STORE_KEY);
     assert.deepEqual(await raw(indexedDB, 'open-plain'), rekeyed, 'nothing sealed with the old key was written');
     await oldKeyClient.close();
+  });
+});
+
+describe('opening a store step by step (proteus-client decides each step)', () => {
+  test('two tabs opening a new store with a key at once both open it, sealed once', async () => {
+    for (const delay of [0, 1, 2, 3, 5, 8, 13, 21]) {
+      const indexedDB = new IDBFactory();
+      // One lock manager for both tabs, as Web Locks are: the re-sealing takes turns.
+      const open = () => Client.open('both', { indexedDB, allowWithoutWebLocks: true, storeKey: key(3) });
+      const first = open();
+      for (let i = 0; i < delay; i++) await tick();
+      const [tab1, tab2] = await Promise.all([first, open()]);
+      const where = `tab 2 ${delay} ticks after tab 1`;
+      assert.equal(await tab2.fingerprint(), await tab1.fingerprint(), where);
+      // One seal, one re-sealing (commit 1) and one identity (commit 2).
+      assert.equal(text(await syncValue(indexedDB, 'both', 'commits')), '2', where);
+      // Each tab holds the store's check value: a stale one would fail with WrongStoreKey.
+      await tab1.generatePrekeys(1);
+      await tab2.generatePrekeys(1);
+      await Promise.all([tab1.close(), tab2.close()]);
+      await rejectsWith(Client.open('both', { indexedDB, locks: noLocks }), STORE_KEY_REQUIRED);
+      const again = await Client.open('both', { indexedDB, locks: noLocks, storeKey: key(3) });
+      assert.equal(again.created, false);
+      assert.equal(await again.prekeysRemaining(), 2, where);
+      await again.close();
+    }
+  });
+
+  test('a store sealed while empty (closed before its re-sealing) opens with its key only', async () => {
+    const indexedDB = new IDBFactory();
+    await populated(indexedDB, 'keyed', { storeKey: key(2) });
+    // A check value is not bound to its store: one made with key 2 marks an empty store.
+    await bare(indexedDB, 'empty', { seal: await syncValue(indexedDB, 'keyed', 'seal') });
+    const before = await raw(indexedDB, 'empty');
+    await rejectsWith(Client.open('empty', { indexedDB, locks: noLocks }), STORE_KEY_REQUIRED);
+    await rejectsWith(Client.open('empty', { indexedDB, locks: noLocks, storeKey: key(5) }), WRONG_STORE_KEY);
+    await rejectsWith(Client.sealStore('empty', key(5), { indexedDB, locks: noLocks }), STORE_CORRUPT);
+    assert.deepEqual(await raw(indexedDB, 'empty'), before);
+    const c = await Client.open('empty', { indexedDB, locks: noLocks, storeKey: key(2) });
+    assert.equal(c.created, true);
+    const fingerprint = await c.fingerprint();
+    await c.close();
+    assert.notEqual(await syncValue(indexedDB, 'empty', 'manifest'), undefined, 're-sealed with a manifest');
+    const again = await Client.open('empty', { indexedDB, locks: noLocks, storeKey: key(2) });
+    assert.equal(await again.fingerprint(), fingerprint);
+    await again.close();
+  });
+
+  test('an empty plain store: rekeyStore refuses it (509), sealStore seals it', async () => {
+    const indexedDB = new IDBFactory();
+    await bare(indexedDB, 'empty');
+    const before = await raw(indexedDB, 'empty');
+    await rejectsWith(Client.rekeyStore('empty', key(1), key(2), { indexedDB, locks: noLocks }), STORE_NOT_SEALED);
+    assert.deepEqual(await raw(indexedDB, 'empty'), before, 'converting never seals as opening does');
+    await Client.sealStore('empty', key(2), { indexedDB, locks: noLocks });
+    await rejectsWith(Client.open('empty', { indexedDB, locks: noLocks }), STORE_KEY_REQUIRED);
+    const c = await Client.open('empty', { indexedDB, locks: noLocks, storeKey: key(2) });
+    assert.equal(c.created, true);
+    await c.close();
   });
 });

@@ -159,8 +159,8 @@ pub fn element_input(table: Table, stored: &[u8], commit: u64) -> Vec<u8> {
 /// The body of a record: `key length ‖ key ‖ value`. It holds the record's secrets: wiped when
 /// dropped.
 pub fn body(key: &[u8], value: &[u8]) -> Result<Zeroizing<Vec<u8>>, StoreError> {
-    let len = u16::try_from(key.len())
-        .map_err(|_| StoreError::Corrupt("a record key is too long to seal".into()))?;
+    let len =
+        u16::try_from(key.len()).map_err(|_| super::corrupt("a record key is too long to seal"))?;
     let mut out = Zeroizing::new(Vec::with_capacity(2 + key.len() + value.len()));
     out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(key);

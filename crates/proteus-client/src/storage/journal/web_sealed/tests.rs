@@ -457,23 +457,116 @@ fn the_counter_moved_alone_a_rollback_and_a_wrong_key_are_refused() {
     );
 }
 
+/// The next step of opening (or converting) a store in state `(sealed, commits, has_manifest)`.
+fn step(
+    purpose: Purpose,
+    (sealed, commits, has_manifest): (bool, u64, bool),
+    key_given: bool,
+    verified: Option<bool>,
+) -> Result<OpenStep, StoreError> {
+    let store = SealState {
+        sealed,
+        commits,
+        has_manifest,
+    };
+    open_step(purpose, &store, key_given, verified)
+}
+
+/// The code of a refusal.
+fn refusal(step: Result<OpenStep, StoreError>) -> u16 {
+    step.unwrap_err().code()
+}
+
 #[test]
-fn admission_codes() {
-    assert!(matches!(
-        admit(true, None, true),
-        Err(StoreError::KeyRequired)
-    ));
-    assert!(matches!(
-        admit(true, Some(false), true),
-        Err(StoreError::WrongKey)
-    ));
-    assert!(matches!(
-        admit(false, Some(true), true),
-        Err(StoreError::NotSealed)
-    ));
-    assert!(admit(false, Some(true), false).is_ok());
-    assert!(admit(true, Some(true), true).is_ok());
-    assert!(admit(false, None, true).is_ok());
+fn opening_a_store_step_by_step() {
+    use OpenStep::{Ready, Reseal, Seal, Verify};
+    use Purpose::Open;
+    let sealed = (true, 3, true);
+    let format_1 = (true, 3, false);
+    let sealed_empty = (true, 0, false);
+    for store in [sealed, format_1, sealed_empty] {
+        // Sealed, no key: StoreKeyRequired, verified or not.
+        for verified in [None, Some(false), Some(true)] {
+            assert_eq!(refusal(step(Open, store, false, verified)), 510);
+        }
+        assert_eq!(step(Open, store, true, None).unwrap(), Verify);
+        assert_eq!(refusal(step(Open, store, true, Some(false))), 508);
+    }
+    assert_eq!(step(Open, sealed, true, Some(true)).unwrap(), Ready);
+    // No manifest: re-sealed in format 2 first, its records read as they are.
+    let legacy = Reseal { legacy: true };
+    assert_eq!(step(Open, format_1, true, Some(true)).unwrap(), legacy);
+    assert_eq!(step(Open, sealed_empty, true, Some(true)).unwrap(), legacy);
+
+    // Plain and empty with a key: sealed; with records, StoreNotSealed; without a key, ready.
+    for has_manifest in [false, true] {
+        assert_eq!(
+            step(Open, (false, 0, has_manifest), true, None).unwrap(),
+            Seal
+        );
+        assert_eq!(
+            refusal(step(Open, (false, 1, has_manifest), true, None)),
+            509
+        );
+        for commits in [0, 1] {
+            assert_eq!(
+                step(Open, (false, commits, has_manifest), false, None).unwrap(),
+                Ready
+            );
+        }
+    }
+    // A `verified` for another check value is never passed; for a plain store it is ignored.
+    assert_eq!(
+        step(Open, (false, 0, false), true, Some(true)).unwrap(),
+        Seal
+    );
+    assert_eq!(
+        refusal(step(Open, (false, 2, false), true, Some(true))),
+        509
+    );
+}
+
+#[test]
+fn converting_a_store_step_by_step() {
+    use OpenStep::{Reseal, Verify};
+    use Purpose::Convert;
+    for store in [(true, 3, true), (true, 3, false), (true, 0, false)] {
+        // Sealing a sealed store: StoreCorrupt, with the message of the native store's.
+        for verified in [None, Some(false), Some(true)] {
+            let e = step(Convert, store, false, verified).unwrap_err();
+            assert!(e.to_string().contains("sealed already"), "{e}");
+            assert_eq!(refusal(Err(e)), 503);
+        }
+        // Rekeying it: verified first, then re-sealed.
+        assert_eq!(step(Convert, store, true, None).unwrap(), Verify);
+        assert_eq!(refusal(step(Convert, store, true, Some(false))), 508);
+    }
+    assert_eq!(
+        step(Convert, (true, 3, true), true, Some(true)).unwrap(),
+        Reseal { legacy: false }
+    );
+    for store in [(true, 3, false), (true, 0, false)] {
+        assert_eq!(
+            step(Convert, store, true, Some(true)).unwrap(),
+            Reseal { legacy: true }
+        );
+    }
+    // A plain store: rekeying it is StoreNotSealed, even empty (never sealed as it is opened);
+    // sealing it re-seals its records, read as they are.
+    for commits in [0, 1] {
+        assert_eq!(
+            refusal(step(Convert, (false, commits, false), true, None)),
+            509
+        );
+        assert_eq!(
+            step(Convert, (false, commits, false), false, None).unwrap(),
+            Reseal { legacy: true }
+        );
+    }
+}
+
+#[test]
+fn a_changed_seal_codes() {
     assert!(matches!(seal_changed(true, false), StoreError::KeyRequired));
     assert!(matches!(seal_changed(true, true), StoreError::WrongKey));
     assert!(matches!(seal_changed(false, true), StoreError::WrongKey));

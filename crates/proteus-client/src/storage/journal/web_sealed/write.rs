@@ -74,9 +74,7 @@ impl WriteJob {
             if let Write::Put { key, .. } = w
                 && key.len() > super::format::MAX_KEY_LEN
             {
-                return Err(StoreError::Corrupt(
-                    "a record key is too long to seal".into(),
-                ));
+                return Err(super::corrupt("a record key is too long to seal"));
             }
         }
         Ok(Self {
