@@ -66,7 +66,7 @@ fn stored_records(
     Ok(records)
 }
 
-/// A plain store's records, as the JS side read them (see [`stored_records`]), in the record
+/// A plain store's records, as the JS side read them (see `stored_records`), in the record
 /// buffer a client opens on (`RawClient`'s constructor).
 #[wasm_bindgen(js_name = packRecords)]
 pub fn pack_records(tables: &[u8], bytes: Vec<u8>, lengths: &[u32]) -> Result<JsValue, JsValue> {
@@ -125,7 +125,7 @@ impl RawSealer {
 
     /// Seals a commit's writes (a record buffer) at commit `next`; `undefined`: the store
     /// loaded last is not at `expected` (reload first). Done: the writes to store (see
-    /// [`answer`]).
+    /// `answer`).
     pub fn persist(
         &mut self,
         writes: Vec<u8>,
