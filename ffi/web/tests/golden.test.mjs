@@ -10,11 +10,11 @@ import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { IDBFactory } from 'fake-indexeddb';
 import { Client, ProteusError, STORE_TAMPERED, WRONG_STORE_KEY, init } from '../pkg/index.js';
+import { TABLES, openStoreDatabase } from './support/idb.mjs';
 
 await init();
 
 const noLocks = { request: (_name, fn) => fn() };
-const TABLES = ['meta', 'prekeys', 'sessions', 'staged_keys'];
 const bytes = (hex) => new Uint8Array(Buffer.from(hex, 'hex'));
 const golden = (file) => JSON.parse(readFileSync(new URL(`golden/${file}`, import.meta.url), 'utf8'));
 
@@ -27,14 +27,7 @@ const request = (req) =>
 /** A new IndexedDB holding store `name` as `tables` (a golden dump) has it. */
 async function load(tables, name = 'bob') {
   const indexedDB = new IDBFactory();
-  const db = await new Promise((resolve, reject) => {
-    const req = indexedDB.open(`proteus:${name}`, 1);
-    req.onupgradeneeded = () => {
-      for (const table of [...TABLES, 'sync']) req.result.createObjectStore(table);
-    };
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
+  const db = await openStoreDatabase(indexedDB, name);
   const tx = db.transaction([...TABLES, 'sync'], 'readwrite');
   const done = new Promise((resolve, reject) => {
     tx.oncomplete = resolve;

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { IDBFactory } from 'fake-indexeddb';
 import { Client, ProteusError, STORE_CORRUPT, STORE_KEY_REQUIRED, STORE_NOT_FOUND, STORE_NOT_SEALED, STORE_TAMPERED, WRONG_STORE_KEY, init } from '../pkg/index.js';
+import { openStoreDatabase } from './support/idb.mjs';
 
 await init();
 
 const noLocks = { request: (_name, fn) => fn() };
-const TABLES = ['meta', 'prekeys', 'sessions', 'staged_keys'];
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const key = (fill) => new Uint8Array(32).fill(fill);
 const text = (bytes) => new TextDecoder().decode(bytes);
@@ -45,14 +45,7 @@ function bytesOf(v) {
 
 /** Creates store `name` with no record, its `sync` table holding `sync` ({key: value}). */
 async function bare(indexedDB, name, sync = {}) {
-  const db = await new Promise((resolve, reject) => {
-    const req = indexedDB.open(`proteus:${name}`, 1);
-    req.onupgradeneeded = () => {
-      for (const table of [...TABLES, 'sync']) req.result.createObjectStore(table);
-    };
-    req.onsuccess = () => resolve(req.result);
-    req.onerror = () => reject(req.error);
-  });
+  const db = await openStoreDatabase(indexedDB, name);
   const tx = db.transaction('sync', 'readwrite');
   for (const [k, v] of Object.entries(sync)) tx.objectStore('sync').put(v, k);
   await new Promise((resolve) => (tx.oncomplete = resolve));
