@@ -76,9 +76,11 @@ FIREFOX=${FIREFOX:-/usr/bin/firefox-esr}
 # commit-engine.js) added 1,351 (the state machine; the journal's five step exports went): 274,289.
 # Opening a store step by step in Rust (issue 33: web_sealed::open_step, executed by idb.js; the
 # message of sealing a sealed store came with it) added 388, 123 of them won back by making
-# web_sealed's fixed StoreCorrupt messages in one function: 274,554.
+# web_sealed's fixed StoreCorrupt messages in one function: 274,554. The in-memory store's
+# records and compare-and-swap in Rust (issue 33: proteus-client's HostMemoryStore, RawMemoryStore;
+# stores.js's MemoryStore only moves buffers) 1,923: 276,477.
 # Where the bytes go: node scripts/wasm-sizes.mjs on the module with names (PROTEUS_WEB_NAMES=1).
-WASM_BUDGET=${WASM_BUDGET:-274616}
+WASM_BUDGET=${WASM_BUDGET:-276540}
 
 log() { printf '\n== %s\n' "$*"; }
 timed() { # what, command...

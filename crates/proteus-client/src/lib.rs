@@ -169,8 +169,8 @@ pub use records::MAX_SESSION_ID_LEN;
 pub use replay_guard::MAX_LAST_RESORT_BASE_KEYS;
 pub use session_cache::SessionConfig;
 pub use storage::journal::{
-    Commit, CommitAction, CommitDriver, CommitReport, MAX_COMMIT_ATTEMPTS, decode_writes,
-    encode_writes, entry_bounds, web_sealed,
+    Commit, CommitAction, CommitDriver, CommitReport, HostMemoryStore, MAX_COMMIT_ATTEMPTS,
+    decode_writes, encode_writes, entry_bounds, web_sealed,
 };
 pub use storage::rollback::{CommitCounter, CounterError, RollbackGuard};
 #[cfg(feature = "sealed")]

@@ -8,7 +8,7 @@
 // writes and `next`. That alone rules out two tabs using one message key; the lock only keeps
 // such conflicts rare. The counts come from the client's journal (proteus-client), which decides.
 
-import { packed, writesOf } from './records.js';
+import { RawMemoryStore } from './proteus_web.js';
 
 /** A queue per name: one holder at a time, in order of request, within this JS realm. */
 export class LocalLocks {
@@ -98,35 +98,24 @@ export async function askPersistence() {
 /**
  * Records in memory only: nothing survives the client. For Node, tests and short-lived clients.
  * It keeps what was persisted, apart from the client's own journal, so that a client can go back
- * to it when a commit is not persisted (a batch callback's promise rejected).
+ * to it when a commit is not persisted (a batch callback's promise rejected). The records and
+ * the compare-and-swap are proteus-client's (HostMemoryStore, in the wasm module, where the
+ * records are wiped when the store is closed); this only moves the buffers.
  */
 export class MemoryStore {
-  #version = 0;
-  /** Per table: hex key -> {key, value}. */
-  #tables = new Map();
+  #raw = new RawMemoryStore();
 
   async load() {
-    const records = [];
-    for (const [table, rows] of this.#tables) {
-      for (const { key, value } of rows.values()) records.push({ table, key, value });
-    }
-    return { version: this.#version, records: packed(records) };
+    return { version: this.#raw.counter, records: this.#raw.load() };
   }
 
   async version() {
-    return this.#version;
+    return this.#raw.counter;
   }
 
   async persist(writes, expected, next) {
-    if (expected !== this.#version) throw new CommitConflict(expected, this.#version);
-    for (const w of writesOf(writes)) {
-      let rows = this.#tables.get(w.table);
-      if (rows === undefined) this.#tables.set(w.table, (rows = new Map()));
-      const id = hexKey(w.key);
-      if (!w.put) rows.delete(id);
-      else rows.set(id, { key: w.key.slice(), value: w.value.slice() });
-    }
-    this.#version = next;
+    const found = this.#raw.persist(writes, expected, next);
+    if (found !== undefined) throw new CommitConflict(expected, found);
   }
 
   /** The client's own queue orders its calls; nothing else uses this store. */
@@ -134,11 +123,13 @@ export class MemoryStore {
     return fn();
   }
 
-  close() {}
-}
-
-function hexKey(key) {
-  let s = '';
-  for (const b of key) s += b.toString(16).padStart(2, '0');
-  return s;
+  /** Wipes the records (once; a module that trapped may not free them: they go with it). */
+  close() {
+    try {
+      this.#raw?.free();
+    } catch {
+      // the module trapped
+    }
+    this.#raw = undefined;
+  }
 }

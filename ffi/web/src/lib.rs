@@ -21,6 +21,7 @@ mod commit;
 mod delivery;
 mod import;
 mod js;
+mod memory;
 mod pinning;
 mod sealing;
 
@@ -36,6 +37,7 @@ use wasm_bindgen::prelude::*;
 pub use crate::delivery::BatchSink;
 use crate::delivery::{CHUNK, Chunk};
 pub use crate::import::ImportProgress;
+pub use crate::memory::RawMemoryStore;
 pub use crate::sealing::{
     RawSealer, open_step, pack_records, record_bounds, seal_changed, sealing_key_info,
 };

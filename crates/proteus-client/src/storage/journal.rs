@@ -35,6 +35,7 @@
 
 mod codec;
 mod driver;
+mod memory_host;
 mod records;
 pub mod web_sealed;
 
@@ -45,6 +46,7 @@ use zeroize::Zeroizing;
 
 pub use self::codec::{decode_writes, encode_writes, entry_bounds};
 pub use self::driver::{CommitAction, CommitDriver, CommitReport};
+pub use self::memory_host::HostMemoryStore;
 use self::records::Records;
 use super::{Record, Storage, Table, Write};
 use crate::error::StoreError;

@@ -36,6 +36,18 @@ impl Records {
             .collect()
     }
 
+    /// Every record, as puts in key order.
+    pub(super) fn puts(&self) -> Vec<Write> {
+        self.0
+            .iter()
+            .map(|(table, key, value)| Write::Put {
+                table: *table,
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect()
+    }
+
     pub(super) fn apply(&mut self, writes: &[Write]) {
         for write in writes {
             match write {
