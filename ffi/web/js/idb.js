@@ -442,7 +442,7 @@ async function openDatabase(name, tables, indexedDB, create) {
  * `then(state, sync)`, called while the transaction is active (`sync`: its object store).
  */
 async function withSync(db, mode, then) {
-  const tx = db.transaction(SYNC, mode, { durability: 'strict' });
+  const tx = db.transaction(SYNC, mode, mode === 'readwrite' ? { durability: 'strict' } : undefined);
   const finished = done(tx);
   const sync = tx.objectStore(SYNC);
   const [check, commits, manifest] = [SEAL, COMMITS, MANIFEST].map((key) => sync.get(key));
