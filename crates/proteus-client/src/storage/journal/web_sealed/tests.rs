@@ -215,13 +215,18 @@ fn sealed_store(p: &Platform) -> Host {
     host
 }
 
-fn load(p: &Platform, sealer: &mut WebSealer, host: &Host) -> Result<Vec<Write>, StoreError> {
-    let step = sealer.load(
+/// The first step of loading `host`'s store (with its manifest).
+fn start_load(sealer: &mut WebSealer, host: &Host) -> Result<Step, StoreError> {
+    sealer.load(
         host.records.clone(),
         host.commits,
         host.manifest.as_deref(),
         false,
-    )?;
+    )
+}
+
+fn load(p: &Platform, sealer: &mut WebSealer, host: &Host) -> Result<Vec<Write>, StoreError> {
+    let step = start_load(sealer, host)?;
     match p.drive(sealer, step)? {
         Outcome::Loaded(records) => Ok(records),
         other => panic!("{other:?}"),
@@ -615,15 +620,7 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
     let host = sealed_store(&p);
     let mut sealer = WebSealer::new();
     assert!(sealer.resume(outputs(vec![])).is_err());
-    let Step::Run(ops) = sealer
-        .load(
-            host.records.clone(),
-            host.commits,
-            host.manifest.as_deref(),
-            false,
-        )
-        .unwrap()
-    else {
+    let Step::Run(ops) = start_load(&mut sealer, &host).unwrap() else {
         panic!()
     };
     let mut each = p.run_each(ops);
@@ -632,15 +629,7 @@ fn a_host_that_answers_wrong_gets_an_error_not_a_panic() {
         sealer.resume(outputs(each)),
         Err(StoreError::Backend(_))
     ));
-    let Step::Run(ops) = sealer
-        .load(
-            host.records.clone(),
-            host.commits,
-            host.manifest.as_deref(),
-            false,
-        )
-        .unwrap()
-    else {
+    let Step::Run(ops) = start_load(&mut sealer, &host).unwrap() else {
         panic!()
     };
     let Step::Run(ops) = sealer.resume(p.run(ops)).unwrap() else {
