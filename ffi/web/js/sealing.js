@@ -13,10 +13,8 @@ import { adopt } from './errors.js';
 import { RawSealer, openStep as nextStep, sealChanged as changed, sealingKeyInfo } from './proteus_web.js';
 import { concat } from './records.js';
 
-/** The operations' kinds, as RawSealer numbers them. */
-const SEAL = 0;
-const OPEN = 1;
-const HASH_ID = 2;
+/** The operations' kinds, as RawSealer numbers them (any other: an element's HMAC). */
+const [SEAL, OPEN, HASH_ID] = [0, 1, 2];
 /** An output length that says an open failed (RawSealer.resume). */
 const FAILED = 0xffffffff;
 const EMPTY = new Uint8Array(0);

@@ -323,3 +323,53 @@ fn host_writes(writes: &[HostWrite]) -> (Vec<u8>, Vec<u32>) {
     }
     (bytes, bounds)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// js/idb.js numbers the opening steps as [`open_step`] does, and js/sealing.js the
+    /// operations' kinds as `CryptoOp::kind`.
+    #[test]
+    fn the_js_side_numbers_the_steps_and_kinds_alike() {
+        let steps = "const [READY, VERIFY, SEAL_EMPTY, RESEAL, RESEAL_LEGACY] = [0, 1, 2, 3, 4];";
+        assert!(
+            include_str!("../js/idb.js").contains(steps),
+            "js/idb.js must say: {steps}"
+        );
+        // (convert, sealed, commits, has_manifest, key_given, verified) -> the step's number.
+        for (args, number) in [
+            ((false, false, 0.0, false, false, None), 0), // READY: a plain store, no key
+            ((false, true, 1.0, true, true, None), 1),    // VERIFY
+            ((false, false, 0.0, false, true, None), 2),  // SEAL_EMPTY
+            ((true, true, 1.0, true, true, Some(true)), 3), // RESEAL
+            ((false, true, 1.0, false, true, Some(true)), 4), // RESEAL_LEGACY
+        ] {
+            let (convert, sealed, commits, manifest, key, verified) = args;
+            let step = open_step(convert, sealed, commits, manifest, key, verified);
+            assert_eq!(step.ok(), Some(number));
+        }
+        let kinds = "const [SEAL, OPEN, HASH_ID] = [0, 1, 2];";
+        assert!(
+            include_str!("../js/sealing.js").contains(kinds),
+            "js/sealing.js must say: {kinds}"
+        );
+        let nonce = [0; web_sealed::format::NONCE_LEN];
+        let ops = [
+            CryptoOp::Seal {
+                nonce,
+                aad: vec![],
+                plaintext: Zeroizing::new(vec![]),
+            },
+            CryptoOp::Open {
+                nonce,
+                aad: vec![],
+                ciphertext: vec![],
+            },
+            CryptoOp::HashId(vec![]),
+        ];
+        for (number, op) in ops.iter().enumerate() {
+            assert_eq!(usize::from(op.kind()), number);
+        }
+    }
+}
